@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything the build and tests need, from package registries only, and exports the
+# tool locations worker-build would otherwise try to download. Idempotent: each step is skipped
+# when the pinned version is already present. Source it: `. scripts/setup.sh`.
+#
+# Tool versions are pinned here and nowhere else (npm packages are pinned in package.json and
+# package-lock.json; the wasm-bindgen crate is pinned in Cargo.toml).
+set -euo pipefail
+
+WORKER_BUILD_VERSION="0.8.7"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# The wasm-bindgen CLI must match the wasm-bindgen crate resolved in Cargo.lock exactly.
+WASM_BINDGEN_VERSION="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/version = |"/,""); print; exit}' "$ROOT/Cargo.lock")"
+
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  log "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown >&2
+fi
+
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+  log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked --force >&2
+fi
+
+if [ "$(worker-build --version 2>/dev/null | awk '{print $NF}')" != "$WORKER_BUILD_VERSION" ]; then
+  log "installing worker-build $WORKER_BUILD_VERSION (a few minutes, once)"
+  cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked --force >&2
+fi
+
+STAMP="$ROOT/node_modules/.package-lock.json"
+if [ ! -f "$STAMP" ] || [ "$ROOT/package-lock.json" -nt "$STAMP" ]; then
+  log "installing npm packages"
+  (cd "$ROOT" && npm ci --no-audit --no-fund >&2)
+fi
+
+export WASM_BINDGEN_BIN="$HOME/.cargo/bin/wasm-bindgen"
+export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
+export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
+export PATH="$ROOT/node_modules/.bin:$PATH"

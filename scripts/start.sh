@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `npm start`: setup, build, local D1 migrations, then `wrangler dev` on port 8787 with
+# `--test-scheduled` (GET /__scheduled?cron=*/2+*+*+*+* runs a tick).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/scripts/setup.sh"
+cd "$ROOT"
+
+if [ ! -f .dev.vars ]; then
+  printf 'EMDASH_ADMIN_TOKEN="%s"\n' "$(node -e 'console.log(require("crypto").randomBytes(32).toString("hex"))')" > .dev.vars
+  echo "[start] created .dev.vars with a new admin token" >&2
+fi
+worker-build --release
+wrangler d1 migrations apply DB --local
+TOKEN="$(sed -n 's/^EMDASH_ADMIN_TOKEN="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' .dev.vars)"
+cat <<MSG
+
+  media-usage-worker on http://localhost:8787/_emdash/api
+  admin token (from .dev.vars): $TOKEN
+  try: curl -H "Authorization: Bearer $TOKEN" http://localhost:8787/_emdash/api/schema/collections
+
+MSG
+exec wrangler dev --local --test-scheduled --port 8787

@@ -1,0 +1,77 @@
+//! Bearer-token authentication and role/scope authorization.
+
+use super::error::ApiError;
+use super::Config;
+use crate::exec::Executor;
+use crate::model::auth::{hash_token, hashes_equal, Principal, Role, Scope};
+use crate::repo::tokens;
+
+/// Resolves the `Authorization` header to a principal: the bootstrap admin token (compared by
+/// hash, in constant time) or a stored token. No header → `None`; a bad header or an unknown
+/// token → 401.
+pub async fn authenticate<E: Executor>(
+    exec: &E,
+    config: &Config,
+    header: Option<&str>,
+) -> Result<Option<Principal>, ApiError> {
+    let Some(header) = header else {
+        return Ok(None);
+    };
+    let unauthorized = || ApiError::new(401, "UNAUTHORIZED", "Invalid or unknown token");
+    let token = header
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && t.len() <= 512)
+        .ok_or_else(unauthorized)?;
+    let hash = hash_token(token);
+    if let Some(admin) = &config.admin_token_hash {
+        if hashes_equal(admin, &hash) {
+            return Ok(Some(Principal {
+                token_id: "bootstrap".into(),
+                role: Role::Admin,
+                scopes: Scope::ALL.to_vec(),
+            }));
+        }
+    }
+    let hash_hex = hex::encode(hash);
+    let row = tokens::find_by_hash(exec, &hash_hex)
+        .await?
+        .ok_or_else(unauthorized)?;
+    let mut stored = [0u8; 32];
+    hex::decode_to_slice(&row.token_hash, &mut stored).map_err(|_| unauthorized())?;
+    if !hashes_equal(&stored, &hash) {
+        return Err(unauthorized());
+    }
+    let role = Role::from_level(row.role)
+        .ok_or_else(|| ApiError::internal(format!("token {} has role {}", row.id, row.role)))?;
+    let names: Vec<String> =
+        serde_json::from_str(&row.scopes).map_err(|e| ApiError::internal(e.to_string()))?;
+    let scopes = names.iter().filter_map(|n| Scope::parse(n)).collect();
+    Ok(Some(Principal {
+        token_id: row.id,
+        role,
+        scopes,
+    }))
+}
+
+/// No principal → 401; role below the floor → 403 `FORBIDDEN`; scope missing → 403
+/// `INSUFFICIENT_SCOPE`.
+pub fn authorize(principal: Option<&Principal>, role: Role, scope: Scope) -> Result<(), ApiError> {
+    let p =
+        principal.ok_or_else(|| ApiError::new(401, "UNAUTHORIZED", "Authentication required"))?;
+    if p.role < role {
+        return Err(ApiError::new(
+            403,
+            "FORBIDDEN",
+            format!("Requires the {} role", role.name()),
+        ));
+    }
+    if !p.has_scope(scope) {
+        return Err(ApiError::new(
+            403,
+            "INSUFFICIENT_SCOPE",
+            format!("Token lacks the {} scope", scope.name()),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,387 @@
+//! `/content/{collection}/**`: entries, draft revisions, publish state and trash.
+
+use serde_json::{json, Map, Value as Json};
+
+use super::error::ApiError;
+use super::input::{self, json_body, query, query_flag, Issues, Obj};
+use super::schema;
+use super::{Ctx, Reply, Request};
+use crate::exec::{self, Executor, Row, Value};
+use crate::model::content::{check_locale, check_slug, item_json, parse_rev, rev_token, Status};
+use crate::model::ident::Ident;
+use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
+use crate::repo::schema::Collection;
+
+fn not_found() -> ApiError {
+    ApiError::not_found("Entry not found")
+}
+
+/// Maps write failures: a taken (slug, locale) is a 409, anything else is internal.
+fn write_error(e: exec::Error) -> ApiError {
+    match e {
+        exec::Error::Unique(_) => {
+            ApiError::conflict("An entry with this slug already exists in this locale")
+        }
+        other => other.into(),
+    }
+}
+
+fn item_reply(status: u16, row: &Row, c: &Collection) -> Reply {
+    let version = row
+        .get("version")
+        .and_then(Json::as_i64)
+        .unwrap_or_default();
+    (
+        status,
+        json!({"item": item_json(row, &c.fields), "_rev": rev_token(version)}),
+    )
+}
+
+fn row_version(row: &Row) -> i64 {
+    row.get("version")
+        .and_then(Json::as_i64)
+        .unwrap_or_default()
+}
+
+/// Validates `data` against the collection's fields; returns the columns to write.
+fn data_columns(
+    c: &Collection,
+    issues: &mut Issues,
+    data: &Map<String, Json>,
+    creating: bool,
+) -> Vec<(Ident, Value)> {
+    let mut cols = Vec::new();
+    for (key, value) in data {
+        match c.field(key) {
+            None => issues.add(format!("data.{key}"), "Unknown field"),
+            Some(f) => match f.to_column(value) {
+                Ok(v) => cols.push((f.slug.clone(), v)),
+                Err(msg) => issues.add(format!("data.{key}"), msg),
+            },
+        }
+    }
+    if creating {
+        for f in c
+            .fields
+            .iter()
+            .filter(|f| f.required && !data.contains_key(f.slug.as_str()))
+        {
+            issues.add(format!("data.{}", f.slug), "Required");
+        }
+    }
+    cols
+}
+
+fn parse_status(obj: &Obj<'_>, issues: &mut Issues) -> Option<Status> {
+    let raw = obj.string(issues, "status", false, 1, 32)?;
+    match Status::parse(&raw) {
+        Some(s @ (Status::Draft | Status::Published)) => Some(s),
+        _ => {
+            issues.add("status", "Expected \"draft\" or \"published\"");
+            None
+        }
+    }
+}
+
+pub async fn create<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    req: &Request,
+) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(
+        &mut issues,
+        "",
+        &body,
+        &["slug", "locale", "translationGroup", "status", "data"],
+    ) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let slug = obj.string(&mut issues, "slug", true, 1, 200);
+    if let Some(Err(msg)) = slug.as_deref().map(check_slug) {
+        issues.add("slug", msg);
+    }
+    let locale = obj
+        .string(&mut issues, "locale", false, 1, 35)
+        .unwrap_or_else(|| "en".into());
+    if let Err(msg) = check_locale(&locale) {
+        issues.add("locale", msg);
+    }
+    let translation_group = obj.string(&mut issues, "translationGroup", false, 1, 200);
+    let status = parse_status(&obj, &mut issues).unwrap_or(Status::Draft);
+    let empty = Map::new();
+    let data = obj.object(&mut issues, "data").unwrap_or(&empty);
+    let columns = data_columns(&c, &mut issues, data, true);
+    issues.finish()?;
+    let new = NewEntry {
+        slug: slug.unwrap_or_default(),
+        status: status.as_str(),
+        locale,
+        translation_group,
+        columns,
+    };
+    let row = repo::insert(ctx.exec, &c, new).await.map_err(write_error)?;
+    Ok(item_reply(201, &row, &c))
+}
+
+pub async fn get<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
+    Ok(item_reply(200, &row, &c))
+}
+
+pub async fn list<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    req: &Request,
+) -> Result<Reply, ApiError> {
+    let mut issues = Issues::default();
+    let limit = input::limit(req, &mut issues);
+    let status = query(req, "status").map(str::to_owned);
+    if status
+        .as_deref()
+        .is_some_and(|s| Status::parse(s).is_none())
+    {
+        issues.add("status", "Expected draft, published or scheduled");
+    }
+    let locale = query(req, "locale").map(str::to_owned);
+    if let Some(Err(msg)) = locale.as_deref().map(check_locale) {
+        issues.add("locale", msg);
+    }
+    let after = input::cursor(req, &mut issues)?;
+    issues.finish()?;
+    let c = schema::load(ctx, collection, "collection").await?;
+    let mut rows = repo::list(
+        ctx.exec,
+        &c,
+        &ListQuery {
+            status,
+            locale,
+            after,
+            limit,
+        },
+    )
+    .await?;
+    let next = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| {
+            let s = |k: &str| {
+                r.get(k)
+                    .and_then(Json::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            input::encode_cursor(&s("created_at"), &s("id"))
+        })
+    } else {
+        None
+    };
+    let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c.fields)).collect();
+    Ok((200, json!({"items": items, "nextCursor": next})))
+}
+
+/// The `_rev` a client sent: `None` when absent; 400 when malformed.
+fn expected_version(obj: &Obj<'_>, issues: &mut Issues) -> Option<i64> {
+    let raw = obj.string(issues, "_rev", false, 1, 200)?;
+    let v = parse_rev(&raw);
+    if v.is_none() {
+        issues.add("_rev", "Invalid revision token");
+    }
+    v
+}
+
+/// After a conditional write matched nothing: 404 when the entry is gone, else 409.
+async fn missing_or_conflict<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, id: &str) -> ApiError {
+    match repo::get(ctx.exec, c, id).await {
+        Ok(None) => not_found(),
+        Ok(Some(_)) => ApiError::conflict("The entry changed since it was read; reload and retry"),
+        Err(e) => e.into(),
+    }
+}
+
+pub async fn update<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+    req: &Request,
+) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(
+        &mut issues,
+        "",
+        &body,
+        &["data", "slug", "status", "draft", "_rev"],
+    ) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let slug = obj.string(&mut issues, "slug", false, 1, 200);
+    if let Some(Err(msg)) = slug.as_deref().map(check_slug) {
+        issues.add("slug", msg);
+    }
+    let status = parse_status(&obj, &mut issues);
+    let draft = obj.boolean(&mut issues, "draft").unwrap_or(false);
+    let expected = expected_version(&obj, &mut issues);
+    let empty = Map::new();
+    let data = obj.object(&mut issues, "data").unwrap_or(&empty);
+    let columns = data_columns(&c, &mut issues, data, false);
+    if draft && status.is_some() {
+        issues.add(
+            "status",
+            "A draft save cannot change the status; publish instead",
+        );
+    }
+    issues.finish()?;
+    if draft {
+        return save_draft(ctx, &c, id, expected, data, slug).await;
+    }
+    let update = Update {
+        expected_version: expected,
+        slug,
+        status: status.map(Status::as_str),
+        columns,
+    };
+    match repo::update(ctx.exec, &c, id, update)
+        .await
+        .map_err(write_error)?
+    {
+        Some(row) => Ok(item_reply(200, &row, &c)),
+        None => Err(missing_or_conflict(ctx, &c, id).await),
+    }
+}
+
+/// Stores a draft revision: the previous draft (or the live data) with `data` laid over it.
+async fn save_draft<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    c: &Collection,
+    id: &str,
+    expected: Option<i64>,
+    data: &Map<String, Json>,
+    slug: Option<String>,
+) -> Result<Reply, ApiError> {
+    let row = repo::get(ctx.exec, c, id).await?.ok_or_else(not_found)?;
+    let version = row_version(&row);
+    if expected.is_some_and(|v| v != version) {
+        return Err(ApiError::conflict(
+            "The entry changed since it was read; reload and retry",
+        ));
+    }
+    let mut draft = match row.get("draft_revision_id").and_then(Json::as_str) {
+        Some(rev_id) => repo::get_revision(ctx.exec, rev_id)
+            .await?
+            .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
+            .and_then(|v| v.as_object().cloned())
+            .unwrap_or_default(),
+        None => item_json(&row, &c.fields)["data"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    };
+    for (k, v) in data {
+        draft.insert(k.clone(), v.clone());
+    }
+    if let Some(s) = slug {
+        draft.insert("_slug".into(), Json::String(s));
+    }
+    match repo::save_draft(ctx.exec, c, id, version, &Json::Object(draft)).await? {
+        Some(row) => Ok(item_reply(200, &row, c)),
+        None => Err(missing_or_conflict(ctx, c, id).await),
+    }
+}
+
+pub async fn publish<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
+    let mut columns = Vec::new();
+    let mut slug = None;
+    if let Some(rev_id) = row.get("draft_revision_id").and_then(Json::as_str) {
+        let rev = repo::get_revision(ctx.exec, rev_id).await?;
+        let draft = rev
+            .filter(|r| r.collection == c.slug.as_str() && r.entry_id == id)
+            .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
+            .and_then(|v| v.as_object().cloned())
+            .ok_or_else(|| {
+                ApiError::conflict("The entry's draft revision is missing or invalid")
+            })?;
+        let mut issues = Issues::default();
+        for (key, value) in &draft {
+            if key == "_slug" {
+                slug = value.as_str().map(str::to_owned);
+            } else if let Some(f) = c.field(key) {
+                match f.to_column(value) {
+                    Ok(v) => columns.push((f.slug.clone(), v)),
+                    Err(msg) => issues.add(format!("data.{key}"), msg),
+                }
+            }
+        }
+        issues.finish()?;
+    }
+    match repo::publish(ctx.exec, &c, id, row_version(&row), slug, columns)
+        .await
+        .map_err(write_error)?
+    {
+        Some(row) => Ok(item_reply(200, &row, &c)),
+        None => Err(missing_or_conflict(ctx, &c, id).await),
+    }
+}
+
+async fn transition<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+    t: Transition,
+) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    match repo::transition(ctx.exec, &c, id, t).await? {
+        Some(row) => Ok(item_reply(200, &row, &c)),
+        // Already in the target state: answer with the entry as it is.
+        None => repo::get(ctx.exec, &c, id)
+            .await?
+            .map(|row| item_reply(200, &row, &c))
+            .ok_or_else(not_found),
+    }
+}
+
+pub async fn unpublish<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+) -> Result<Reply, ApiError> {
+    transition(ctx, collection, id, Transition::Unpublish).await
+}
+
+pub async fn restore<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+) -> Result<Reply, ApiError> {
+    transition(ctx, collection, id, Transition::Restore).await
+}
+
+pub async fn delete<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+    req: &Request,
+) -> Result<Reply, ApiError> {
+    if !query_flag(req, "permanent") {
+        return transition(ctx, collection, id, Transition::Trash).await;
+    }
+    let c = schema::load(ctx, collection, "collection").await?;
+    if repo::delete(ctx.exec, &c, id).await? {
+        Ok((200, json!({"deleted": true, "id": id})))
+    } else {
+        Err(not_found())
+    }
+}

@@ -1,0 +1,113 @@
+//! `/media/**`: the media library's metadata.
+
+use serde_json::{json, Value as Json};
+
+use super::error::ApiError;
+use super::input::{self, json_body, Issues, Obj};
+use super::{Ctx, Reply, Request};
+use crate::exec::{self, Executor};
+use crate::repo::media::{self as repo, Media, NewMedia};
+
+pub fn media_json(m: &Media) -> Json {
+    json!({
+        "id": m.id,
+        "filename": m.filename,
+        "mimeType": m.mime_type,
+        "size": m.size,
+        "width": m.width,
+        "height": m.height,
+        "alt": m.alt,
+        "caption": m.caption,
+        "storageKey": m.storage_key,
+        "status": m.status,
+        "createdAt": m.created_at,
+    })
+}
+
+pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let allowed = [
+        "filename",
+        "mimeType",
+        "size",
+        "width",
+        "height",
+        "alt",
+        "storageKey",
+    ];
+    let Some(obj) = Obj::new(&mut issues, "", &body, &allowed) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let filename = obj.string(&mut issues, "filename", true, 1, 255);
+    let mime_type = obj.string(&mut issues, "mimeType", true, 3, 255);
+    if mime_type
+        .as_deref()
+        .is_some_and(|m| !m.contains('/') || m.chars().any(char::is_whitespace))
+    {
+        issues.add("mimeType", "Expected a MIME type such as image/jpeg");
+    }
+    let max = crate::exec::MAX_SAFE_INTEGER;
+    let size = obj.integer(&mut issues, "size", 0, max);
+    let width = obj.integer(&mut issues, "width", 0, 1_000_000);
+    let height = obj.integer(&mut issues, "height", 0, 1_000_000);
+    let alt = obj.string(&mut issues, "alt", false, 0, 1000);
+    let storage_key = obj.string(&mut issues, "storageKey", true, 1, 1024);
+    if storage_key
+        .as_deref()
+        .is_some_and(|k| k.chars().any(char::is_control))
+    {
+        issues.add("storageKey", "Must not contain control characters");
+    }
+    issues.finish()?;
+    let new = NewMedia {
+        filename: filename.unwrap_or_default(),
+        mime_type: mime_type.unwrap_or_default().to_ascii_lowercase(),
+        size,
+        width,
+        height,
+        alt,
+        storage_key: storage_key.unwrap_or_default(),
+    };
+    match repo::insert(ctx.exec, new).await {
+        Ok(m) => Ok((201, json!({"item": media_json(&m)}))),
+        Err(exec::Error::Unique(_)) => Err(ApiError::conflict(
+            "Media with this storageKey already exists",
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
+    let m = repo::get(ctx.exec, id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Media not found"))?;
+    Ok((200, json!({"item": media_json(&m)})))
+}
+
+pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let mut issues = Issues::default();
+    let limit = input::limit(req, &mut issues);
+    let after = input::cursor(req, &mut issues)?;
+    issues.finish()?;
+    let mut rows = repo::list(ctx.exec, after, limit).await?;
+    let next = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last()
+            .map(|m| input::encode_cursor(&m.created_at, &m.id))
+    } else {
+        None
+    };
+    Ok((
+        200,
+        json!({"items": rows.iter().map(media_json).collect::<Vec<_>>(), "nextCursor": next}),
+    ))
+}
+
+pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
+    if repo::delete(ctx.exec, id).await? {
+        Ok((200, json!({"deleted": true, "id": id})))
+    } else {
+        Err(ApiError::not_found("Media not found"))
+    }
+}

@@ -1,0 +1,163 @@
+//! The HTTP contract as plain functions: a [`Request`] in, a [`Response`] out, against any
+//! [`Executor`]. The edge only converts `worker` types to and from these.
+
+pub mod auth;
+pub mod content;
+pub mod error;
+pub mod input;
+pub mod media;
+pub mod routes;
+pub mod schema;
+pub mod tokens;
+
+use serde_json::{json, Value as Json};
+
+use crate::exec::Executor;
+use crate::model::auth::Principal;
+use error::ApiError;
+use routes::{Access, Op};
+
+/// Base path of every API route.
+pub const BASE_PATH: &str = "/_emdash/api";
+
+/// The committed OpenAPI document, served as is.
+pub const OPENAPI_JSON: &str = include_str!("../../openapi.json");
+
+/// An incoming request, already read by the edge.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub method: String,
+    /// The URL path, percent-decoding not applied.
+    pub path: String,
+    /// Decoded query parameters in order.
+    pub query: Vec<(String, String)>,
+    /// The `Authorization` header.
+    pub authorization: Option<String>,
+    pub body: Vec<u8>,
+    /// The edge saw a body (or `Content-Length`) over the limit and did not read it.
+    pub body_too_large: bool,
+}
+
+/// An outgoing response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: String,
+    /// API responses are `Cache-Control: private, no-store`; public documents may be cached.
+    pub no_store: bool,
+    /// For the log: the hidden cause of a 500.
+    pub cause: Option<String>,
+}
+
+impl Response {
+    fn json(status: u16, body: &Json) -> Response {
+        Response {
+            status,
+            content_type: "application/json",
+            body: body.to_string(),
+            no_store: true,
+            cause: None,
+        }
+    }
+
+    pub fn data(status: u16, data: Json) -> Response {
+        Self::json(status, &json!({"success": true, "data": data}))
+    }
+
+    pub fn error(e: &ApiError) -> Response {
+        let mut r = Self::json(e.status, &e.body());
+        r.cause = e.cause.clone();
+        r
+    }
+
+    /// Parses the body back (tests).
+    pub fn body_json(&self) -> Json {
+        serde_json::from_str(&self.body).unwrap_or(Json::Null)
+    }
+}
+
+/// Deployment settings the handlers need.
+#[derive(Debug, Clone, Default)]
+pub struct Config {
+    /// SHA-256 of `EMDASH_ADMIN_TOKEN`, if set.
+    pub admin_token_hash: Option<[u8; 32]>,
+}
+
+/// Everything a handler may use.
+#[derive(Debug)]
+pub struct Ctx<'a, E> {
+    pub exec: &'a E,
+    pub config: &'a Config,
+    pub principal: Option<Principal>,
+}
+
+/// A successful handler result: status and `data`.
+pub type Reply = (u16, Json);
+
+/// Answers one API request.
+pub async fn handle<E: Executor>(exec: &E, config: &Config, req: &Request) -> Response {
+    match dispatch(exec, config, req).await {
+        Ok(r) => r,
+        Err(e) => Response::error(&e),
+    }
+}
+
+async fn dispatch<E: Executor>(
+    exec: &E,
+    config: &Config,
+    req: &Request,
+) -> Result<Response, ApiError> {
+    let (op, params) = routes::resolve(&req.method, &req.path)?;
+    let principal = auth::authenticate(exec, config, req.authorization.as_deref()).await?;
+    match routes::access(op, req) {
+        Access::Public => {}
+        Access::Need(role, scope) => auth::authorize(principal.as_ref(), role, scope)?,
+    }
+    let ctx = Ctx {
+        exec,
+        config,
+        principal,
+    };
+    let p = |i: usize| params.get(i).map(String::as_str).unwrap_or_default();
+    let (status, data) = match op {
+        Op::Health => health(&ctx).await?,
+        Op::OpenApi => {
+            return Ok(Response {
+                status: 200,
+                content_type: "application/json",
+                body: OPENAPI_JSON.to_owned(),
+                no_store: true,
+                cause: None,
+            })
+        }
+        Op::ListCollections => schema::list(&ctx).await?,
+        Op::CreateCollection => schema::create(&ctx, req).await?,
+        Op::GetCollection => schema::get(&ctx, p(0)).await?,
+        Op::DeleteCollection => schema::delete(&ctx, p(0), req).await?,
+        Op::AddField => schema::add_field(&ctx, p(0), req).await?,
+        Op::ListContent => content::list(&ctx, p(0), req).await?,
+        Op::CreateContent => content::create(&ctx, p(0), req).await?,
+        Op::GetContent => content::get(&ctx, p(0), p(1)).await?,
+        Op::UpdateContent => content::update(&ctx, p(0), p(1), req).await?,
+        Op::DeleteContent => content::delete(&ctx, p(0), p(1), req).await?,
+        Op::PublishContent => content::publish(&ctx, p(0), p(1)).await?,
+        Op::UnpublishContent => content::unpublish(&ctx, p(0), p(1)).await?,
+        Op::RestoreContent => content::restore(&ctx, p(0), p(1)).await?,
+        Op::ListMedia => media::list(&ctx, req).await?,
+        Op::CreateMedia => media::create(&ctx, req).await?,
+        Op::GetMedia => media::get(&ctx, p(0)).await?,
+        Op::DeleteMedia => media::delete(&ctx, p(0)).await?,
+        Op::CreateToken => tokens::create(&ctx, req).await?,
+    };
+    Ok(Response::data(status, data))
+}
+
+async fn health<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
+    ctx.exec
+        .run(crate::exec::Statement::new(HEALTH_SQL))
+        .await?;
+    Ok((200, json!({"status": "ok", "database": "ok"})))
+}
+
+const HEALTH_SQL: &str = include_str!("../sql/health.sql");

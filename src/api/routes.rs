@@ -1,0 +1,246 @@
+//! The route table: every served path and method, its operation and who may call it.
+//! `openapi.json` must describe exactly these routes (checked by a test).
+
+use super::error::ApiError;
+use super::input::query_flag;
+use super::{Request, BASE_PATH};
+use crate::model::auth::{Role, Scope};
+
+/// What a route does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Health,
+    OpenApi,
+    ListCollections,
+    CreateCollection,
+    GetCollection,
+    DeleteCollection,
+    AddField,
+    ListContent,
+    CreateContent,
+    GetContent,
+    UpdateContent,
+    DeleteContent,
+    PublishContent,
+    UnpublishContent,
+    RestoreContent,
+    ListMedia,
+    CreateMedia,
+    GetMedia,
+    DeleteMedia,
+    CreateToken,
+}
+
+/// One route: method, OpenAPI-style path template, operation.
+#[derive(Debug, Clone, Copy)]
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub op: Op,
+}
+
+const fn r(method: &'static str, path: &'static str, op: Op) -> Route {
+    Route { method, path, op }
+}
+
+/// Every route, with full paths.
+pub const ROUTES: &[Route] = &[
+    r("GET", "/_emdash/api/health", Op::Health),
+    r("GET", "/_emdash/api/openapi.json", Op::OpenApi),
+    r(
+        "GET",
+        "/_emdash/api/schema/collections",
+        Op::ListCollections,
+    ),
+    r(
+        "POST",
+        "/_emdash/api/schema/collections",
+        Op::CreateCollection,
+    ),
+    r(
+        "GET",
+        "/_emdash/api/schema/collections/{slug}",
+        Op::GetCollection,
+    ),
+    r(
+        "DELETE",
+        "/_emdash/api/schema/collections/{slug}",
+        Op::DeleteCollection,
+    ),
+    r(
+        "POST",
+        "/_emdash/api/schema/collections/{slug}/fields",
+        Op::AddField,
+    ),
+    r("GET", "/_emdash/api/content/{collection}", Op::ListContent),
+    r(
+        "POST",
+        "/_emdash/api/content/{collection}",
+        Op::CreateContent,
+    ),
+    r(
+        "GET",
+        "/_emdash/api/content/{collection}/{id}",
+        Op::GetContent,
+    ),
+    r(
+        "PUT",
+        "/_emdash/api/content/{collection}/{id}",
+        Op::UpdateContent,
+    ),
+    r(
+        "DELETE",
+        "/_emdash/api/content/{collection}/{id}",
+        Op::DeleteContent,
+    ),
+    r(
+        "POST",
+        "/_emdash/api/content/{collection}/{id}/publish",
+        Op::PublishContent,
+    ),
+    r(
+        "POST",
+        "/_emdash/api/content/{collection}/{id}/unpublish",
+        Op::UnpublishContent,
+    ),
+    r(
+        "POST",
+        "/_emdash/api/content/{collection}/{id}/restore",
+        Op::RestoreContent,
+    ),
+    r("GET", "/_emdash/api/media", Op::ListMedia),
+    r("POST", "/_emdash/api/media", Op::CreateMedia),
+    r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
+    r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
+    r("POST", "/_emdash/api/admin/tokens", Op::CreateToken),
+];
+
+/// Who may call an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Public,
+    /// At least this role, and this token scope.
+    Need(Role, Scope),
+}
+
+/// The access rule of an operation for this request (some depend on query flags).
+pub fn access(op: Op, req: &Request) -> Access {
+    use Access::{Need, Public};
+    match op {
+        Op::Health | Op::OpenApi => Public,
+        Op::ListCollections | Op::GetCollection => Need(Role::Contributor, Scope::SchemaRead),
+        Op::CreateCollection | Op::DeleteCollection | Op::AddField => {
+            Need(Role::Admin, Scope::SchemaWrite)
+        }
+        Op::ListContent | Op::GetContent => Need(Role::Contributor, Scope::ContentRead),
+        Op::CreateContent
+        | Op::UpdateContent
+        | Op::PublishContent
+        | Op::UnpublishContent
+        | Op::RestoreContent => Need(Role::Author, Scope::ContentWrite),
+        Op::DeleteContent if query_flag(req, "permanent") => {
+            Need(Role::Editor, Scope::ContentWrite)
+        }
+        Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),
+        Op::ListMedia | Op::GetMedia => Need(Role::Subscriber, Scope::MediaRead),
+        Op::CreateMedia => Need(Role::Author, Scope::MediaWrite),
+        Op::DeleteMedia if query_flag(req, "force") => Need(Role::Admin, Scope::MediaWrite),
+        Op::DeleteMedia => Need(Role::Editor, Scope::MediaWrite),
+        Op::CreateToken => Need(Role::Admin, Scope::Admin),
+    }
+}
+
+/// Finds the route for a method and path: 404 `NOT_FOUND` for an unknown path, 405 for a known
+/// path with another method. Returns the path parameters in order.
+pub fn resolve(method: &str, path: &str) -> Result<(Op, Vec<String>), ApiError> {
+    let mut path_known = false;
+    for route in ROUTES {
+        if let Some(params) = match_path(route.path, path) {
+            path_known = true;
+            if route.method == method {
+                return Ok((route.op, params));
+            }
+        }
+    }
+    if path_known {
+        Err(ApiError::new(
+            405,
+            "METHOD_NOT_ALLOWED",
+            format!("{method} is not allowed here"),
+        ))
+    } else {
+        Err(ApiError::not_found(format!("No route for {path}")))
+    }
+}
+
+fn match_path(template: &str, path: &str) -> Option<Vec<String>> {
+    let path = path
+        .strip_suffix('/')
+        .filter(|p| p.len() > BASE_PATH.len())
+        .unwrap_or(path);
+    let mut t = template.split('/');
+    let mut p = path.split('/');
+    let mut params = Vec::new();
+    loop {
+        match (t.next(), p.next()) {
+            (None, None) => return Some(params),
+            (Some(ts), Some(ps)) if ts.starts_with('{') => {
+                if ps.is_empty() {
+                    return None;
+                }
+                params.push(percent_decode(ps)?);
+            }
+            (Some(ts), Some(ps)) if ts == ps => {}
+            _ => return None,
+        }
+    }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_paths_methods_and_parameters() {
+        let (op, params) = resolve("POST", "/_emdash/api/content/posts/abc/publish").unwrap();
+        assert_eq!(op, Op::PublishContent);
+        assert_eq!(params, ["posts", "abc"]);
+        assert_eq!(
+            resolve("GET", "/_emdash/api/schema/collections/")
+                .unwrap()
+                .0,
+            Op::ListCollections
+        );
+        assert_eq!(
+            resolve("PATCH", "/_emdash/api/media").unwrap_err().status,
+            405
+        );
+        assert_eq!(resolve("GET", "/_emdash/api/nope").unwrap_err().status, 404);
+        assert_eq!(
+            resolve("GET", "/_emdash/api/content//x")
+                .unwrap_err()
+                .status,
+            404
+        );
+        let (_, params) =
+            resolve("GET", "/_emdash/api/schema/collections/posts%22%3Bdrop").unwrap();
+        assert_eq!(params, ["posts\";drop"]);
+    }
+}

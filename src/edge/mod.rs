@@ -1,0 +1,60 @@
+//! Worker entrypoints: the only module that names `worker`. Each handler is a thin adapter that
+//! builds the executor stack (D1 → fault injector → meter), calls the core and converts back.
+
+mod clock;
+mod d1;
+mod http;
+
+use worker::{event, Context, Env};
+
+use crate::api;
+use crate::exec::fault::Faulty;
+use crate::exec::meter::Metered;
+use crate::model::auth::hash_token;
+
+/// The executor stack every invocation uses.
+pub(crate) type EdgeExecutor = Metered<Faulty<d1::D1Executor>, clock::DateClock>;
+
+/// Builds the executor for one invocation; the fault point is read per invocation.
+fn executor(env: &Env) -> worker::Result<EdgeExecutor> {
+    let fail_from = Faulty::<d1::D1Executor>::parse_setting(
+        var(env, "MEDIA_USAGE_FAULT_AFTER_STATEMENTS").as_deref(),
+    );
+    let d1 = d1::D1Executor::new(env.d1("DB")?);
+    Ok(Metered::new(Faulty::new(d1, fail_from), clock::DateClock))
+}
+
+/// A `[vars]` value or secret, if set and non-empty.
+pub(crate) fn var(env: &Env, name: &str) -> Option<String> {
+    env.secret(name)
+        .map(|s| s.to_string())
+        .or_else(|_| env.var(name).map(|v| v.to_string()))
+        .ok()
+        .filter(|s| !s.is_empty())
+}
+
+fn config(env: &Env) -> api::Config {
+    api::Config {
+        admin_token_hash: var(env, "EMDASH_ADMIN_TOKEN").map(|t| hash_token(&t)),
+    }
+}
+
+#[event(start)]
+fn start() {
+    console_error_panic_hook::set_once();
+}
+
+#[event(fetch)]
+async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
+    let request = http::read_request(req).await?;
+    let response = match executor(&env) {
+        Ok(exec) => api::handle(&exec, &config(&env), &request).await,
+        Err(e) => api::Response::error(&api::error::ApiError::internal(format!(
+            "executor setup: {e}"
+        ))),
+    };
+    if let Some(cause) = &response.cause {
+        worker::console_error!("{} {} failed: {}", request.method, request.path, cause);
+    }
+    http::write_response(response)
+}

@@ -1,0 +1,22 @@
+//! media-usage-worker: a Cloudflare Worker (Rust, D1) that keeps a CMS media usage index.
+//!
+//! Code map, in reading order (see `ARCHITECTURE.md` for invariants):
+//! - [`model`]: validated identifiers, fields, content rules, roles and scopes (pure).
+//! - [`exec`]: the one `Executor` trait every statement goes through, with the D1 limits,
+//!   guarded batches, metering and fault injection; the native SQLite backend.
+//! - [`sql`]: the only way to put identifiers into SQL templates.
+//! - [`repo`]: statements built from `src/sql/**.sql`, per area.
+//! - [`api`]: the HTTP contract as plain functions of (request, executor).
+//! - `edge` (wasm32 only): the worker entrypoints, the D1 executor and the clock.
+
+pub mod api;
+pub mod clock;
+pub mod exec;
+pub mod ids;
+pub mod migrations;
+pub mod model;
+pub mod repo;
+pub mod sql;
+
+#[cfg(target_arch = "wasm32")]
+mod edge;

@@ -1,0 +1,15 @@
+//! The migrations in `migrations/`, embedded in order. The same files are applied by
+//! `wrangler d1 migrations apply`, by the native executor and by the workerd test setup.
+
+/// One migration file.
+#[derive(Debug, Clone, Copy)]
+pub struct Migration {
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// Every migration, in application order. A test checks this matches the directory.
+pub const ALL: &[Migration] = &[Migration {
+    name: "0001_content_model.sql",
+    sql: include_str!("../migrations/0001_content_model.sql"),
+}];

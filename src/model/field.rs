@@ -1,0 +1,366 @@
+//! Field types, their column storage, and validation of field values on write.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::ident::Ident;
+use crate::exec::Value;
+
+/// Columns every content table has; field slugs may not reuse them.
+pub const SYSTEM_COLUMNS: &[&str] = &[
+    "id",
+    "slug",
+    "status",
+    "author_id",
+    "primary_byline_id",
+    "created_at",
+    "updated_at",
+    "published_at",
+    "scheduled_at",
+    "deleted_at",
+    "version",
+    "live_revision_id",
+    "draft_revision_id",
+    "locale",
+    "translation_group",
+];
+
+/// D1 allows 100 columns per table; leave room for the system columns.
+pub const MAX_FIELDS: usize = 80;
+/// Repeater sub-fields per repeater.
+pub const MAX_SUB_FIELDS: usize = 50;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum FieldType {
+    String,
+    Text,
+    Number,
+    Boolean,
+    Datetime,
+    Image,
+    File,
+    PortableText,
+    Repeater,
+    Json,
+}
+
+impl FieldType {
+    pub const ALL: &'static [FieldType] = &[
+        FieldType::String,
+        FieldType::Text,
+        FieldType::Number,
+        FieldType::Boolean,
+        FieldType::Datetime,
+        FieldType::Image,
+        FieldType::File,
+        FieldType::PortableText,
+        FieldType::Repeater,
+        FieldType::Json,
+    ];
+
+    pub fn parse(raw: &str) -> Option<FieldType> {
+        Self::ALL.iter().copied().find(|t| t.as_str() == raw)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FieldType::String => "string",
+            FieldType::Text => "text",
+            FieldType::Number => "number",
+            FieldType::Boolean => "boolean",
+            FieldType::Datetime => "datetime",
+            FieldType::Image => "image",
+            FieldType::File => "file",
+            FieldType::PortableText => "portableText",
+            FieldType::Repeater => "repeater",
+            FieldType::Json => "json",
+        }
+    }
+
+    /// SQLite column type (DESIGN §8): JSON-bearing fields are stored as JSON text.
+    pub fn column_type(self) -> &'static str {
+        match self {
+            FieldType::Number => "REAL",
+            FieldType::Boolean => "INTEGER",
+            _ => "TEXT",
+        }
+    }
+
+    /// Whether a repeater may contain this type as a sub-field (no nesting).
+    pub fn allowed_in_repeater(self) -> bool {
+        !matches!(self, FieldType::Repeater | FieldType::PortableText)
+    }
+}
+
+/// A repeater sub-field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubField {
+    pub slug: Ident,
+    pub field_type: FieldType,
+}
+
+/// A field of a collection, as stored in `_emdash_fields`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    pub id: String,
+    pub slug: Ident,
+    pub label: String,
+    pub field_type: FieldType,
+    pub required: bool,
+    pub sub_fields: Vec<SubField>,
+    pub sort_order: i64,
+}
+
+impl Field {
+    /// The `validation` JSON stored for this field (`{"subFields":[…]}` for repeaters).
+    pub fn validation_json(&self) -> Option<String> {
+        (self.field_type == FieldType::Repeater).then(|| {
+            let subs: Vec<Json> = self
+                .sub_fields
+                .iter()
+                .map(
+                    |s| serde_json::json!({"slug": s.slug.as_str(), "type": s.field_type.as_str()}),
+                )
+                .collect();
+            serde_json::json!({ "subFields": subs }).to_string()
+        })
+    }
+
+    /// Parses the `validation` column back into sub-fields; malformed entries are ignored
+    /// (the extractor treats a repeater without valid image sub-fields as "no references").
+    pub fn parse_sub_fields(validation: Option<&str>) -> Vec<SubField> {
+        let Some(raw) = validation else {
+            return Vec::new();
+        };
+        let Ok(json) = serde_json::from_str::<Json>(raw) else {
+            return Vec::new();
+        };
+        json.get("subFields")
+            .and_then(Json::as_array)
+            .map(|subs| {
+                subs.iter()
+                    .filter_map(|s| {
+                        let slug = Ident::parse_max(s.get("slug")?.as_str()?, 63).ok()?;
+                        let field_type = FieldType::parse(s.get("type")?.as_str()?)?;
+                        Some(SubField { slug, field_type })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Checks a value written to this field and converts it to its column value.
+    pub fn to_column(&self, value: &Json) -> Result<Value, String> {
+        if value.is_null() {
+            return if self.required {
+                Err("is required".into())
+            } else {
+                Ok(Value::Null)
+            };
+        }
+        match self.field_type {
+            FieldType::String | FieldType::Text => value
+                .as_str()
+                .map(|s| Value::Text(s.to_owned()))
+                .ok_or_else(|| "must be a string".to_owned()),
+            FieldType::Datetime => match value.as_str() {
+                Some(s) if is_iso_datetime(s) => Ok(Value::Text(s.to_owned())),
+                _ => Err("must be an ISO-8601 date-time string".into()),
+            },
+            FieldType::Number => value
+                .as_f64()
+                .filter(|f| f.is_finite())
+                .map(Value::Real)
+                .ok_or_else(|| "must be a number".to_owned()),
+            FieldType::Boolean => value
+                .as_bool()
+                .map(Value::from)
+                .ok_or_else(|| "must be a boolean".to_owned()),
+            FieldType::Image | FieldType::File => match value {
+                // A bare string is a legacy local media id and is stored as is.
+                Json::String(s) => Ok(Value::Text(s.clone())),
+                Json::Object(_) => Ok(Value::Text(value.to_string())),
+                _ => Err("must be a media id string or a media reference object".into()),
+            },
+            FieldType::PortableText => match value {
+                Json::Array(blocks) if blocks.iter().all(Json::is_object) => {
+                    Ok(Value::Text(value.to_string()))
+                }
+                _ => Err("must be an array of Portable Text blocks".into()),
+            },
+            FieldType::Repeater => match value {
+                Json::Array(items) if items.iter().all(Json::is_object) => {
+                    Ok(Value::Text(value.to_string()))
+                }
+                _ => Err("must be an array of objects".into()),
+            },
+            FieldType::Json => Ok(Value::Text(value.to_string())),
+        }
+    }
+
+    /// Converts a stored column value back to the JSON the API returns.
+    pub fn from_column(&self, stored: &Json) -> Json {
+        match (self.field_type, stored) {
+            (_, Json::Null) => Json::Null,
+            (FieldType::Boolean, v) => Json::Bool(v.as_i64().is_some_and(|i| i != 0)),
+            (FieldType::Number, v) => v.clone(),
+            (FieldType::Image | FieldType::File, Json::String(s)) => parse_json_like(s),
+            (FieldType::PortableText | FieldType::Repeater | FieldType::Json, Json::String(s)) => {
+                serde_json::from_str(s).unwrap_or_else(|_| Json::String(s.clone()))
+            }
+            (_, v) => v.clone(),
+        }
+    }
+}
+
+/// Parses a stored string as JSON when it starts with `{` or `[` (reference §3.2); otherwise it
+/// is a plain string (a legacy media id).
+pub fn parse_json_like(s: &str) -> Json {
+    let t = s.trim_start();
+    if t.starts_with('{') || t.starts_with('[') {
+        serde_json::from_str(s).unwrap_or_else(|_| Json::String(s.to_owned()))
+    } else {
+        Json::String(s.to_owned())
+    }
+}
+
+/// `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS[.fff]](Z|±HH:MM)`.
+pub fn is_iso_datetime(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
+    if !(digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10))
+    {
+        return false;
+    }
+    let month = (b[5] - b'0') * 10 + (b[6] - b'0');
+    let day = (b[8] - b'0') * 10 + (b[9] - b'0');
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return false;
+    }
+    if b.len() == 10 {
+        return true;
+    }
+    if !(matches!(b.get(10), Some(b'T'))
+        && digits(11..13)
+        && b.get(13) == Some(&b':')
+        && digits(14..16))
+    {
+        return false;
+    }
+    let mut i = 16;
+    if b.get(i) == Some(&b':') {
+        if !digits(i + 1..i + 3) {
+            return false;
+        }
+        i += 3;
+        if b.get(i) == Some(&b'.') {
+            let start = i + 1;
+            i = start;
+            while b.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == start {
+                return false;
+            }
+        }
+    }
+    match b.get(i) {
+        Some(b'Z') => i + 1 == b.len(),
+        Some(b'+' | b'-') => {
+            i + 6 == b.len()
+                && digits(i + 1..i + 3)
+                && b.get(i + 3) == Some(&b':')
+                && digits(i + 4..i + 6)
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn field(t: FieldType, required: bool) -> Field {
+        Field {
+            id: "f".into(),
+            slug: Ident::parse("x").unwrap(),
+            label: "X".into(),
+            field_type: t,
+            required,
+            sub_fields: vec![],
+            sort_order: 0,
+        }
+    }
+
+    #[test]
+    fn values_are_checked_per_type() {
+        let cases: &[(FieldType, Json, bool)] = &[
+            (FieldType::String, json!("a"), true),
+            (FieldType::String, json!(1), false),
+            (FieldType::Number, json!(1.5), true),
+            (FieldType::Number, json!("1"), false),
+            (FieldType::Boolean, json!(true), true),
+            (FieldType::Boolean, json!(1), false),
+            (FieldType::Datetime, json!("2026-01-02T03:04:05.123Z"), true),
+            (FieldType::Datetime, json!("2026-01-02"), true),
+            (FieldType::Datetime, json!("2026-13-02"), false),
+            (FieldType::Datetime, json!("yesterday"), false),
+            (FieldType::Image, json!("m1"), true),
+            (FieldType::Image, json!({"id": "m1"}), true),
+            (FieldType::Image, json!(3), false),
+            (FieldType::PortableText, json!([{"_type": "block"}]), true),
+            (FieldType::PortableText, json!({"_type": "block"}), false),
+            (FieldType::Repeater, json!([{"a": 1}]), true),
+            (FieldType::Repeater, json!([1]), false),
+            (FieldType::Json, json!({"any": [1, "x"]}), true),
+        ];
+        for (t, v, ok) in cases {
+            assert_eq!(field(*t, false).to_column(v).is_ok(), *ok, "{t:?} {v}");
+        }
+        assert!(field(FieldType::String, true)
+            .to_column(&Json::Null)
+            .is_err());
+        assert_eq!(
+            field(FieldType::String, false).to_column(&Json::Null),
+            Ok(Value::Null)
+        );
+    }
+
+    #[test]
+    fn stored_values_round_trip() {
+        let cases: &[(FieldType, Json)] = &[
+            (FieldType::Image, json!("m1")),
+            (FieldType::Image, json!({"id": "m1", "provider": "local"})),
+            (FieldType::Boolean, json!(false)),
+            (FieldType::Repeater, json!([{"image": "a"}])),
+            (FieldType::Json, json!("text")),
+        ];
+        for (t, v) in cases {
+            let f = field(*t, false);
+            let stored = match f.to_column(v).unwrap() {
+                Value::Text(s) => Json::String(s),
+                Value::Integer(i) => json!(i),
+                Value::Real(r) => json!(r),
+                Value::Null => Json::Null,
+            };
+            assert_eq!(&f.from_column(&stored), v, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn repeater_sub_fields_parse_leniently() {
+        let subs = Field::parse_sub_fields(Some(
+            r#"{"subFields":[{"slug":"image","type":"image"},{"slug":"Bad","type":"image"},{"slug":"n","type":"nope"}]}"#,
+        ));
+        assert_eq!(subs.len(), 1);
+        assert!(Field::parse_sub_fields(Some("not json")).is_empty());
+        assert!(Field::parse_sub_fields(None).is_empty());
+    }
+}

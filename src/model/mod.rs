@@ -1,0 +1,6 @@
+//! Domain types: validated identifiers, the field and content model, roles and scopes.
+
+pub mod auth;
+pub mod content;
+pub mod field;
+pub mod ident;

@@ -1,0 +1,7 @@
+//! Repository: builds statements from the `.sql` files in `src/sql/` and runs them through an
+//! [`Executor`](crate::exec::Executor). The only module that knows table layouts.
+
+pub mod content;
+pub mod media;
+pub mod schema;
+pub mod tokens;

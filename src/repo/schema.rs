@@ -1,0 +1,293 @@
+//! Collections and fields: the content model registry and the `ec_<slug>` tables.
+
+use serde::Deserialize;
+
+use crate::exec::guard::{guarded_batch, Guard};
+use crate::exec::{Error, Executor, Statement};
+use crate::ids;
+use crate::model::field::{Field, FieldType};
+use crate::model::ident::Ident;
+use crate::sql::{render, Fragment};
+
+const SELECT_COLLECTIONS: &str = include_str!("../sql/schema/select_collections.sql");
+const GUARD_COLLECTION_ABSENT: &str = include_str!("../sql/schema/guard_collection_absent.sql");
+const INSERT_COLLECTION: &str = include_str!("../sql/schema/insert_collection.sql");
+const INSERT_FIELD: &str = include_str!("../sql/schema/insert_field.sql");
+const CREATE_CONTENT_TABLE: &str = include_str!("../sql/schema/create_content_table.sql");
+const CREATE_CONTENT_LIST_INDEX: &str = include_str!("../sql/schema/create_content_list_index.sql");
+const GUARD_FIELD_ADDABLE: &str = include_str!("../sql/schema/guard_field_addable.sql");
+const ADD_CONTENT_COLUMN: &str = include_str!("../sql/schema/add_content_column.sql");
+const TOUCH_COLLECTION: &str = include_str!("../sql/schema/touch_collection.sql");
+const GUARD_COLLECTION_DELETABLE: &str =
+    include_str!("../sql/schema/guard_collection_deletable.sql");
+const DELETE_COLLECTION: &str = include_str!("../sql/schema/delete_collection.sql");
+const DROP_CONTENT_TABLE: &str = include_str!("../sql/schema/drop_content_table.sql");
+const CONTENT_EXISTS: &str = include_str!("../sql/schema/content_exists.sql");
+
+/// A registered collection with its fields in display order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Collection {
+    pub id: String,
+    pub slug: Ident,
+    pub label: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub fields: Vec<Field>,
+}
+
+impl Collection {
+    pub fn table(&self) -> Fragment {
+        Fragment::content_table(&self.slug)
+    }
+
+    pub fn field(&self, slug: &str) -> Option<&Field> {
+        self.fields.iter().find(|f| f.slug.as_str() == slug)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct CollectionFieldRow {
+    collection_id: String,
+    collection_slug: String,
+    collection_label: String,
+    collection_created_at: String,
+    collection_updated_at: String,
+    field_id: Option<String>,
+    field_slug: Option<String>,
+    field_label: Option<String>,
+    field_type: Option<String>,
+    field_required: Option<i64>,
+    field_validation: Option<String>,
+    field_sort_order: Option<i64>,
+}
+
+/// Every collection (or only `slug`), with fields, in one statement.
+pub async fn load<E: Executor>(exec: &E, slug: Option<&Ident>) -> Result<Vec<Collection>, Error> {
+    let rows: Vec<CollectionFieldRow> = exec
+        .query(Statement::new(SELECT_COLLECTIONS).bind(slug.map(|s| s.as_str())))
+        .await?;
+    let mut out: Vec<Collection> = Vec::new();
+    for row in rows {
+        if out.last().is_none_or(|c| c.id != row.collection_id) {
+            let slug = Ident::parse(&row.collection_slug).map_err(|e| {
+                Error::Decode(format!(
+                    "stored collection slug {:?}: {e}",
+                    row.collection_slug
+                ))
+            })?;
+            out.push(Collection {
+                id: row.collection_id.clone(),
+                slug,
+                label: row.collection_label.clone(),
+                created_at: row.collection_created_at.clone(),
+                updated_at: row.collection_updated_at.clone(),
+                fields: Vec::new(),
+            });
+        }
+        let (Some(id), Some(slug), Some(ty)) = (row.field_id, row.field_slug, row.field_type)
+        else {
+            continue;
+        };
+        let slug = Ident::parse(&slug)
+            .map_err(|e| Error::Decode(format!("stored field slug {slug:?}: {e}")))?;
+        let field_type = FieldType::parse(&ty)
+            .ok_or_else(|| Error::Decode(format!("stored field type {ty:?}")))?;
+        let sub_fields = Field::parse_sub_fields(row.field_validation.as_deref());
+        if let Some(c) = out.last_mut() {
+            c.fields.push(Field {
+                id,
+                slug,
+                label: row.field_label.unwrap_or_default(),
+                field_type,
+                required: row.field_required.unwrap_or(0) != 0,
+                sub_fields,
+                sort_order: row.field_sort_order.unwrap_or(0),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// One collection by slug.
+pub async fn find<E: Executor>(exec: &E, slug: &Ident) -> Result<Option<Collection>, Error> {
+    Ok(load(exec, Some(slug)).await?.into_iter().next())
+}
+
+/// What a new collection is made of.
+#[derive(Debug, Clone)]
+pub struct NewCollection {
+    pub slug: Ident,
+    pub label: String,
+    pub fields: Vec<Field>,
+}
+
+/// Why a collection could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    #[error("a collection or table with this slug already exists")]
+    Exists,
+    #[error(transparent)]
+    Db(#[from] Error),
+}
+
+fn insert_field(collection_id: &str, f: &Field) -> Statement {
+    Statement::new(INSERT_FIELD)
+        .bind(f.id.as_str())
+        .bind(collection_id)
+        .bind(f.slug.as_str())
+        .bind(f.label.as_str())
+        .bind(f.field_type.as_str())
+        .bind(f.field_type.column_type())
+        .bind(f.required)
+        .bind(f.validation_json())
+        .bind(f.sort_order)
+}
+
+/// The statements that create a collection: registry row, fields, table and index. Exposed so
+/// callers can add statements (e.g. coverage rows) to the same atomic batch.
+pub fn create_statements(id: &str, new: &NewCollection) -> Vec<Statement> {
+    let table = Fragment::content_table(&new.slug);
+    let columns = Fragment::trailing_column_defs(
+        new.fields
+            .iter()
+            .map(|f| (&f.slug, f.field_type.column_type())),
+    );
+    let index = Fragment::name("idx_ec_", &new.slug, "_list");
+    let mut stmts = vec![Statement::new(INSERT_COLLECTION)
+        .bind(id)
+        .bind(new.slug.as_str())
+        .bind(new.label.as_str())];
+    stmts.extend(new.fields.iter().map(|f| insert_field(id, f)));
+    stmts.push(Statement::new(render(
+        CREATE_CONTENT_TABLE,
+        &[("table", &table), ("columns", &columns)],
+    )));
+    stmts.push(Statement::new(render(
+        CREATE_CONTENT_LIST_INDEX,
+        &[("table", &table), ("index", &index)],
+    )));
+    stmts
+}
+
+/// The guard that makes collection creation fail cleanly when the slug or table is taken.
+pub fn creation_guard(slug: &Ident) -> Guard {
+    Guard::new(GUARD_COLLECTION_ABSENT)
+        .bind(slug.as_str())
+        .bind(format!("ec_{}", slug.as_str()))
+}
+
+/// Creates a collection atomically: registry row, fields, table and index, or nothing.
+pub async fn create<E: Executor>(exec: &E, new: &NewCollection) -> Result<Collection, CreateError> {
+    let id = ids::new_id();
+    match guarded_batch(exec, creation_guard(&new.slug), create_statements(&id, new)).await {
+        Ok(_) => {}
+        Err(Error::Stale | Error::Unique(_)) => return Err(CreateError::Exists),
+        Err(e) => return Err(e.into()),
+    }
+    find(exec, &new.slug)
+        .await?
+        .ok_or_else(|| CreateError::Db(Error::Backend("created collection vanished".into())))
+}
+
+/// Why a field could not be added.
+#[derive(Debug, thiserror::Error)]
+pub enum AddFieldError {
+    #[error("the collection changed or the field already exists")]
+    Conflict,
+    #[error(transparent)]
+    Db(#[from] Error),
+}
+
+/// The statements that add a field (registry row, column, collection touch).
+pub fn add_field_statements(collection: &Collection, field: &Field) -> Vec<Statement> {
+    let table = collection.table();
+    let column = Fragment::column_def(&field.slug, field.field_type.column_type());
+    vec![
+        insert_field(&collection.id, field),
+        Statement::new(render(
+            ADD_CONTENT_COLUMN,
+            &[("table", &table), ("column", &column)],
+        )),
+        Statement::new(TOUCH_COLLECTION).bind(collection.id.as_str()),
+    ]
+}
+
+/// The guard for adding a field: the collection identity still exists and the slug is free.
+pub fn add_field_guard(collection: &Collection, field: &Field) -> Guard {
+    Guard::new(GUARD_FIELD_ADDABLE)
+        .bind(collection.id.as_str())
+        .bind(collection.slug.as_str())
+        .bind(field.slug.as_str())
+}
+
+/// Adds a field: registry row and table column together, or nothing.
+pub async fn add_field<E: Executor>(
+    exec: &E,
+    collection: &Collection,
+    field: &Field,
+) -> Result<(), AddFieldError> {
+    match guarded_batch(
+        exec,
+        add_field_guard(collection, field),
+        add_field_statements(collection, field),
+    )
+    .await
+    {
+        Ok(_) => Ok(()),
+        Err(Error::Stale | Error::Unique(_)) => Err(AddFieldError::Conflict),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the collection has any entry that is not in the trash.
+pub async fn has_live_content<E: Executor>(
+    exec: &E,
+    collection: &Collection,
+) -> Result<bool, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        has_content: i64,
+    }
+    let sql = render(CONTENT_EXISTS, &[("table", &collection.table())]);
+    let row: Option<Row> = exec.query_first(Statement::new(sql)).await?;
+    Ok(row.is_some_and(|r| r.has_content != 0))
+}
+
+/// Why a collection could not be deleted.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteError {
+    #[error("the collection has entries that are not in the trash")]
+    HasContent,
+    #[error("the collection no longer exists")]
+    Gone,
+    #[error(transparent)]
+    Db(#[from] Error),
+}
+
+/// Deletes a collection's registry row (fields cascade) and drops its table in one batch,
+/// refusing (unless `force`) while non-trashed entries exist.
+pub async fn delete<E: Executor>(
+    exec: &E,
+    collection: &Collection,
+    force: bool,
+) -> Result<(), DeleteError> {
+    let table = collection.table();
+    let guard = Guard::new(render(GUARD_COLLECTION_DELETABLE, &[("table", &table)]))
+        .bind(collection.id.as_str())
+        .bind(collection.slug.as_str())
+        .bind(force);
+    let stmts = vec![
+        Statement::new(DELETE_COLLECTION)
+            .bind(collection.id.as_str())
+            .bind(collection.slug.as_str()),
+        Statement::new(render(DROP_CONTENT_TABLE, &[("table", &table)])),
+    ];
+    match guarded_batch(exec, guard, stmts).await {
+        Ok(_) => Ok(()),
+        Err(Error::Stale) => match find(exec, &collection.slug).await? {
+            Some(c) if c.id == collection.id => Err(DeleteError::HasContent),
+            _ => Err(DeleteError::Gone),
+        },
+        Err(e) => Err(e.into()),
+    }
+}

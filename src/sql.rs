@@ -1,0 +1,124 @@
+//! SQL text helpers. Statements live in `src/sql/**.sql`; a few carry `{name}` placeholders
+//! (a content table, a column list) that are filled only from [`Fragment`]s, which can only be
+//! built from validated identifiers and counts. Values are always bound, never spliced.
+
+use crate::model::ident::Ident;
+
+/// A piece of SQL text made only from validated identifiers and numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fragment(String);
+
+impl Fragment {
+    /// The content table of a collection: `"ec_<slug>"`.
+    pub fn content_table(slug: &Ident) -> Fragment {
+        Fragment(format!("\"ec_{}\"", slug.as_str()))
+    }
+
+    /// A bare quoted identifier.
+    pub fn ident(ident: &Ident) -> Fragment {
+        Fragment(format!("\"{}\"", ident.as_str()))
+    }
+
+    /// An unquoted name built from a validated identifier plus a fixed prefix/suffix (index and
+    /// trigger names).
+    pub fn name(prefix: &'static str, ident: &Ident, suffix: &'static str) -> Fragment {
+        Fragment(format!("\"{prefix}{}{suffix}\"", ident.as_str()))
+    }
+
+    /// `, "a", "b"` (leading comma; empty for no columns).
+    pub fn trailing_columns<'a>(idents: impl IntoIterator<Item = &'a Ident>) -> Fragment {
+        Fragment(
+            idents
+                .into_iter()
+                .map(|i| format!(", \"{}\"", i.as_str()))
+                .collect(),
+        )
+    }
+
+    /// `, ?3, ?4` for `n` parameters numbered from `first` (leading comma; empty for zero).
+    pub fn trailing_placeholders(first: usize, n: usize) -> Fragment {
+        Fragment((first..first + n).map(|i| format!(", ?{i}")).collect())
+    }
+
+    /// `, "a" = ?3, "b" = ?4` (leading comma; empty for no columns).
+    pub fn trailing_assignments<'a>(
+        idents: impl IntoIterator<Item = &'a Ident>,
+        first: usize,
+    ) -> Fragment {
+        Fragment(
+            idents
+                .into_iter()
+                .enumerate()
+                .map(|(k, i)| format!(", \"{}\" = ?{}", i.as_str(), first + k))
+                .collect(),
+        )
+    }
+
+    /// One column definition: `"a" TEXT`.
+    pub fn column_def(ident: &Ident, column_type: &'static str) -> Fragment {
+        Fragment(format!("\"{}\" {column_type}", ident.as_str()))
+    }
+
+    /// `, "a" TEXT, "b" REAL` column definitions.
+    pub fn trailing_column_defs<'a>(
+        cols: impl IntoIterator<Item = (&'a Ident, &'static str)>,
+    ) -> Fragment {
+        Fragment(
+            cols.into_iter()
+                .map(|(i, ty)| format!(", \"{}\" {ty}", i.as_str()))
+                .collect(),
+        )
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Fills every `{name}` in `template` with its fragment.
+///
+/// # Panics
+/// When a placeholder is left unfilled: that is a programming error caught by the SQL-file test.
+pub fn render(template: &'static str, vars: &[(&str, &Fragment)]) -> String {
+    let mut out = template.to_owned();
+    for (name, fragment) in vars {
+        out = out.replace(&format!("{{{name}}}"), fragment.as_str());
+    }
+    assert!(
+        !has_placeholder(&out),
+        "unfilled placeholder in SQL template: {template}"
+    );
+    out
+}
+
+fn has_placeholder(sql: &str) -> bool {
+    let bytes = sql.as_bytes();
+    bytes
+        .iter()
+        .enumerate()
+        .any(|(i, b)| *b == b'{' && bytes.get(i + 1).is_some_and(|c| c.is_ascii_lowercase()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragments_are_built_from_identifiers_only() {
+        let a = Ident::parse("title").unwrap();
+        let b = Ident::parse("hero").unwrap();
+        let sql = render(
+            "UPDATE {table} SET version = version + 1{set} WHERE id = ?1",
+            &[
+                (
+                    "table",
+                    &Fragment::content_table(&Ident::parse("posts").unwrap()),
+                ),
+                ("set", &Fragment::trailing_assignments([&a, &b], 2)),
+            ],
+        );
+        assert_eq!(sql, "UPDATE \"ec_posts\" SET version = version + 1, \"title\" = ?2, \"hero\" = ?3 WHERE id = ?1");
+        assert_eq!(Fragment::trailing_placeholders(3, 2).as_str(), ", ?3, ?4");
+        assert_eq!(Fragment::trailing_placeholders(3, 0).as_str(), "");
+    }
+}

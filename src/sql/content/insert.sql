@@ -1,0 +1,4 @@
+INSERT INTO {table} (id, slug, status, locale, translation_group, published_at{columns})
+VALUES (?1, ?2, ?3, ?4, ?5,
+        CASE WHEN ?3 = 'published' THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END{placeholders})
+RETURNING *

@@ -1,0 +1,1 @@
+CREATE INDEX {index} ON {table} (deleted_at, created_at, id)

@@ -1,0 +1,1 @@
+DELETE FROM _emdash_collections WHERE id = ?1 AND slug = ?2

@@ -1,0 +1,1 @@
+INSERT INTO _emdash_collections (id, slug, label) VALUES (?1, ?2, ?3)

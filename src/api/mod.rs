@@ -149,6 +149,7 @@ async fn dispatch<E: Executor>(
         Op::GetMedia => media::get(&ctx, p(0)).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0)).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,
+        Op::SelfCheck => self_check(&ctx).await?,
     };
     Ok(Response::data(status, data))
 }
@@ -158,6 +159,14 @@ async fn health<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
         .run(crate::exec::Statement::new(HEALTH_SQL))
         .await?;
     Ok((200, json!({"status": "ok", "database": "ok"})))
+}
+
+async fn self_check<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
+    let report = crate::exec::selfcheck::run(ctx.exec).await?;
+    Ok((
+        200,
+        json!({"passed": report.all_passed(), "checks": report}),
+    ))
 }
 
 const HEALTH_SQL: &str = include_str!("../sql/health.sql");

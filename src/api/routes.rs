@@ -29,6 +29,7 @@ pub enum Op {
     GetMedia,
     DeleteMedia,
     CreateToken,
+    SelfCheck,
 }
 
 /// One route: method, OpenAPI-style path template, operation.
@@ -113,6 +114,7 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
     r("POST", "/_emdash/api/admin/tokens", Op::CreateToken),
+    r("POST", "/_emdash/api/admin/self-check", Op::SelfCheck),
 ];
 
 /// Who may call an operation.
@@ -146,7 +148,7 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::CreateMedia => Need(Role::Author, Scope::MediaWrite),
         Op::DeleteMedia if query_flag(req, "force") => Need(Role::Admin, Scope::MediaWrite),
         Op::DeleteMedia => Need(Role::Editor, Scope::MediaWrite),
-        Op::CreateToken => Need(Role::Admin, Scope::Admin),
+        Op::CreateToken | Op::SelfCheck => Need(Role::Admin, Scope::Admin),
     }
 }
 

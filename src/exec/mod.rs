@@ -7,6 +7,7 @@
 pub mod fault;
 pub mod guard;
 pub mod meter;
+pub mod selfcheck;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod sqlite;
 

@@ -1,0 +1,1 @@
+DELETE FROM _emdash_batch_guard WHERE id = ?1

@@ -1,0 +1,1 @@
+INSERT INTO _emdash_batch_guard (id) VALUES (?1) RETURNING id

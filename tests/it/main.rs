@@ -1,0 +1,9 @@
+//! Native integration tests: one binary, real SQLite configured like D1.
+
+mod api_content;
+mod api_schema_media_auth;
+mod executor;
+mod openapi;
+mod sql_files;
+mod support;
+mod tidy;

@@ -1,0 +1,108 @@
+//! Shared fixtures: an in-memory migrated database and an API client over the pure handlers.
+
+use futures::executor::block_on;
+use media_usage_worker::api::{self, Config, Request, Response};
+use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::model::auth::hash_token;
+use serde_json::Value as Json;
+
+pub const ADMIN: &str = "native-admin-token";
+
+pub fn db() -> SqliteExecutor {
+    SqliteExecutor::open_in_memory().expect("in-memory database")
+}
+
+/// Calls the API handlers directly, as the edge would.
+pub struct Api {
+    pub db: SqliteExecutor,
+    pub config: Config,
+}
+
+impl Api {
+    pub fn new() -> Api {
+        Api {
+            db: db(),
+            config: Config {
+                admin_token_hash: Some(hash_token(ADMIN)),
+            },
+        }
+    }
+
+    pub fn call(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        token: Option<&str>,
+        body: Option<&[u8]>,
+    ) -> Response {
+        let (path, query) = path_and_query
+            .split_once('?')
+            .unwrap_or((path_and_query, ""));
+        let query = query
+            .split('&')
+            .filter(|kv| !kv.is_empty())
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                (k.to_owned(), v.to_owned())
+            })
+            .collect();
+        let req = Request {
+            method: method.to_owned(),
+            path: format!("{}{path}", api::BASE_PATH),
+            query,
+            authorization: token.map(|t| format!("Bearer {t}")),
+            body: body.map(<[u8]>::to_vec).unwrap_or_default(),
+            body_too_large: false,
+        };
+        block_on(api::handle(&self.db, &self.config, &req))
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.call("GET", path, Some(ADMIN), None)
+    }
+
+    pub fn send(&self, method: &str, path: &str, body: &Json) -> Response {
+        self.call(method, path, Some(ADMIN), Some(body.to_string().as_bytes()))
+    }
+
+    pub fn post(&self, path: &str, body: &Json) -> Response {
+        self.send("POST", path, body)
+    }
+
+    pub fn put(&self, path: &str, body: &Json) -> Response {
+        self.send("PUT", path, body)
+    }
+
+    pub fn delete(&self, path: &str) -> Response {
+        self.call("DELETE", path, Some(ADMIN), None)
+    }
+
+    /// Mints a token with a role and scopes; returns the secret.
+    pub fn token(&self, role: &str, scopes: &[&str]) -> String {
+        let r = self.post(
+            "/admin/tokens",
+            &serde_json::json!({"name": role, "role": role, "scopes": scopes}),
+        );
+        assert_eq!(r.status, 201, "{}", r.body);
+        r.body_json()["data"]["token"].as_str().unwrap().to_owned()
+    }
+}
+
+/// The `error.code` of an error response.
+pub fn code(r: &Response) -> String {
+    r.body_json()["error"]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The `data` of a success response.
+pub fn data(r: &Response) -> Json {
+    assert!(
+        r.status < 300,
+        "expected success, got {}: {}",
+        r.status,
+        r.body
+    );
+    r.body_json()["data"].clone()
+}

@@ -1,0 +1,82 @@
+//! Layering and hygiene rules that the compiler cannot check.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn all_rust_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    files
+}
+
+#[test]
+fn worker_is_named_only_under_src_edge() {
+    for file in all_rust_files() {
+        let text = fs::read_to_string(&file)
+            .unwrap()
+            .replace("media_usage_worker::", "");
+        let in_edge = file.components().any(|c| c.as_os_str() == "edge");
+        for needle in [
+            "worker::",
+            "wasm_bindgen",
+            "js_sys",
+            "Date::now",
+            "SystemTime::now",
+        ] {
+            if !in_edge && text.contains(needle) && !file.ends_with("tidy.rs") {
+                panic!("{} names {needle} outside src/edge/", file.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn every_rust_file_starts_with_a_module_doc() {
+    for file in all_rust_files() {
+        let text = fs::read_to_string(&file).unwrap();
+        assert!(
+            text.starts_with("//!"),
+            "{} lacks a leading //! doc",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn no_sql_keywords_in_rust_string_literals_outside_the_repository_and_tests() {
+    // SQL lives in src/sql/**.sql; Rust code outside exec/ only includes it.
+    for file in all_rust_files() {
+        let path = file.to_string_lossy();
+        if path.contains("/tests/") || path.contains("/src/exec/") || path.contains("/src/sql.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        for needle in [
+            "\"SELECT ",
+            "\"INSERT ",
+            "\"UPDATE ",
+            "\"DELETE FROM",
+            "\"CREATE ",
+            "\"DROP ",
+        ] {
+            assert!(
+                !text.contains(needle),
+                "{} embeds SQL ({needle})",
+                file.display()
+            );
+        }
+    }
+}

@@ -17,6 +17,7 @@ pub mod migrations;
 pub mod model;
 pub mod repo;
 pub mod sql;
+pub mod usage;
 
 #[cfg(target_arch = "wasm32")]
 mod edge;

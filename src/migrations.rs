@@ -9,7 +9,7 @@ pub struct Migration {
 }
 
 /// Every migration, in application order. A test checks this matches the directory.
-pub const ALL: &[Migration] = &[Migration {
-    name: "0001_content_model.sql",
-    sql: include_str!("../migrations/0001_content_model.sql"),
-}];
+pub const ALL: &[Migration] = &[
+    Migration { name: "0001_content_model.sql", sql: include_str!("../migrations/0001_content_model.sql") },
+    Migration { name: "0002_media_usage.sql", sql: include_str!("../migrations/0002_media_usage.sql") },
+];

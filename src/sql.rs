@@ -27,12 +27,7 @@ impl Fragment {
 
     /// `, "a", "b"` (leading comma; empty for no columns).
     pub fn trailing_columns<'a>(idents: impl IntoIterator<Item = &'a Ident>) -> Fragment {
-        Fragment(
-            idents
-                .into_iter()
-                .map(|i| format!(", \"{}\"", i.as_str()))
-                .collect(),
-        )
+        Fragment(idents.into_iter().map(|i| format!(", \"{}\"", i.as_str())).collect())
     }
 
     /// `, ?3, ?4` for `n` parameters numbered from `first` (leading comma; empty for zero).
@@ -41,16 +36,9 @@ impl Fragment {
     }
 
     /// `, "a" = ?3, "b" = ?4` (leading comma; empty for no columns).
-    pub fn trailing_assignments<'a>(
-        idents: impl IntoIterator<Item = &'a Ident>,
-        first: usize,
-    ) -> Fragment {
+    pub fn trailing_assignments<'a>(idents: impl IntoIterator<Item = &'a Ident>, first: usize) -> Fragment {
         Fragment(
-            idents
-                .into_iter()
-                .enumerate()
-                .map(|(k, i)| format!(", \"{}\" = ?{}", i.as_str(), first + k))
-                .collect(),
+            idents.into_iter().enumerate().map(|(k, i)| format!(", \"{}\" = ?{}", i.as_str(), first + k)).collect(),
         )
     }
 
@@ -60,14 +48,25 @@ impl Fragment {
     }
 
     /// `, "a" TEXT, "b" REAL` column definitions.
-    pub fn trailing_column_defs<'a>(
-        cols: impl IntoIterator<Item = (&'a Ident, &'static str)>,
-    ) -> Fragment {
-        Fragment(
-            cols.into_iter()
-                .map(|(i, ty)| format!(", \"{}\" {ty}", i.as_str()))
-                .collect(),
-        )
+    pub fn trailing_column_defs<'a>(cols: impl IntoIterator<Item = (&'a Ident, &'static str)>) -> Fragment {
+        Fragment(cols.into_iter().map(|(i, ty)| format!(", \"{}\" {ty}", i.as_str())).collect())
+    }
+
+    /// A fixed keyword chosen by the code (`INSERT`, `NEW`, …), never by input.
+    pub fn keyword(word: &'static str) -> Fragment {
+        Fragment(word.to_owned())
+    }
+
+    /// A validated identifier as an SQL string literal: `'posts'`.
+    pub fn literal(ident: &Ident) -> Fragment {
+        Fragment(format!("'{}'", ident.as_str()))
+    }
+
+    /// A generated id (lowercase letters and digits only) as an SQL string literal; `None` for
+    /// anything else, so no stored value can inject SQL through it.
+    pub fn id_literal(id: &str) -> Option<Fragment> {
+        let ok = !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        ok.then(|| Fragment(format!("'{id}'")))
     }
 
     pub fn as_str(&self) -> &str {
@@ -84,19 +83,13 @@ pub fn render(template: &'static str, vars: &[(&str, &Fragment)]) -> String {
     for (name, fragment) in vars {
         out = out.replace(&format!("{{{name}}}"), fragment.as_str());
     }
-    assert!(
-        !has_placeholder(&out),
-        "unfilled placeholder in SQL template: {template}"
-    );
+    assert!(!has_placeholder(&out), "unfilled placeholder in SQL template: {template}");
     out
 }
 
 fn has_placeholder(sql: &str) -> bool {
     let bytes = sql.as_bytes();
-    bytes
-        .iter()
-        .enumerate()
-        .any(|(i, b)| *b == b'{' && bytes.get(i + 1).is_some_and(|c| c.is_ascii_lowercase()))
+    bytes.iter().enumerate().any(|(i, b)| *b == b'{' && bytes.get(i + 1).is_some_and(|c| c.is_ascii_lowercase()))
 }
 
 #[cfg(test)]
@@ -110,10 +103,7 @@ mod tests {
         let sql = render(
             "UPDATE {table} SET version = version + 1{set} WHERE id = ?1",
             &[
-                (
-                    "table",
-                    &Fragment::content_table(&Ident::parse("posts").unwrap()),
-                ),
+                ("table", &Fragment::content_table(&Ident::parse("posts").unwrap())),
                 ("set", &Fragment::trailing_assignments([&a, &b], 2)),
             ],
         );

@@ -18,9 +18,11 @@ pub async fn authenticate<E: Executor>(
         return Ok(None);
     };
     let unauthorized = || ApiError::new(401, "UNAUTHORIZED", "Invalid or unknown token");
+    // The scheme name is case-insensitive (RFC 7235 §2.1).
     let token = header
-        .strip_prefix("Bearer ")
-        .map(str::trim)
+        .split_once(' ')
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
+        .map(|(_, t)| t.trim())
         .filter(|t| !t.is_empty() && t.len() <= 512)
         .ok_or_else(unauthorized)?;
     let hash = hash_token(token);
@@ -34,9 +36,7 @@ pub async fn authenticate<E: Executor>(
         }
     }
     let hash_hex = hex::encode(hash);
-    let row = tokens::find_by_hash(exec, &hash_hex)
-        .await?
-        .ok_or_else(unauthorized)?;
+    let row = tokens::find_by_hash(exec, &hash_hex).await?.ok_or_else(unauthorized)?;
     let mut stored = [0u8; 32];
     hex::decode_to_slice(&row.token_hash, &mut stored).map_err(|_| unauthorized())?;
     if !hashes_equal(&stored, &hash) {
@@ -44,34 +44,20 @@ pub async fn authenticate<E: Executor>(
     }
     let role = Role::from_level(row.role)
         .ok_or_else(|| ApiError::internal(format!("token {} has role {}", row.id, row.role)))?;
-    let names: Vec<String> =
-        serde_json::from_str(&row.scopes).map_err(|e| ApiError::internal(e.to_string()))?;
+    let names: Vec<String> = serde_json::from_str(&row.scopes).map_err(|e| ApiError::internal(e.to_string()))?;
     let scopes = names.iter().filter_map(|n| Scope::parse(n)).collect();
-    Ok(Some(Principal {
-        token_id: row.id,
-        role,
-        scopes,
-    }))
+    Ok(Some(Principal { token_id: row.id, role, scopes }))
 }
 
 /// No principal → 401; role below the floor → 403 `FORBIDDEN`; scope missing → 403
 /// `INSUFFICIENT_SCOPE`.
 pub fn authorize(principal: Option<&Principal>, role: Role, scope: Scope) -> Result<(), ApiError> {
-    let p =
-        principal.ok_or_else(|| ApiError::new(401, "UNAUTHORIZED", "Authentication required"))?;
+    let p = principal.ok_or_else(|| ApiError::new(401, "UNAUTHORIZED", "Authentication required"))?;
     if p.role < role {
-        return Err(ApiError::new(
-            403,
-            "FORBIDDEN",
-            format!("Requires the {} role", role.name()),
-        ));
+        return Err(ApiError::new(403, "FORBIDDEN", format!("Requires the {} role", role.name())));
     }
     if !p.has_scope(scope) {
-        return Err(ApiError::new(
-            403,
-            "INSUFFICIENT_SCOPE",
-            format!("Token lacks the {} scope", scope.name()),
-        ));
+        return Err(ApiError::new(403, "INSUFFICIENT_SCOPE", format!("Token lacks the {} scope", scope.name())));
     }
     Ok(())
 }

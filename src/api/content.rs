@@ -19,37 +19,22 @@ fn not_found() -> ApiError {
 /// Maps write failures: a taken (slug, locale) is a 409, anything else is internal.
 fn write_error(e: exec::Error) -> ApiError {
     match e {
-        exec::Error::Unique(_) => {
-            ApiError::conflict("An entry with this slug already exists in this locale")
-        }
+        exec::Error::Unique(_) => ApiError::conflict("An entry with this slug already exists in this locale"),
         other => other.into(),
     }
 }
 
 fn item_reply(status: u16, row: &Row, c: &Collection) -> Reply {
-    let version = row
-        .get("version")
-        .and_then(Json::as_i64)
-        .unwrap_or_default();
-    (
-        status,
-        json!({"item": item_json(row, &c.fields), "_rev": rev_token(version)}),
-    )
+    let version = row.get("version").and_then(Json::as_i64).unwrap_or_default();
+    (status, json!({"item": item_json(row, &c.fields), "_rev": rev_token(version)}))
 }
 
 fn row_version(row: &Row) -> i64 {
-    row.get("version")
-        .and_then(Json::as_i64)
-        .unwrap_or_default()
+    row.get("version").and_then(Json::as_i64).unwrap_or_default()
 }
 
 /// Validates `data` against the collection's fields; returns the columns to write.
-fn data_columns(
-    c: &Collection,
-    issues: &mut Issues,
-    data: &Map<String, Json>,
-    creating: bool,
-) -> Vec<(Ident, Value)> {
+fn data_columns(c: &Collection, issues: &mut Issues, data: &Map<String, Json>, creating: bool) -> Vec<(Ident, Value)> {
     let mut cols = Vec::new();
     for (key, value) in data {
         match c.field(key) {
@@ -61,11 +46,7 @@ fn data_columns(
         }
     }
     if creating {
-        for f in c
-            .fields
-            .iter()
-            .filter(|f| f.required && !data.contains_key(f.slug.as_str()))
-        {
+        for f in c.fields.iter().filter(|f| f.required && !data.contains_key(f.slug.as_str())) {
             issues.add(format!("data.{}", f.slug), "Required");
         }
     }
@@ -83,29 +64,18 @@ fn parse_status(obj: &Obj<'_>, issues: &mut Issues) -> Option<Status> {
     }
 }
 
-pub async fn create<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    collection: &str,
-    req: &Request,
-) -> Result<Reply, ApiError> {
+pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Request) -> Result<Reply, ApiError> {
     let c = schema::load(ctx, collection, "collection").await?;
     let body = json_body(req)?;
     let mut issues = Issues::default();
-    let Some(obj) = Obj::new(
-        &mut issues,
-        "",
-        &body,
-        &["slug", "locale", "translationGroup", "status", "data"],
-    ) else {
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["slug", "locale", "translationGroup", "status", "data"]) else {
         return Err(issues.finish().unwrap_err());
     };
     let slug = obj.string(&mut issues, "slug", true, 1, 200);
     if let Some(Err(msg)) = slug.as_deref().map(check_slug) {
         issues.add("slug", msg);
     }
-    let locale = obj
-        .string(&mut issues, "locale", false, 1, 35)
-        .unwrap_or_else(|| "en".into());
+    let locale = obj.string(&mut issues, "locale", false, 1, 35).unwrap_or_else(|| "en".into());
     if let Err(msg) = check_locale(&locale) {
         issues.add("locale", msg);
     }
@@ -115,39 +85,22 @@ pub async fn create<E: Executor>(
     let data = obj.object(&mut issues, "data").unwrap_or(&empty);
     let columns = data_columns(&c, &mut issues, data, true);
     issues.finish()?;
-    let new = NewEntry {
-        slug: slug.unwrap_or_default(),
-        status: status.as_str(),
-        locale,
-        translation_group,
-        columns,
-    };
+    let new = NewEntry { slug: slug.unwrap_or_default(), status: status.as_str(), locale, translation_group, columns };
     let row = repo::insert(ctx.exec, &c, new).await.map_err(write_error)?;
     Ok(item_reply(201, &row, &c))
 }
 
-pub async fn get<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    collection: &str,
-    id: &str,
-) -> Result<Reply, ApiError> {
+pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
     let c = schema::load(ctx, collection, "collection").await?;
     let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
     Ok(item_reply(200, &row, &c))
 }
 
-pub async fn list<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    collection: &str,
-    req: &Request,
-) -> Result<Reply, ApiError> {
+pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Request) -> Result<Reply, ApiError> {
     let mut issues = Issues::default();
     let limit = input::limit(req, &mut issues);
     let status = query(req, "status").map(str::to_owned);
-    if status
-        .as_deref()
-        .is_some_and(|s| Status::parse(s).is_none())
-    {
+    if status.as_deref().is_some_and(|s| Status::parse(s).is_none()) {
         issues.add("status", "Expected draft, published or scheduled");
     }
     let locale = query(req, "locale").map(str::to_owned);
@@ -157,26 +110,11 @@ pub async fn list<E: Executor>(
     let after = input::cursor(req, &mut issues)?;
     issues.finish()?;
     let c = schema::load(ctx, collection, "collection").await?;
-    let mut rows = repo::list(
-        ctx.exec,
-        &c,
-        &ListQuery {
-            status,
-            locale,
-            after,
-            limit,
-        },
-    )
-    .await?;
+    let mut rows = repo::list(ctx.exec, &c, &ListQuery { status, locale, after, limit }).await?;
     let next = if rows.len() > limit as usize {
         rows.truncate(limit as usize);
         rows.last().map(|r| {
-            let s = |k: &str| {
-                r.get(k)
-                    .and_then(Json::as_str)
-                    .unwrap_or_default()
-                    .to_owned()
-            };
+            let s = |k: &str| r.get(k).and_then(Json::as_str).unwrap_or_default().to_owned();
             input::encode_cursor(&s("created_at"), &s("id"))
         })
     } else {
@@ -214,12 +152,7 @@ pub async fn update<E: Executor>(
     let c = schema::load(ctx, collection, "collection").await?;
     let body = json_body(req)?;
     let mut issues = Issues::default();
-    let Some(obj) = Obj::new(
-        &mut issues,
-        "",
-        &body,
-        &["data", "slug", "status", "draft", "_rev"],
-    ) else {
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["data", "slug", "status", "draft", "_rev"]) else {
         return Err(issues.finish().unwrap_err());
     };
     let slug = obj.string(&mut issues, "slug", false, 1, 200);
@@ -233,25 +166,14 @@ pub async fn update<E: Executor>(
     let data = obj.object(&mut issues, "data").unwrap_or(&empty);
     let columns = data_columns(&c, &mut issues, data, false);
     if draft && status.is_some() {
-        issues.add(
-            "status",
-            "A draft save cannot change the status; publish instead",
-        );
+        issues.add("status", "A draft save cannot change the status; publish instead");
     }
     issues.finish()?;
     if draft {
         return save_draft(ctx, &c, id, expected, data, slug).await;
     }
-    let update = Update {
-        expected_version: expected,
-        slug,
-        status: status.map(Status::as_str),
-        columns,
-    };
-    match repo::update(ctx.exec, &c, id, update)
-        .await
-        .map_err(write_error)?
-    {
+    let update = Update { expected_version: expected, slug, status: status.map(Status::as_str), columns };
+    match repo::update(ctx.exec, &c, id, update).await.map_err(write_error)? {
         Some(row) => Ok(item_reply(200, &row, &c)),
         None => Err(missing_or_conflict(ctx, &c, id).await),
     }
@@ -269,9 +191,7 @@ async fn save_draft<E: Executor>(
     let row = repo::get(ctx.exec, c, id).await?.ok_or_else(not_found)?;
     let version = row_version(&row);
     if expected.is_some_and(|v| v != version) {
-        return Err(ApiError::conflict(
-            "The entry changed since it was read; reload and retry",
-        ));
+        return Err(ApiError::conflict("The entry changed since it was read; reload and retry"));
     }
     let mut draft = match row.get("draft_revision_id").and_then(Json::as_str) {
         Some(rev_id) => repo::get_revision(ctx.exec, rev_id)
@@ -279,10 +199,7 @@ async fn save_draft<E: Executor>(
             .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
             .and_then(|v| v.as_object().cloned())
             .unwrap_or_default(),
-        None => item_json(&row, &c.fields)["data"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default(),
+        None => item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default(),
     };
     for (k, v) in data {
         draft.insert(k.clone(), v.clone());
@@ -296,11 +213,7 @@ async fn save_draft<E: Executor>(
     }
 }
 
-pub async fn publish<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    collection: &str,
-    id: &str,
-) -> Result<Reply, ApiError> {
+pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
     let c = schema::load(ctx, collection, "collection").await?;
     let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
     let mut columns = Vec::new();
@@ -311,9 +224,7 @@ pub async fn publish<E: Executor>(
             .filter(|r| r.collection == c.slug.as_str() && r.entry_id == id)
             .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
             .and_then(|v| v.as_object().cloned())
-            .ok_or_else(|| {
-                ApiError::conflict("The entry's draft revision is missing or invalid")
-            })?;
+            .ok_or_else(|| ApiError::conflict("The entry's draft revision is missing or invalid"))?;
         let mut issues = Issues::default();
         for (key, value) in &draft {
             if key == "_slug" {
@@ -327,10 +238,7 @@ pub async fn publish<E: Executor>(
         }
         issues.finish()?;
     }
-    match repo::publish(ctx.exec, &c, id, row_version(&row), slug, columns)
-        .await
-        .map_err(write_error)?
-    {
+    match repo::publish(ctx.exec, &c, id, row_version(&row), slug, columns).await.map_err(write_error)? {
         Some(row) => Ok(item_reply(200, &row, &c)),
         None => Err(missing_or_conflict(ctx, &c, id).await),
     }
@@ -346,26 +254,15 @@ async fn transition<E: Executor>(
     match repo::transition(ctx.exec, &c, id, t).await? {
         Some(row) => Ok(item_reply(200, &row, &c)),
         // Already in the target state: answer with the entry as it is.
-        None => repo::get(ctx.exec, &c, id)
-            .await?
-            .map(|row| item_reply(200, &row, &c))
-            .ok_or_else(not_found),
+        None => repo::get(ctx.exec, &c, id).await?.map(|row| item_reply(200, &row, &c)).ok_or_else(not_found),
     }
 }
 
-pub async fn unpublish<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    collection: &str,
-    id: &str,
-) -> Result<Reply, ApiError> {
+pub async fn unpublish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
     transition(ctx, collection, id, Transition::Unpublish).await
 }
 
-pub async fn restore<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    collection: &str,
-    id: &str,
-) -> Result<Reply, ApiError> {
+pub async fn restore<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
     transition(ctx, collection, id, Transition::Restore).await
 }
 

@@ -43,13 +43,7 @@ pub struct ApiError {
 impl ApiError {
     pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
         debug_assert!(CODES.contains(&code), "undeclared error code {code}");
-        ApiError {
-            status,
-            code,
-            message: message.into(),
-            details: None,
-            cause: None,
-        }
+        ApiError { status, code, message: message.into(), details: None, cause: None }
     }
 
     pub fn with_details(mut self, details: Json) -> Self {
@@ -58,10 +52,7 @@ impl ApiError {
     }
 
     pub fn validation(issues: Vec<Issue>) -> Self {
-        let list: Vec<Json> = issues
-            .iter()
-            .map(|i| json!({"path": i.path, "message": i.message}))
-            .collect();
+        let list: Vec<Json> = issues.iter().map(|i| json!({"path": i.path, "message": i.message})).collect();
         let summary = issues.first().map_or_else(
             || "Invalid request".to_owned(),
             |i| {
@@ -76,10 +67,7 @@ impl ApiError {
     }
 
     pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::validation(vec![Issue {
-            path: path.into(),
-            message: message.into(),
-        }])
+        Self::validation(vec![Issue { path: path.into(), message: message.into() }])
     }
 
     pub fn invalid_json(message: impl Into<String>) -> Self {
@@ -95,11 +83,7 @@ impl ApiError {
     }
 
     pub fn collection_not_found(slug: &str) -> Self {
-        ApiError::new(
-            404,
-            "COLLECTION_NOT_FOUND",
-            format!("Collection '{slug}' not found"),
-        )
+        ApiError::new(404, "COLLECTION_NOT_FOUND", format!("Collection '{slug}' not found"))
     }
 
     pub fn conflict(message: impl Into<String>) -> Self {

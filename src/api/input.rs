@@ -18,10 +18,7 @@ pub struct Issues(Vec<Issue>);
 
 impl Issues {
     pub fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
-        self.0.push(Issue {
-            path: path.into(),
-            message: message.into(),
-        });
+        self.0.push(Issue { path: path.into(), message: message.into() });
     }
 
     pub fn is_empty(&self) -> bool {
@@ -41,17 +38,12 @@ impl Issues {
 /// Parses the request body as JSON (413 when too large, 400 `INVALID_JSON` when not JSON).
 pub fn json_body(req: &Request) -> Result<Json, ApiError> {
     if req.body_too_large || req.body.len() > MAX_BODY_BYTES {
-        return Err(ApiError::new(
-            413,
-            "PAYLOAD_TOO_LARGE",
-            "Request body exceeds 1 MiB",
-        ));
+        return Err(ApiError::new(413, "PAYLOAD_TOO_LARGE", "Request body exceeds 1 MiB"));
     }
     if req.body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::invalid_json("Request body must be a JSON object"));
     }
-    serde_json::from_slice(&req.body)
-        .map_err(|_| ApiError::invalid_json("Request body is not valid JSON"))
+    serde_json::from_slice(&req.body).map_err(|_| ApiError::invalid_json("Request body is not valid JSON"))
 }
 
 /// A JSON object being read under a path, with unknown keys reported.
@@ -71,12 +63,7 @@ fn join(path: &str, key: &str) -> String {
 
 impl<'a> Obj<'a> {
     /// Reads `value` as an object allowing only `allowed` keys.
-    pub fn new(
-        issues: &mut Issues,
-        path: &str,
-        value: &'a Json,
-        allowed: &[&str],
-    ) -> Option<Obj<'a>> {
+    pub fn new(issues: &mut Issues, path: &str, value: &'a Json, allowed: &[&str]) -> Option<Obj<'a>> {
         let Some(map) = value.as_object() else {
             issues.add(path, "Expected an object");
             return None;
@@ -86,10 +73,7 @@ impl<'a> Obj<'a> {
                 issues.add(join(path, key), "Unrecognized key");
             }
         }
-        Some(Obj {
-            path: path.to_owned(),
-            map,
-        })
+        Some(Obj { path: path.to_owned(), map })
     }
 
     pub fn path(&self, key: &str) -> String {
@@ -105,14 +89,7 @@ impl<'a> Obj<'a> {
     }
 
     /// A string of `min..=max` characters; `None` (with an issue if `required`) when absent.
-    pub fn string(
-        &self,
-        issues: &mut Issues,
-        key: &str,
-        required: bool,
-        min: usize,
-        max: usize,
-    ) -> Option<String> {
+    pub fn string(&self, issues: &mut Issues, key: &str, required: bool, min: usize, max: usize) -> Option<String> {
         match self.map.get(key) {
             None | Some(Json::Null) if !required => None,
             None | Some(Json::Null) => {
@@ -156,10 +133,7 @@ impl<'a> Obj<'a> {
             Some(v) => match v.as_i64().filter(|i| (min..=max).contains(i)) {
                 Some(i) => Some(i),
                 None => {
-                    issues.add(
-                        self.path(key),
-                        format!("Expected an integer from {min} to {max}"),
-                    );
+                    issues.add(self.path(key), format!("Expected an integer from {min} to {max}"));
                     None
                 }
             },
@@ -195,10 +169,7 @@ impl<'a> Obj<'a> {
 
 /// The first value of a query parameter.
 pub fn query<'r>(req: &'r Request, key: &str) -> Option<&'r str> {
-    req.query
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.as_str())
+    req.query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
 /// `?flag=true|1` (anything else, or absent, is false).
@@ -226,15 +197,10 @@ pub fn cursor(req: &Request, issues: &mut Issues) -> Result<Option<(String, Stri
         return Ok(None);
     };
     if raw.is_empty() || raw.len() > MAX_CURSOR_LEN {
-        issues.add(
-            "cursor",
-            format!("Expected 1 to {MAX_CURSOR_LEN} characters"),
-        );
+        issues.add("cursor", format!("Expected 1 to {MAX_CURSOR_LEN} characters"));
         return Ok(None);
     }
-    decode_cursor(raw)
-        .map(Some)
-        .ok_or_else(ApiError::invalid_cursor)
+    decode_cursor(raw).map(Some).ok_or_else(ApiError::invalid_cursor)
 }
 
 pub fn encode_cursor(order_value: &str, id: &str) -> String {
@@ -243,9 +209,7 @@ pub fn encode_cursor(order_value: &str, id: &str) -> String {
 }
 
 fn decode_cursor(raw: &str) -> Option<(String, String)> {
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(raw.trim_end_matches('='))
-        .ok()?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(raw.trim_end_matches('=')).ok()?;
     let json: Json = serde_json::from_slice(&bytes).ok()?;
     let v = json.get("v")?.as_str()?.to_owned();
     let id = json.get("id")?.as_str()?.to_owned();
@@ -259,10 +223,7 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_reject_garbage() {
         let c = encode_cursor("2026-01-01T00:00:00.000Z", "abc");
-        assert_eq!(
-            decode_cursor(&c),
-            Some(("2026-01-01T00:00:00.000Z".into(), "abc".into()))
-        );
+        assert_eq!(decode_cursor(&c), Some(("2026-01-01T00:00:00.000Z".into(), "abc".into())));
         assert_eq!(decode_cursor("%%%"), None);
         let empty_obj = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode("{}");
         assert_eq!(decode_cursor(&empty_obj), None);

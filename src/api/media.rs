@@ -27,24 +27,13 @@ pub fn media_json(m: &Media) -> Json {
 pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
     let body = json_body(req)?;
     let mut issues = Issues::default();
-    let allowed = [
-        "filename",
-        "mimeType",
-        "size",
-        "width",
-        "height",
-        "alt",
-        "storageKey",
-    ];
+    let allowed = ["filename", "mimeType", "size", "width", "height", "alt", "storageKey"];
     let Some(obj) = Obj::new(&mut issues, "", &body, &allowed) else {
         return Err(issues.finish().unwrap_err());
     };
     let filename = obj.string(&mut issues, "filename", true, 1, 255);
     let mime_type = obj.string(&mut issues, "mimeType", true, 3, 255);
-    if mime_type
-        .as_deref()
-        .is_some_and(|m| !m.contains('/') || m.chars().any(char::is_whitespace))
-    {
+    if mime_type.as_deref().is_some_and(|m| !m.contains('/') || m.chars().any(char::is_whitespace)) {
         issues.add("mimeType", "Expected a MIME type such as image/jpeg");
     }
     let max = crate::exec::MAX_SAFE_INTEGER;
@@ -53,10 +42,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     let height = obj.integer(&mut issues, "height", 0, 1_000_000);
     let alt = obj.string(&mut issues, "alt", false, 0, 1000);
     let storage_key = obj.string(&mut issues, "storageKey", true, 1, 1024);
-    if storage_key
-        .as_deref()
-        .is_some_and(|k| k.chars().any(char::is_control))
-    {
+    if storage_key.as_deref().is_some_and(|k| k.chars().any(char::is_control)) {
         issues.add("storageKey", "Must not contain control characters");
     }
     issues.finish()?;
@@ -71,17 +57,13 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     };
     match repo::insert(ctx.exec, new).await {
         Ok(m) => Ok((201, json!({"item": media_json(&m)}))),
-        Err(exec::Error::Unique(_)) => Err(ApiError::conflict(
-            "Media with this storageKey already exists",
-        )),
+        Err(exec::Error::Unique(_)) => Err(ApiError::conflict("Media with this storageKey already exists")),
         Err(e) => Err(e.into()),
     }
 }
 
 pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
-    let m = repo::get(ctx.exec, id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Media not found"))?;
+    let m = repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
     Ok((200, json!({"item": media_json(&m)})))
 }
 
@@ -93,15 +75,11 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     let mut rows = repo::list(ctx.exec, after, limit).await?;
     let next = if rows.len() > limit as usize {
         rows.truncate(limit as usize);
-        rows.last()
-            .map(|m| input::encode_cursor(&m.created_at, &m.id))
+        rows.last().map(|m| input::encode_cursor(&m.created_at, &m.id))
     } else {
         None
     };
-    Ok((
-        200,
-        json!({"items": rows.iter().map(media_json).collect::<Vec<_>>(), "nextCursor": next}),
-    ))
+    Ok((200, json!({"items": rows.iter().map(media_json).collect::<Vec<_>>(), "nextCursor": next})))
 }
 
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {

@@ -52,13 +52,7 @@ pub struct Response {
 
 impl Response {
     fn json(status: u16, body: &Json) -> Response {
-        Response {
-            status,
-            content_type: "application/json",
-            body: body.to_string(),
-            no_store: true,
-            cause: None,
-        }
+        Response { status, content_type: "application/json", body: body.to_string(), no_store: true, cause: None }
     }
 
     pub fn data(status: u16, data: Json) -> Response {
@@ -103,22 +97,18 @@ pub async fn handle<E: Executor>(exec: &E, config: &Config, req: &Request) -> Re
     }
 }
 
-async fn dispatch<E: Executor>(
-    exec: &E,
-    config: &Config,
-    req: &Request,
-) -> Result<Response, ApiError> {
+async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Result<Response, ApiError> {
     let (op, params) = routes::resolve(&req.method, &req.path)?;
-    let principal = auth::authenticate(exec, config, req.authorization.as_deref()).await?;
-    match routes::access(op, req) {
-        Access::Public => {}
-        Access::Need(role, scope) => auth::authorize(principal.as_ref(), role, scope)?,
-    }
-    let ctx = Ctx {
-        exec,
-        config,
-        principal,
+    // Public routes ignore credentials, so a stale token cannot break a health check.
+    let principal = match routes::access(op, req) {
+        Access::Public => None,
+        Access::Need(role, scope) => {
+            let principal = auth::authenticate(exec, config, req.authorization.as_deref()).await?;
+            auth::authorize(principal.as_ref(), role, scope)?;
+            principal
+        }
     };
+    let ctx = Ctx { exec, config, principal };
     let p = |i: usize| params.get(i).map(String::as_str).unwrap_or_default();
     let (status, data) = match op {
         Op::Health => health(&ctx).await?,
@@ -155,18 +145,13 @@ async fn dispatch<E: Executor>(
 }
 
 async fn health<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
-    ctx.exec
-        .run(crate::exec::Statement::new(HEALTH_SQL))
-        .await?;
+    ctx.exec.run(crate::exec::Statement::new(HEALTH_SQL)).await?;
     Ok((200, json!({"status": "ok", "database": "ok"})))
 }
 
 async fn self_check<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
     let report = crate::exec::selfcheck::run(ctx.exec).await?;
-    Ok((
-        200,
-        json!({"passed": report.all_passed(), "checks": report}),
-    ))
+    Ok((200, json!({"passed": report.all_passed(), "checks": report})))
 }
 
 const HEALTH_SQL: &str = include_str!("../sql/health.sql");

@@ -48,67 +48,19 @@ const fn r(method: &'static str, path: &'static str, op: Op) -> Route {
 pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/health", Op::Health),
     r("GET", "/_emdash/api/openapi.json", Op::OpenApi),
-    r(
-        "GET",
-        "/_emdash/api/schema/collections",
-        Op::ListCollections,
-    ),
-    r(
-        "POST",
-        "/_emdash/api/schema/collections",
-        Op::CreateCollection,
-    ),
-    r(
-        "GET",
-        "/_emdash/api/schema/collections/{slug}",
-        Op::GetCollection,
-    ),
-    r(
-        "DELETE",
-        "/_emdash/api/schema/collections/{slug}",
-        Op::DeleteCollection,
-    ),
-    r(
-        "POST",
-        "/_emdash/api/schema/collections/{slug}/fields",
-        Op::AddField,
-    ),
+    r("GET", "/_emdash/api/schema/collections", Op::ListCollections),
+    r("POST", "/_emdash/api/schema/collections", Op::CreateCollection),
+    r("GET", "/_emdash/api/schema/collections/{slug}", Op::GetCollection),
+    r("DELETE", "/_emdash/api/schema/collections/{slug}", Op::DeleteCollection),
+    r("POST", "/_emdash/api/schema/collections/{slug}/fields", Op::AddField),
     r("GET", "/_emdash/api/content/{collection}", Op::ListContent),
-    r(
-        "POST",
-        "/_emdash/api/content/{collection}",
-        Op::CreateContent,
-    ),
-    r(
-        "GET",
-        "/_emdash/api/content/{collection}/{id}",
-        Op::GetContent,
-    ),
-    r(
-        "PUT",
-        "/_emdash/api/content/{collection}/{id}",
-        Op::UpdateContent,
-    ),
-    r(
-        "DELETE",
-        "/_emdash/api/content/{collection}/{id}",
-        Op::DeleteContent,
-    ),
-    r(
-        "POST",
-        "/_emdash/api/content/{collection}/{id}/publish",
-        Op::PublishContent,
-    ),
-    r(
-        "POST",
-        "/_emdash/api/content/{collection}/{id}/unpublish",
-        Op::UnpublishContent,
-    ),
-    r(
-        "POST",
-        "/_emdash/api/content/{collection}/{id}/restore",
-        Op::RestoreContent,
-    ),
+    r("POST", "/_emdash/api/content/{collection}", Op::CreateContent),
+    r("GET", "/_emdash/api/content/{collection}/{id}", Op::GetContent),
+    r("PUT", "/_emdash/api/content/{collection}/{id}", Op::UpdateContent),
+    r("DELETE", "/_emdash/api/content/{collection}/{id}", Op::DeleteContent),
+    r("POST", "/_emdash/api/content/{collection}/{id}/publish", Op::PublishContent),
+    r("POST", "/_emdash/api/content/{collection}/{id}/unpublish", Op::UnpublishContent),
+    r("POST", "/_emdash/api/content/{collection}/{id}/restore", Op::RestoreContent),
     r("GET", "/_emdash/api/media", Op::ListMedia),
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
@@ -131,18 +83,12 @@ pub fn access(op: Op, req: &Request) -> Access {
     match op {
         Op::Health | Op::OpenApi => Public,
         Op::ListCollections | Op::GetCollection => Need(Role::Contributor, Scope::SchemaRead),
-        Op::CreateCollection | Op::DeleteCollection | Op::AddField => {
-            Need(Role::Admin, Scope::SchemaWrite)
-        }
+        Op::CreateCollection | Op::DeleteCollection | Op::AddField => Need(Role::Admin, Scope::SchemaWrite),
         Op::ListContent | Op::GetContent => Need(Role::Contributor, Scope::ContentRead),
-        Op::CreateContent
-        | Op::UpdateContent
-        | Op::PublishContent
-        | Op::UnpublishContent
-        | Op::RestoreContent => Need(Role::Author, Scope::ContentWrite),
-        Op::DeleteContent if query_flag(req, "permanent") => {
-            Need(Role::Editor, Scope::ContentWrite)
+        Op::CreateContent | Op::UpdateContent | Op::PublishContent | Op::UnpublishContent | Op::RestoreContent => {
+            Need(Role::Author, Scope::ContentWrite)
         }
+        Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Editor, Scope::ContentWrite),
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),
         Op::ListMedia | Op::GetMedia => Need(Role::Subscriber, Scope::MediaRead),
         Op::CreateMedia => Need(Role::Author, Scope::MediaWrite),
@@ -165,21 +111,14 @@ pub fn resolve(method: &str, path: &str) -> Result<(Op, Vec<String>), ApiError> 
         }
     }
     if path_known {
-        Err(ApiError::new(
-            405,
-            "METHOD_NOT_ALLOWED",
-            format!("{method} is not allowed here"),
-        ))
+        Err(ApiError::new(405, "METHOD_NOT_ALLOWED", format!("{method} is not allowed here")))
     } else {
         Err(ApiError::not_found(format!("No route for {path}")))
     }
 }
 
 fn match_path(template: &str, path: &str) -> Option<Vec<String>> {
-    let path = path
-        .strip_suffix('/')
-        .filter(|p| p.len() > BASE_PATH.len())
-        .unwrap_or(path);
+    let path = path.strip_suffix('/').filter(|p| p.len() > BASE_PATH.len()).unwrap_or(path);
     let mut t = template.split('/');
     let mut p = path.split('/');
     let mut params = Vec::new();
@@ -224,25 +163,11 @@ mod tests {
         let (op, params) = resolve("POST", "/_emdash/api/content/posts/abc/publish").unwrap();
         assert_eq!(op, Op::PublishContent);
         assert_eq!(params, ["posts", "abc"]);
-        assert_eq!(
-            resolve("GET", "/_emdash/api/schema/collections/")
-                .unwrap()
-                .0,
-            Op::ListCollections
-        );
-        assert_eq!(
-            resolve("PATCH", "/_emdash/api/media").unwrap_err().status,
-            405
-        );
+        assert_eq!(resolve("GET", "/_emdash/api/schema/collections/").unwrap().0, Op::ListCollections);
+        assert_eq!(resolve("PATCH", "/_emdash/api/media").unwrap_err().status, 405);
         assert_eq!(resolve("GET", "/_emdash/api/nope").unwrap_err().status, 404);
-        assert_eq!(
-            resolve("GET", "/_emdash/api/content//x")
-                .unwrap_err()
-                .status,
-            404
-        );
-        let (_, params) =
-            resolve("GET", "/_emdash/api/schema/collections/posts%22%3Bdrop").unwrap();
+        assert_eq!(resolve("GET", "/_emdash/api/content//x").unwrap_err().status, 404);
+        let (_, params) = resolve("GET", "/_emdash/api/schema/collections/posts%22%3Bdrop").unwrap();
         assert_eq!(params, ["posts\";drop"]);
     }
 }

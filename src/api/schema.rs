@@ -9,9 +9,7 @@ use crate::exec::Executor;
 use crate::ids;
 use crate::model::field::{Field, FieldType, SubField, MAX_FIELDS, MAX_SUB_FIELDS, SYSTEM_COLUMNS};
 use crate::model::ident::{Ident, MAX_FIELD_SLUG};
-use crate::repo::schema::{
-    self as repo, AddFieldError, Collection, CreateError, DeleteError, NewCollection,
-};
+use crate::repo::schema::{self as repo, AddFieldError, Collection, CreateError, DeleteError, NewCollection};
 
 /// Parses a collection slug from a path parameter (400 when malformed).
 pub fn parse_slug(raw: &str, path: &str) -> Result<Ident, ApiError> {
@@ -19,15 +17,9 @@ pub fn parse_slug(raw: &str, path: &str) -> Result<Ident, ApiError> {
 }
 
 /// Loads a collection by its path parameter: 400 when malformed, 404 when unknown.
-pub async fn load<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    raw: &str,
-    path: &str,
-) -> Result<Collection, ApiError> {
+pub async fn load<E: Executor>(ctx: &Ctx<'_, E>, raw: &str, path: &str) -> Result<Collection, ApiError> {
     let slug = parse_slug(raw, path)?;
-    repo::find(ctx.exec, &slug)
-        .await?
-        .ok_or_else(|| ApiError::collection_not_found(slug.as_str()))
+    repo::find(ctx.exec, &slug).await?.ok_or_else(|| ApiError::collection_not_found(slug.as_str()))
 }
 
 pub fn field_json(f: &Field) -> Json {
@@ -40,11 +32,8 @@ pub fn field_json(f: &Field) -> Json {
         "sortOrder": f.sort_order,
     });
     if f.field_type == FieldType::Repeater {
-        v["subFields"] = f
-            .sub_fields
-            .iter()
-            .map(|s| json!({"slug": s.slug.as_str(), "type": s.field_type.as_str()}))
-            .collect();
+        v["subFields"] =
+            f.sub_fields.iter().map(|s| json!({"slug": s.slug.as_str(), "type": s.field_type.as_str()})).collect();
     }
     v
 }
@@ -62,10 +51,7 @@ pub fn collection_json(c: &Collection) -> Json {
 
 pub async fn list<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
     let all = repo::load(ctx.exec, None).await?;
-    Ok((
-        200,
-        json!({"items": all.iter().map(collection_json).collect::<Vec<_>>()}),
-    ))
+    Ok((200, json!({"items": all.iter().map(collection_json).collect::<Vec<_>>()})))
 }
 
 pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, slug: &str) -> Result<Reply, ApiError> {
@@ -75,15 +61,9 @@ pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, slug: &str) -> Result<Reply, Api
 
 /// Reads one field definition at `path`.
 fn parse_field(issues: &mut Issues, path: &str, value: &Json, sort_order: i64) -> Option<Field> {
-    let obj = Obj::new(
-        issues,
-        path,
-        value,
-        &["slug", "type", "label", "required", "subFields"],
-    )?;
-    let slug = obj
-        .string(issues, "slug", true, 1, MAX_FIELD_SLUG)
-        .and_then(|s| match Ident::parse_max(&s, MAX_FIELD_SLUG) {
+    let obj = Obj::new(issues, path, value, &["slug", "type", "label", "required", "subFields"])?;
+    let slug =
+        obj.string(issues, "slug", true, 1, MAX_FIELD_SLUG).and_then(|s| match Ident::parse_max(&s, MAX_FIELD_SLUG) {
             Ok(i) if SYSTEM_COLUMNS.contains(&i.as_str()) => {
                 issues.add(obj.path("slug"), format!("'{s}' is a reserved column name"));
                 None
@@ -106,16 +86,10 @@ fn parse_field(issues: &mut Issues, path: &str, value: &Json, sort_order: i64) -
     let mut sub_fields = Vec::new();
     if let Some(subs) = obj.array(issues, "subFields", false) {
         if field_type.is_some_and(|t| t != FieldType::Repeater) {
-            issues.add(
-                obj.path("subFields"),
-                "Only repeater fields have sub-fields",
-            );
+            issues.add(obj.path("subFields"), "Only repeater fields have sub-fields");
         }
         if subs.len() > MAX_SUB_FIELDS {
-            issues.add(
-                obj.path("subFields"),
-                format!("At most {MAX_SUB_FIELDS} sub-fields"),
-            );
+            issues.add(obj.path("subFields"), format!("At most {MAX_SUB_FIELDS} sub-fields"));
         }
         for (i, sub) in subs.iter().enumerate() {
             let sub_path = format!("{}[{i}]", obj.path("subFields"));
@@ -123,27 +97,22 @@ fn parse_field(issues: &mut Issues, path: &str, value: &Json, sort_order: i64) -
                 continue;
             };
             so.string(issues, "label", false, 1, 200);
-            let s_slug = so
-                .string(issues, "slug", true, 1, MAX_FIELD_SLUG)
-                .and_then(|s| match Ident::parse_max(&s, MAX_FIELD_SLUG) {
+            let s_slug = so.string(issues, "slug", true, 1, MAX_FIELD_SLUG).and_then(|s| {
+                match Ident::parse_max(&s, MAX_FIELD_SLUG) {
                     Ok(i) => Some(i),
                     Err(e) => {
                         issues.add(so.path("slug"), format!("Invalid sub-field slug: {e}"));
                         None
                     }
-                });
-            let s_type =
-                so.string(issues, "type", true, 1, 32)
-                    .and_then(|t| match FieldType::parse(&t) {
-                        Some(ft) if ft.allowed_in_repeater() => Some(ft),
-                        _ => {
-                            issues.add(
-                                so.path("type"),
-                                format!("Type '{t}' is not allowed in a repeater"),
-                            );
-                            None
-                        }
-                    });
+                }
+            });
+            let s_type = so.string(issues, "type", true, 1, 32).and_then(|t| match FieldType::parse(&t) {
+                Some(ft) if ft.allowed_in_repeater() => Some(ft),
+                _ => {
+                    issues.add(so.path("type"), format!("Type '{t}' is not allowed in a repeater"));
+                    None
+                }
+            });
             if let (Some(slug), Some(field_type)) = (s_slug, s_type) {
                 if sub_fields.iter().any(|s: &SubField| s.slug == slug) {
                     issues.add(so.path("slug"), "Duplicate sub-field slug");
@@ -172,15 +141,13 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     let Some(obj) = obj else {
         return Err(issues.finish().unwrap_err());
     };
-    let slug = obj
-        .string(&mut issues, "slug", true, 1, 63)
-        .and_then(|s| match Ident::parse(&s) {
-            Ok(i) => Some(i),
-            Err(e) => {
-                issues.add("slug", format!("Invalid collection slug: {e}"));
-                None
-            }
-        });
+    let slug = obj.string(&mut issues, "slug", true, 1, 63).and_then(|s| match Ident::parse(&s) {
+        Ok(i) => Some(i),
+        Err(e) => {
+            issues.add("slug", format!("Invalid collection slug: {e}"));
+            None
+        }
+    });
     let label = obj.string(&mut issues, "label", true, 1, 200);
     let mut fields: Vec<Field> = Vec::new();
     if let Some(list) = obj.array(&mut issues, "fields", false) {
@@ -200,50 +167,30 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     }
     issues.finish()?;
     let (Some(slug), Some(label)) = (slug, label) else {
-        return Err(ApiError::internal(
-            "validated collection input is incomplete",
-        ));
+        return Err(ApiError::internal("validated collection input is incomplete"));
     };
-    let new = NewCollection {
-        slug,
-        label,
-        fields,
-    };
+    let new = NewCollection { slug, label, fields };
     match repo::create(ctx.exec, &new).await {
         Ok(c) => Ok((201, json!({"item": collection_json(&c)}))),
-        Err(CreateError::Exists) => Err(ApiError::new(
-            409,
-            "COLLECTION_EXISTS",
-            format!("Collection '{}' already exists", new.slug),
-        )),
+        Err(CreateError::Exists) => {
+            Err(ApiError::new(409, "COLLECTION_EXISTS", format!("Collection '{}' already exists", new.slug)))
+        }
         Err(CreateError::Db(e)) => Err(e.into()),
     }
 }
 
-pub async fn add_field<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    slug: &str,
-    req: &Request,
-) -> Result<Reply, ApiError> {
+pub async fn add_field<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request) -> Result<Reply, ApiError> {
     let c = load(ctx, slug, "slug").await?;
     let body = json_body(req)?;
     let mut issues = Issues::default();
-    let field = parse_field(
-        &mut issues,
-        "",
-        &body,
-        c.fields.iter().map(|f| f.sort_order + 1).max().unwrap_or(0),
-    );
+    let field = parse_field(&mut issues, "", &body, c.fields.iter().map(|f| f.sort_order + 1).max().unwrap_or(0));
     if c.fields.len() >= MAX_FIELDS {
         issues.add("", format!("A collection has at most {MAX_FIELDS} fields"));
     }
     issues.finish()?;
     let field = field.ok_or_else(|| ApiError::internal("validated field input is incomplete"))?;
     if c.field(field.slug.as_str()).is_some() {
-        return Err(ApiError::conflict(format!(
-            "Field '{}' already exists",
-            field.slug
-        )));
+        return Err(ApiError::conflict(format!("Field '{}' already exists", field.slug)));
     }
     match repo::add_field(ctx.exec, &c, &field).await {
         Ok(()) => Ok((201, json!({"item": field_json(&field)}))),
@@ -252,11 +199,7 @@ pub async fn add_field<E: Executor>(
     }
 }
 
-pub async fn delete<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    slug: &str,
-    req: &Request,
-) -> Result<Reply, ApiError> {
+pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request) -> Result<Reply, ApiError> {
     let c = load(ctx, slug, "slug").await?;
     let force = query_flag(req, "force");
     match repo::delete(ctx.exec, &c, force).await {
@@ -264,10 +207,7 @@ pub async fn delete<E: Executor>(
         Err(DeleteError::HasContent) => Err(ApiError::new(
             400,
             "COLLECTION_HAS_CONTENT",
-            format!(
-                "Collection '{}' has entries; delete them or pass force=true",
-                c.slug
-            ),
+            format!("Collection '{}' has entries; delete them or pass force=true", c.slug),
         )),
         Err(DeleteError::Gone) => Err(ApiError::collection_not_found(c.slug.as_str())),
         Err(DeleteError::Db(e)) => Err(e.into()),

@@ -23,10 +23,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     let role = obj.string(&mut issues, "role", true, 1, 32).and_then(|r| {
         let parsed = Role::parse(&r);
         if parsed.is_none() {
-            issues.add(
-                "role",
-                "Expected subscriber, contributor, author, editor or admin",
-            );
+            issues.add("role", "Expected subscriber, contributor, author, editor or admin");
         }
         parsed
     });
@@ -48,14 +45,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         return Err(ApiError::internal("validated token input is incomplete"));
     };
     let token = format!("{TOKEN_PREFIX}{}", ids::new_secret());
-    let id = repo::insert(
-        ctx.exec,
-        &name,
-        &hex::encode(hash_token(&token)),
-        role,
-        &scopes,
-    )
-    .await?;
+    let id = repo::insert(ctx.exec, &name, &hex::encode(hash_token(&token)), role, &scopes).await?;
     Ok((
         201,
         json!({"id": id, "token": token, "name": name, "role": role.name(),

@@ -50,25 +50,12 @@ fn outcome(res: D1Result) -> Result<Outcome, Error> {
     if let Some(message) = res.error() {
         return Err(classify(&message));
     }
-    let rows: Vec<Row> = res
-        .results::<Row>()
-        .map_err(|e| Error::Decode(e.to_string()))?;
+    let rows: Vec<Row> = res.results::<Row>().map_err(|e| Error::Decode(e.to_string()))?;
     let meta = res.meta().map_err(|e| Error::Decode(e.to_string()))?;
     let (changes, rows_read, rows_written) = meta
-        .map(|m| {
-            (
-                m.changes.unwrap_or(0),
-                m.rows_read.unwrap_or(0),
-                m.rows_written.unwrap_or(0),
-            )
-        })
+        .map(|m| (m.changes.unwrap_or(0), m.rows_read.unwrap_or(0), m.rows_written.unwrap_or(0)))
         .unwrap_or_default();
-    Ok(Outcome {
-        rows,
-        changes: changes as u64,
-        rows_read: rows_read as u64,
-        rows_written: rows_written as u64,
-    })
+    Ok(Outcome { rows, changes: changes as u64, rows_read: rows_read as u64, rows_written: rows_written as u64 })
 }
 
 impl Executor for D1Executor {
@@ -78,16 +65,7 @@ impl Executor for D1Executor {
     }
 
     async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
-        let prepared = stmts
-            .iter()
-            .map(|s| self.prepare(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.db
-            .batch(prepared)
-            .await
-            .map_err(error)?
-            .into_iter()
-            .map(outcome)
-            .collect()
+        let prepared = stmts.iter().map(|s| self.prepare(s)).collect::<Result<Vec<_>, _>>()?;
+        self.db.batch(prepared).await.map_err(error)?.into_iter().map(outcome).collect()
     }
 }

@@ -20,15 +20,9 @@ fn method_name(m: &Method) -> &'static str {
 /// Reads what the core needs; a body over 1 MiB (declared or actual) is not kept.
 pub async fn read_request(mut req: worker::Request) -> worker::Result<api::Request> {
     let url = req.url()?;
-    let query = url
-        .query_pairs()
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
+    let query = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
     let authorization = req.headers().get("authorization")?;
-    let declared = req
-        .headers()
-        .get("content-length")?
-        .and_then(|v| v.parse::<usize>().ok());
+    let declared = req.headers().get("content-length")?.and_then(|v| v.parse::<usize>().ok());
     let method = method_name(&req.method()).to_owned();
     let (body, body_too_large) = if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
         (Vec::new(), true)
@@ -39,14 +33,7 @@ pub async fn read_request(mut req: worker::Request) -> worker::Result<api::Reque
     } else {
         (Vec::new(), false)
     };
-    Ok(api::Request {
-        method,
-        path: url.path().to_owned(),
-        query,
-        authorization,
-        body,
-        body_too_large,
-    })
+    Ok(api::Request { method, path: url.path().to_owned(), query, authorization, body, body_too_large })
 }
 
 pub fn write_response(r: api::Response) -> worker::Result<worker::Response> {
@@ -55,7 +42,5 @@ pub fn write_response(r: api::Response) -> worker::Result<worker::Response> {
     if r.no_store {
         headers.set("cache-control", "private, no-store")?;
     }
-    Ok(worker::Response::from_bytes(r.body.into_bytes())?
-        .with_status(r.status)
-        .with_headers(headers))
+    Ok(worker::Response::from_bytes(r.body.into_bytes())?.with_status(r.status).with_headers(headers))
 }

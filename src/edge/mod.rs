@@ -17,9 +17,7 @@ pub(crate) type EdgeExecutor = Metered<Faulty<d1::D1Executor>, clock::DateClock>
 
 /// Builds the executor for one invocation; the fault point is read per invocation.
 fn executor(env: &Env) -> worker::Result<EdgeExecutor> {
-    let fail_from = Faulty::<d1::D1Executor>::parse_setting(
-        var(env, "MEDIA_USAGE_FAULT_AFTER_STATEMENTS").as_deref(),
-    );
+    let fail_from = Faulty::<d1::D1Executor>::parse_setting(var(env, "MEDIA_USAGE_FAULT_AFTER_STATEMENTS").as_deref());
     let d1 = d1::D1Executor::new(env.d1("DB")?);
     Ok(Metered::new(Faulty::new(d1, fail_from), clock::DateClock))
 }
@@ -34,9 +32,7 @@ pub(crate) fn var(env: &Env, name: &str) -> Option<String> {
 }
 
 fn config(env: &Env) -> api::Config {
-    api::Config {
-        admin_token_hash: var(env, "EMDASH_ADMIN_TOKEN").map(|t| hash_token(&t)),
-    }
+    api::Config { admin_token_hash: var(env, "EMDASH_ADMIN_TOKEN").map(|t| hash_token(&t)) }
 }
 
 #[event(start)]
@@ -49,9 +45,7 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
     let request = http::read_request(req).await?;
     let response = match executor(&env) {
         Ok(exec) => api::handle(&exec, &config(&env), &request).await,
-        Err(e) => api::Response::error(&api::error::ApiError::internal(format!(
-            "executor setup: {e}"
-        ))),
+        Err(e) => api::Response::error(&api::error::ApiError::internal(format!("executor setup: {e}"))),
     };
     if let Some(cause) = &response.cause {
         worker::console_error!("{} {} failed: {}", request.method, request.path, cause);

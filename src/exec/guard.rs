@@ -36,11 +36,7 @@ impl Guard {
 
 /// Runs `stmts` atomically, only if the guard's preconditions hold at that instant.
 /// Returns the outcomes of `stmts` (without the assertion and cleanup).
-pub async fn guarded_batch<E: Executor>(
-    exec: &E,
-    guard: Guard,
-    stmts: Vec<Statement>,
-) -> Result<Vec<Outcome>, Error> {
+pub async fn guarded_batch<E: Executor>(exec: &E, guard: Guard, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
     let n = stmts.len();
     let mut all = Vec::with_capacity(n + 2);
     all.push(guard.assert);

@@ -34,11 +34,7 @@ pub struct Metered<E, C> {
 
 impl<E: Executor, C: Clock> Metered<E, C> {
     pub fn new(inner: E, clock: C) -> Self {
-        Metered {
-            inner,
-            clock,
-            usage: RefCell::new(Usage::default()),
-        }
+        Metered { inner, clock, usage: RefCell::new(Usage::default()) }
     }
 
     /// What was spent so far.

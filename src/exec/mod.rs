@@ -83,10 +83,7 @@ pub struct Statement {
 
 impl Statement {
     pub fn new(sql: impl Into<Cow<'static, str>>) -> Self {
-        Statement {
-            sql: sql.into(),
-            params: Vec::new(),
-        }
+        Statement { sql: sql.into(), params: Vec::new() }
     }
 
     /// Appends the next positional parameter.
@@ -112,17 +109,12 @@ impl Statement {
             )));
         }
         if self.sql.len() > MAX_SQL_BYTES {
-            return Err(Error::LimitExceeded(format!(
-                "{} bytes of SQL (D1 allows {MAX_SQL_BYTES})",
-                self.sql.len()
-            )));
+            return Err(Error::LimitExceeded(format!("{} bytes of SQL (D1 allows {MAX_SQL_BYTES})", self.sql.len())));
         }
         for value in &self.params {
             if let Value::Integer(i) = value {
                 if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(i) {
-                    return Err(Error::LimitExceeded(format!(
-                        "integer {i} cannot round-trip through D1"
-                    )));
+                    return Err(Error::LimitExceeded(format!("integer {i} cannot round-trip through D1")));
                 }
             }
         }
@@ -156,8 +148,7 @@ impl Outcome {
 }
 
 fn decode_row<T: DeserializeOwned>(row: &Row) -> Result<T, Error> {
-    serde_json::from_value(serde_json::Value::Object(row.clone()))
-        .map_err(|e| Error::Decode(e.to_string()))
+    serde_json::from_value(serde_json::Value::Object(row.clone())).map_err(|e| Error::Decode(e.to_string()))
 }
 
 /// Failures the callers branch on. Everything else is `Backend` and ends as an opaque 500.
@@ -253,40 +244,23 @@ mod tests {
         }
         assert!(ok.check_limits().is_ok());
         let too_many = ok.bind(1i64);
-        assert!(matches!(
-            too_many.check_limits(),
-            Err(Error::LimitExceeded(_))
-        ));
+        assert!(matches!(too_many.check_limits(), Err(Error::LimitExceeded(_))));
         let long = Statement::new(format!("SELECT '{}'", "x".repeat(MAX_SQL_BYTES)));
         assert!(matches!(long.check_limits(), Err(Error::LimitExceeded(_))));
         let big = Statement::new("SELECT ?1").bind(MAX_SAFE_INTEGER + 1);
         assert!(matches!(big.check_limits(), Err(Error::LimitExceeded(_))));
-        assert!(Statement::new("SELECT ?1")
-            .bind(-MAX_SAFE_INTEGER)
-            .check_limits()
-            .is_ok());
+        assert!(Statement::new("SELECT ?1").bind(-MAX_SAFE_INTEGER).check_limits().is_ok());
     }
 
     #[test]
     fn classifier_maps_only_the_guard_column_to_stale() {
         assert!(matches!(
-            classify(
-                "D1_ERROR: NOT NULL constraint failed: _emdash_batch_guard.id: SQLITE_CONSTRAINT"
-            ),
+            classify("D1_ERROR: NOT NULL constraint failed: _emdash_batch_guard.id: SQLITE_CONSTRAINT"),
             Error::Stale
         ));
-        assert!(matches!(
-            classify("NOT NULL constraint failed: media.filename"),
-            Error::Constraint(_)
-        ));
-        assert!(matches!(
-            classify("UNIQUE constraint failed: media.storage_key"),
-            Error::Unique(_)
-        ));
-        assert!(matches!(
-            classify("media usage capture inactive"),
-            Error::CaptureInactive
-        ));
+        assert!(matches!(classify("NOT NULL constraint failed: media.filename"), Error::Constraint(_)));
+        assert!(matches!(classify("UNIQUE constraint failed: media.storage_key"), Error::Unique(_)));
+        assert!(matches!(classify("media usage capture inactive"), Error::CaptureInactive));
         assert!(matches!(classify("no such table: x"), Error::Backend(_)));
     }
 }

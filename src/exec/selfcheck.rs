@@ -50,9 +50,7 @@ async fn probe_count<E: Executor>(exec: &E, probe: &str) -> Result<i64, Error> {
     struct N {
         n: i64,
     }
-    let row: Option<N> = exec
-        .query_first(Statement::new(COUNT_PROBE).bind(probe))
-        .await?;
+    let row: Option<N> = exec.query_first(Statement::new(COUNT_PROBE).bind(probe)).await?;
     Ok(row.map_or(0, |r| r.n))
 }
 
@@ -64,9 +62,7 @@ pub async fn run<E: Executor>(exec: &E) -> Result<Report, Error> {
     let failing = exec
         .batch(vec![
             Statement::new(INSERT_PROBE).bind(probe.as_str()),
-            Statement::new(GUARD_NEVER)
-                .bind(format!("{probe}:guard"))
-                .bind(0i64),
+            Statement::new(GUARD_NEVER).bind(format!("{probe}:guard")).bind(0i64),
         ])
         .await;
     let guard_failure_is_stale = matches!(failing, Err(Error::Stale));
@@ -88,22 +84,16 @@ pub async fn run<E: Executor>(exec: &E) -> Result<Report, Error> {
         t: String,
     }
     let (a, b, c) = ((1i64 << 31) + 1, -(1i64 << 40), MAX_SAFE_INTEGER);
-    let echo: Option<Echo> = exec
-        .query_first(Statement::new(ECHO_INTEGERS).bind(a).bind(b).bind(c))
-        .await?;
-    let integers_round_trip =
-        echo.is_some_and(|e| e.a == a && e.b == b && e.c == c && e.t == "integer");
+    let echo: Option<Echo> = exec.query_first(Statement::new(ECHO_INTEGERS).bind(a).bind(b).bind(c)).await?;
+    let integers_round_trip = echo.is_some_and(|e| e.a == a && e.b == b && e.c == c && e.t == "integer");
 
     #[derive(Deserialize)]
     struct Id {
         id: String,
     }
-    let returned: Vec<Id> = exec
-        .query(Statement::new(INSERT_PROBE).bind(probe.as_str()))
-        .await?;
+    let returned: Vec<Id> = exec.query(Statement::new(INSERT_PROBE).bind(probe.as_str())).await?;
     let returning_works = returned.len() == 1 && returned[0].id == probe;
-    exec.execute(Statement::new(DELETE_PROBE).bind(probe.as_str()))
-        .await?;
+    exec.execute(Statement::new(DELETE_PROBE).bind(probe.as_str())).await?;
 
     let mut too_many = Statement::new(ECHO_INTEGERS);
     for i in 0..=MAX_BINDS {

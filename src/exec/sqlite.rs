@@ -19,9 +19,7 @@ impl SqliteExecutor {
     pub fn open_in_memory() -> Result<Self, Error> {
         let exec = Self::open_in_memory_unmigrated()?;
         for m in migrations::ALL {
-            exec.conn
-                .execute_batch(m.sql)
-                .map_err(|e| classify(&e.to_string()))?;
+            exec.conn.execute_batch(m.sql).map_err(|e| classify(&e.to_string()))?;
         }
         Ok(exec)
     }
@@ -29,8 +27,7 @@ impl SqliteExecutor {
     /// A fresh in-memory database with no schema (for migration tests).
     pub fn open_in_memory_unmigrated() -> Result<Self, Error> {
         let conn = Connection::open_in_memory().map_err(|e| Error::Backend(e.to_string()))?;
-        conn.execute_batch("PRAGMA foreign_keys = ON;")
-            .map_err(|e| Error::Backend(e.to_string()))?;
+        conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(|e| Error::Backend(e.to_string()))?;
         Ok(SqliteExecutor { conn })
     }
 
@@ -53,11 +50,7 @@ impl SqliteExecutor {
             }
             .map_err(map)?;
         }
-        let names: Vec<String> = prepared
-            .column_names()
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+        let names: Vec<String> = prepared.column_names().iter().map(|s| (*s).to_owned()).collect();
         let readonly = prepared.readonly();
         let before = self.conn.total_changes();
         let mut rows = Vec::new();
@@ -71,17 +64,8 @@ impl SqliteExecutor {
                 rows.push(out);
             }
         }
-        let changes = if readonly {
-            0
-        } else {
-            self.conn.total_changes().saturating_sub(before)
-        };
-        Ok(Outcome {
-            rows_read: rows.len() as u64,
-            rows,
-            changes,
-            rows_written: changes,
-        })
+        let changes = if readonly { 0 } else { self.conn.total_changes().saturating_sub(before) };
+        Ok(Outcome { rows_read: rows.len() as u64, rows, changes, rows_written: changes })
     }
 }
 
@@ -89,9 +73,7 @@ fn to_json(value: ValueRef<'_>) -> serde_json::Value {
     match value {
         ValueRef::Null => serde_json::Value::Null,
         ValueRef::Integer(i) => i.into(),
-        ValueRef::Real(f) => {
-            serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into)
-        }
+        ValueRef::Real(f) => serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into),
         ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned().into(),
         ValueRef::Blob(b) => b.iter().map(|x| serde_json::Value::from(*x)).collect(),
     }
@@ -106,14 +88,8 @@ impl Executor for SqliteExecutor {
         for stmt in &stmts {
             stmt.check_limits()?;
         }
-        let tx = self
-            .conn
-            .unchecked_transaction()
-            .map_err(|e| classify(&e.to_string()))?;
-        let outcomes = stmts
-            .iter()
-            .map(|s| self.run_one(s))
-            .collect::<Result<Vec<_>, _>>()?;
+        let tx = self.conn.unchecked_transaction().map_err(|e| classify(&e.to_string()))?;
+        let outcomes = stmts.iter().map(|s| self.run_one(s)).collect::<Result<Vec<_>, _>>()?;
         tx.commit().map_err(|e| classify(&e.to_string()))?;
         Ok(outcomes)
     }

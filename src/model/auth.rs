@@ -13,13 +13,7 @@ pub enum Role {
 }
 
 impl Role {
-    pub const ALL: &'static [Role] = &[
-        Role::Subscriber,
-        Role::Contributor,
-        Role::Author,
-        Role::Editor,
-        Role::Admin,
-    ];
+    pub const ALL: &'static [Role] = &[Role::Subscriber, Role::Contributor, Role::Author, Role::Editor, Role::Admin];
 
     pub fn parse(name: &str) -> Option<Role> {
         Self::ALL.iter().copied().find(|r| r.name() == name)
@@ -105,10 +99,7 @@ pub fn hash_token(token: &str) -> [u8; 32] {
 
 /// Compares two hashes without an early exit, so timing reveals nothing about where they differ.
 pub fn hashes_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    a.iter()
-        .zip(b.iter())
-        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-        == 0
+    a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -130,9 +121,6 @@ mod tests {
         let a = hash_token("secret");
         assert!(hashes_equal(&a, &hash_token("secret")));
         assert!(!hashes_equal(&a, &hash_token("secreT")));
-        assert_eq!(
-            hex::encode(hash_token("abc")),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
+        assert_eq!(hex::encode(hash_token("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
 }

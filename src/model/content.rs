@@ -54,11 +54,8 @@ pub fn check_slug(slug: &str) -> Result<(), &'static str> {
 /// Locales: BCP-47-like tags such as `en`, `de-AT`, `zh-Hant-TW`.
 pub fn check_locale(locale: &str) -> Result<(), &'static str> {
     let mut parts = locale.split('-');
-    let lang_ok = parts
-        .next()
-        .is_some_and(|p| (2..=3).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_lowercase()));
-    let rest_ok =
-        parts.all(|p| (2..=8).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric()));
+    let lang_ok = parts.next().is_some_and(|p| (2..=3).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_lowercase()));
+    let rest_ok = parts.all(|p| (2..=8).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_alphanumeric()));
     if lang_ok && rest_ok && locale.len() <= MAX_LOCALE {
         Ok(())
     } else {
@@ -75,14 +72,8 @@ pub fn rev_token(version: i64) -> String {
 /// Parses a `_rev` token back into the version it was issued for.
 pub fn parse_rev(token: &str) -> Option<i64> {
     use base64::Engine;
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .ok()?;
-    String::from_utf8(raw)
-        .ok()?
-        .strip_prefix("rev:")?
-        .parse()
-        .ok()
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).ok()?;
+    String::from_utf8(raw).ok()?.strip_prefix("rev:")?.parse().ok()
 }
 
 /// The API view of a content row: system columns in camelCase, fields under `data`.
@@ -90,10 +81,7 @@ pub fn item_json(row: &Row, fields: &[Field]) -> Json {
     let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
     let mut data = Map::new();
     for f in fields {
-        data.insert(
-            f.slug.as_str().to_owned(),
-            f.from_column(&get(f.slug.as_str())),
-        );
+        data.insert(f.slug.as_str().to_owned(), f.from_column(&get(f.slug.as_str())));
     }
     serde_json::json!({
         "id": get("id"),

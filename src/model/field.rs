@@ -119,9 +119,7 @@ impl Field {
             let subs: Vec<Json> = self
                 .sub_fields
                 .iter()
-                .map(
-                    |s| serde_json::json!({"slug": s.slug.as_str(), "type": s.field_type.as_str()}),
-                )
+                .map(|s| serde_json::json!({"slug": s.slug.as_str(), "type": s.field_type.as_str()}))
                 .collect();
             serde_json::json!({ "subFields": subs }).to_string()
         })
@@ -153,30 +151,20 @@ impl Field {
     /// Checks a value written to this field and converts it to its column value.
     pub fn to_column(&self, value: &Json) -> Result<Value, String> {
         if value.is_null() {
-            return if self.required {
-                Err("is required".into())
-            } else {
-                Ok(Value::Null)
-            };
+            return if self.required { Err("is required".into()) } else { Ok(Value::Null) };
         }
         match self.field_type {
-            FieldType::String | FieldType::Text => value
-                .as_str()
-                .map(|s| Value::Text(s.to_owned()))
-                .ok_or_else(|| "must be a string".to_owned()),
+            FieldType::String | FieldType::Text => {
+                value.as_str().map(|s| Value::Text(s.to_owned())).ok_or_else(|| "must be a string".to_owned())
+            }
             FieldType::Datetime => match value.as_str() {
                 Some(s) if is_iso_datetime(s) => Ok(Value::Text(s.to_owned())),
                 _ => Err("must be an ISO-8601 date-time string".into()),
             },
-            FieldType::Number => value
-                .as_f64()
-                .filter(|f| f.is_finite())
-                .map(Value::Real)
-                .ok_or_else(|| "must be a number".to_owned()),
-            FieldType::Boolean => value
-                .as_bool()
-                .map(Value::from)
-                .ok_or_else(|| "must be a boolean".to_owned()),
+            FieldType::Number => {
+                value.as_f64().filter(|f| f.is_finite()).map(Value::Real).ok_or_else(|| "must be a number".to_owned())
+            }
+            FieldType::Boolean => value.as_bool().map(Value::from).ok_or_else(|| "must be a boolean".to_owned()),
             FieldType::Image | FieldType::File => match value {
                 // A bare string is a legacy local media id and is stored as is.
                 Json::String(s) => Ok(Value::Text(s.clone())),
@@ -184,15 +172,11 @@ impl Field {
                 _ => Err("must be a media id string or a media reference object".into()),
             },
             FieldType::PortableText => match value {
-                Json::Array(blocks) if blocks.iter().all(Json::is_object) => {
-                    Ok(Value::Text(value.to_string()))
-                }
+                Json::Array(blocks) if blocks.iter().all(Json::is_object) => Ok(Value::Text(value.to_string())),
                 _ => Err("must be an array of Portable Text blocks".into()),
             },
             FieldType::Repeater => match value {
-                Json::Array(items) if items.iter().all(Json::is_object) => {
-                    Ok(Value::Text(value.to_string()))
-                }
+                Json::Array(items) if items.iter().all(Json::is_object) => Ok(Value::Text(value.to_string())),
                 _ => Err("must be an array of objects".into()),
             },
             FieldType::Json => Ok(Value::Text(value.to_string())),
@@ -228,14 +212,8 @@ pub fn parse_json_like(s: &str) -> Json {
 /// `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS[.fff]](Z|±HH:MM)`.
 pub fn is_iso_datetime(s: &str) -> bool {
     let b = s.as_bytes();
-    let digits =
-        |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
-    if !(digits(0..4)
-        && b.get(4) == Some(&b'-')
-        && digits(5..7)
-        && b.get(7) == Some(&b'-')
-        && digits(8..10))
-    {
+    let digits = |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
+    if !(digits(0..4) && b.get(4) == Some(&b'-') && digits(5..7) && b.get(7) == Some(&b'-') && digits(8..10)) {
         return false;
     }
     let month = (b[5] - b'0') * 10 + (b[6] - b'0');
@@ -246,11 +224,7 @@ pub fn is_iso_datetime(s: &str) -> bool {
     if b.len() == 10 {
         return true;
     }
-    if !(matches!(b.get(10), Some(b'T'))
-        && digits(11..13)
-        && b.get(13) == Some(&b':')
-        && digits(14..16))
-    {
+    if !(matches!(b.get(10), Some(b'T')) && digits(11..13) && b.get(13) == Some(&b':') && digits(14..16)) {
         return false;
     }
     let mut i = 16;
@@ -273,10 +247,7 @@ pub fn is_iso_datetime(s: &str) -> bool {
     match b.get(i) {
         Some(b'Z') => i + 1 == b.len(),
         Some(b'+' | b'-') => {
-            i + 6 == b.len()
-                && digits(i + 1..i + 3)
-                && b.get(i + 3) == Some(&b':')
-                && digits(i + 4..i + 6)
+            i + 6 == b.len() && digits(i + 1..i + 3) && b.get(i + 3) == Some(&b':') && digits(i + 4..i + 6)
         }
         _ => false,
     }
@@ -324,13 +295,8 @@ mod tests {
         for (t, v, ok) in cases {
             assert_eq!(field(*t, false).to_column(v).is_ok(), *ok, "{t:?} {v}");
         }
-        assert!(field(FieldType::String, true)
-            .to_column(&Json::Null)
-            .is_err());
-        assert_eq!(
-            field(FieldType::String, false).to_column(&Json::Null),
-            Ok(Value::Null)
-        );
+        assert!(field(FieldType::String, true).to_column(&Json::Null).is_err());
+        assert_eq!(field(FieldType::String, false).to_column(&Json::Null), Ok(Value::Null));
     }
 
     #[test]

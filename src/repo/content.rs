@@ -41,23 +41,12 @@ pub async fn insert<E: Executor>(exec: &E, c: &Collection, new: NewEntry) -> Res
         INSERT,
         &[
             ("table", &c.table()),
-            (
-                "columns",
-                &Fragment::trailing_columns(new.columns.iter().map(|(k, _)| k)),
-            ),
-            (
-                "placeholders",
-                &Fragment::trailing_placeholders(6, new.columns.len()),
-            ),
+            ("columns", &Fragment::trailing_columns(new.columns.iter().map(|(k, _)| k))),
+            ("placeholders", &Fragment::trailing_placeholders(6, new.columns.len())),
         ],
     );
     let group = new.translation_group.unwrap_or_else(|| id.clone());
-    let mut stmt = Statement::new(sql)
-        .bind(id)
-        .bind(new.slug)
-        .bind(new.status)
-        .bind(new.locale)
-        .bind(group);
+    let mut stmt = Statement::new(sql).bind(id).bind(new.slug).bind(new.status).bind(new.locale).bind(group);
     for (_, v) in new.columns {
         stmt = stmt.bind(v);
     }
@@ -65,20 +54,13 @@ pub async fn insert<E: Executor>(exec: &E, c: &Collection, new: NewEntry) -> Res
 }
 
 fn one_row(rows: Vec<Row>) -> Result<Row, Error> {
-    rows.into_iter()
-        .next()
-        .ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
+    rows.into_iter().next().ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
 }
 
 /// One entry by id (trashed entries included).
 pub async fn get<E: Executor>(exec: &E, c: &Collection, id: &str) -> Result<Option<Row>, Error> {
     let sql = render(SELECT_ONE, &[("table", &c.table())]);
-    Ok(exec
-        .run(Statement::new(sql).bind(id))
-        .await?
-        .rows
-        .into_iter()
-        .next())
+    Ok(exec.run(Statement::new(sql).bind(id)).await?.rows.into_iter().next())
 }
 
 /// List filters and the keyset position after which to continue.
@@ -116,27 +98,12 @@ pub struct Update {
 }
 
 /// Applies an update; `None` when the entry is missing or not at the expected version.
-pub async fn update<E: Executor>(
-    exec: &E,
-    c: &Collection,
-    id: &str,
-    u: Update,
-) -> Result<Option<Row>, Error> {
+pub async fn update<E: Executor>(exec: &E, c: &Collection, id: &str, u: Update) -> Result<Option<Row>, Error> {
     let sql = render(
         UPDATE,
-        &[
-            ("table", &c.table()),
-            (
-                "set",
-                &Fragment::trailing_assignments(u.columns.iter().map(|(k, _)| k), 5),
-            ),
-        ],
+        &[("table", &c.table()), ("set", &Fragment::trailing_assignments(u.columns.iter().map(|(k, _)| k), 5))],
     );
-    let mut stmt = Statement::new(sql)
-        .bind(id)
-        .bind(u.expected_version)
-        .bind(u.slug)
-        .bind(u.status);
+    let mut stmt = Statement::new(sql).bind(id).bind(u.expected_version).bind(u.slug).bind(u.status);
     for (_, v) in u.columns {
         stmt = stmt.bind(v);
     }
@@ -154,24 +121,17 @@ pub async fn save_draft<E: Executor>(
 ) -> Result<Option<Row>, Error> {
     let table = c.table();
     let revision_id = ids::new_id();
-    let guard = Guard::new(render(GUARD_VERSION, &[("table", &table)]))
-        .bind(id)
-        .bind(version);
+    let guard = Guard::new(render(GUARD_VERSION, &[("table", &table)])).bind(id).bind(version);
     let stmts = vec![
         Statement::new(INSERT_REVISION)
             .bind(revision_id.as_str())
             .bind(c.slug.as_str())
             .bind(id)
             .bind(data.to_string()),
-        Statement::new(render(SET_DRAFT_REVISION, &[("table", &table)]))
-            .bind(id)
-            .bind(revision_id.as_str()),
+        Statement::new(render(SET_DRAFT_REVISION, &[("table", &table)])).bind(id).bind(revision_id.as_str()),
     ];
     match guarded_batch(exec, guard, stmts).await {
-        Ok(outcomes) => Ok(outcomes
-            .into_iter()
-            .nth(1)
-            .and_then(|o| o.rows.into_iter().next())),
+        Ok(outcomes) => Ok(outcomes.into_iter().nth(1).and_then(|o| o.rows.into_iter().next())),
         Err(Error::Stale) => Ok(None),
         Err(e) => Err(e),
     }
@@ -187,8 +147,7 @@ pub struct Revision {
 }
 
 pub async fn get_revision<E: Executor>(exec: &E, id: &str) -> Result<Option<Revision>, Error> {
-    exec.query_first(Statement::new(SELECT_REVISION).bind(id))
-        .await
+    exec.query_first(Statement::new(SELECT_REVISION).bind(id)).await
 }
 
 /// Publishes: sets the given live columns (from the draft revision, if any), moves the draft
@@ -203,13 +162,7 @@ pub async fn publish<E: Executor>(
 ) -> Result<Option<Row>, Error> {
     let sql = render(
         PUBLISH,
-        &[
-            ("table", &c.table()),
-            (
-                "set",
-                &Fragment::trailing_assignments(columns.iter().map(|(k, _)| k), 4),
-            ),
-        ],
+        &[("table", &c.table()), ("set", &Fragment::trailing_assignments(columns.iter().map(|(k, _)| k), 4))],
     );
     let mut stmt = Statement::new(sql).bind(id).bind(version).bind(slug);
     for (_, v) in columns {
@@ -227,24 +180,14 @@ pub enum Transition {
 }
 
 /// Applies a transition; `None` when the entry is missing or already in the target state.
-pub async fn transition<E: Executor>(
-    exec: &E,
-    c: &Collection,
-    id: &str,
-    t: Transition,
-) -> Result<Option<Row>, Error> {
+pub async fn transition<E: Executor>(exec: &E, c: &Collection, id: &str, t: Transition) -> Result<Option<Row>, Error> {
     let template = match t {
         Transition::Unpublish => UNPUBLISH,
         Transition::Trash => TRASH,
         Transition::Restore => RESTORE,
     };
     let sql = render(template, &[("table", &c.table())]);
-    Ok(exec
-        .run(Statement::new(sql).bind(id))
-        .await?
-        .rows
-        .into_iter()
-        .next())
+    Ok(exec.run(Statement::new(sql).bind(id)).await?.rows.into_iter().next())
 }
 
 /// Deletes an entry for good; false when it did not exist.

@@ -50,9 +50,7 @@ pub async fn insert<E: Executor>(exec: &E, new: NewMedia) -> Result<Media, Error
         .bind(new.height)
         .bind(new.alt)
         .bind(new.storage_key);
-    exec.query_first(stmt)
-        .await?
-        .ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
+    exec.query_first(stmt).await?.ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
 }
 
 pub async fn get<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, Error> {
@@ -60,19 +58,9 @@ pub async fn get<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, Error
 }
 
 /// Newest first; up to `limit + 1` rows after `(created_at, id)`.
-pub async fn list<E: Executor>(
-    exec: &E,
-    after: Option<(String, String)>,
-    limit: u32,
-) -> Result<Vec<Media>, Error> {
+pub async fn list<E: Executor>(exec: &E, after: Option<(String, String)>, limit: u32) -> Result<Vec<Media>, Error> {
     let (at, id) = after.unzip();
-    exec.query(
-        Statement::new(LIST)
-            .bind(at)
-            .bind(id)
-            .bind(i64::from(limit) + 1),
-    )
-    .await
+    exec.query(Statement::new(LIST).bind(at).bind(id).bind(i64::from(limit) + 1)).await
 }
 
 /// Deletes the metadata row; false when it did not exist.

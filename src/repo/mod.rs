@@ -5,3 +5,4 @@ pub mod content;
 pub mod media;
 pub mod schema;
 pub mod tokens;
+pub mod usage;

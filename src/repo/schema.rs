@@ -7,7 +7,9 @@ use crate::exec::{Error, Executor, Statement};
 use crate::ids;
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
+use crate::repo::usage;
 use crate::sql::{render, Fragment};
+use crate::usage::extract::is_extraction_field;
 
 const SELECT_COLLECTIONS: &str = include_str!("../sql/schema/select_collections.sql");
 const GUARD_COLLECTION_ABSENT: &str = include_str!("../sql/schema/guard_collection_absent.sql");
@@ -18,8 +20,7 @@ const CREATE_CONTENT_LIST_INDEX: &str = include_str!("../sql/schema/create_conte
 const GUARD_FIELD_ADDABLE: &str = include_str!("../sql/schema/guard_field_addable.sql");
 const ADD_CONTENT_COLUMN: &str = include_str!("../sql/schema/add_content_column.sql");
 const TOUCH_COLLECTION: &str = include_str!("../sql/schema/touch_collection.sql");
-const GUARD_COLLECTION_DELETABLE: &str =
-    include_str!("../sql/schema/guard_collection_deletable.sql");
+const GUARD_COLLECTION_DELETABLE: &str = include_str!("../sql/schema/guard_collection_deletable.sql");
 const DELETE_COLLECTION: &str = include_str!("../sql/schema/delete_collection.sql");
 const DROP_CONTENT_TABLE: &str = include_str!("../sql/schema/drop_content_table.sql");
 const CONTENT_EXISTS: &str = include_str!("../sql/schema/content_exists.sql");
@@ -63,18 +64,13 @@ struct CollectionFieldRow {
 
 /// Every collection (or only `slug`), with fields, in one statement.
 pub async fn load<E: Executor>(exec: &E, slug: Option<&Ident>) -> Result<Vec<Collection>, Error> {
-    let rows: Vec<CollectionFieldRow> = exec
-        .query(Statement::new(SELECT_COLLECTIONS).bind(slug.map(|s| s.as_str())))
-        .await?;
+    let rows: Vec<CollectionFieldRow> =
+        exec.query(Statement::new(SELECT_COLLECTIONS).bind(slug.map(|s| s.as_str()))).await?;
     let mut out: Vec<Collection> = Vec::new();
     for row in rows {
         if out.last().is_none_or(|c| c.id != row.collection_id) {
-            let slug = Ident::parse(&row.collection_slug).map_err(|e| {
-                Error::Decode(format!(
-                    "stored collection slug {:?}: {e}",
-                    row.collection_slug
-                ))
-            })?;
+            let slug = Ident::parse(&row.collection_slug)
+                .map_err(|e| Error::Decode(format!("stored collection slug {:?}: {e}", row.collection_slug)))?;
             out.push(Collection {
                 id: row.collection_id.clone(),
                 slug,
@@ -84,14 +80,11 @@ pub async fn load<E: Executor>(exec: &E, slug: Option<&Ident>) -> Result<Vec<Col
                 fields: Vec::new(),
             });
         }
-        let (Some(id), Some(slug), Some(ty)) = (row.field_id, row.field_slug, row.field_type)
-        else {
+        let (Some(id), Some(slug), Some(ty)) = (row.field_id, row.field_slug, row.field_type) else {
             continue;
         };
-        let slug = Ident::parse(&slug)
-            .map_err(|e| Error::Decode(format!("stored field slug {slug:?}: {e}")))?;
-        let field_type = FieldType::parse(&ty)
-            .ok_or_else(|| Error::Decode(format!("stored field type {ty:?}")))?;
+        let slug = Ident::parse(&slug).map_err(|e| Error::Decode(format!("stored field slug {slug:?}: {e}")))?;
+        let field_type = FieldType::parse(&ty).ok_or_else(|| Error::Decode(format!("stored field type {ty:?}")))?;
         let sub_fields = Field::parse_sub_fields(row.field_validation.as_deref());
         if let Some(c) = out.last_mut() {
             c.fields.push(Field {
@@ -147,46 +140,32 @@ fn insert_field(collection_id: &str, f: &Field) -> Statement {
 /// callers can add statements (e.g. coverage rows) to the same atomic batch.
 pub fn create_statements(id: &str, new: &NewCollection) -> Vec<Statement> {
     let table = Fragment::content_table(&new.slug);
-    let columns = Fragment::trailing_column_defs(
-        new.fields
-            .iter()
-            .map(|f| (&f.slug, f.field_type.column_type())),
-    );
+    let columns = Fragment::trailing_column_defs(new.fields.iter().map(|f| (&f.slug, f.field_type.column_type())));
     let index = Fragment::name("idx_ec_", &new.slug, "_list");
-    let mut stmts = vec![Statement::new(INSERT_COLLECTION)
-        .bind(id)
-        .bind(new.slug.as_str())
-        .bind(new.label.as_str())];
+    let mut stmts = vec![Statement::new(INSERT_COLLECTION).bind(id).bind(new.slug.as_str()).bind(new.label.as_str())];
     stmts.extend(new.fields.iter().map(|f| insert_field(id, f)));
-    stmts.push(Statement::new(render(
-        CREATE_CONTENT_TABLE,
-        &[("table", &table), ("columns", &columns)],
-    )));
-    stmts.push(Statement::new(render(
-        CREATE_CONTENT_LIST_INDEX,
-        &[("table", &table), ("index", &index)],
-    )));
+    stmts.push(Statement::new(render(CREATE_CONTENT_TABLE, &[("table", &table), ("columns", &columns)])));
+    stmts.push(Statement::new(render(CREATE_CONTENT_LIST_INDEX, &[("table", &table), ("index", &index)])));
     stmts
 }
 
 /// The guard that makes collection creation fail cleanly when the slug or table is taken.
 pub fn creation_guard(slug: &Ident) -> Guard {
-    Guard::new(GUARD_COLLECTION_ABSENT)
-        .bind(slug.as_str())
-        .bind(format!("ec_{}", slug.as_str()))
+    Guard::new(GUARD_COLLECTION_ABSENT).bind(slug.as_str()).bind(format!("ec_{}", slug.as_str()))
 }
 
-/// Creates a collection atomically: registry row, fields, table and index, or nothing.
+/// Creates a collection atomically: registry row, fields, table and index, plus its coverage
+/// row (`complete`, capture `active`) and its three capture triggers; or nothing.
 pub async fn create<E: Executor>(exec: &E, new: &NewCollection) -> Result<Collection, CreateError> {
     let id = ids::new_id();
-    match guarded_batch(exec, creation_guard(&new.slug), create_statements(&id, new)).await {
+    let mut stmts = create_statements(&id, new);
+    stmts.extend(usage::capture_statements(&id, &new.slug)?);
+    match guarded_batch(exec, creation_guard(&new.slug), stmts).await {
         Ok(_) => {}
         Err(Error::Stale | Error::Unique(_)) => return Err(CreateError::Exists),
         Err(e) => return Err(e.into()),
     }
-    find(exec, &new.slug)
-        .await?
-        .ok_or_else(|| CreateError::Db(Error::Backend("created collection vanished".into())))
+    find(exec, &new.slug).await?.ok_or_else(|| CreateError::Db(Error::Backend("created collection vanished".into())))
 }
 
 /// Why a field could not be added.
@@ -202,17 +181,19 @@ pub enum AddFieldError {
 pub fn add_field_statements(collection: &Collection, field: &Field) -> Vec<Statement> {
     let table = collection.table();
     let column = Fragment::column_def(&field.slug, field.field_type.column_type());
-    vec![
+    let mut stmts = vec![
         insert_field(&collection.id, field),
-        Statement::new(render(
-            ADD_CONTENT_COLUMN,
-            &[("table", &table), ("column", &column)],
-        )),
+        Statement::new(render(ADD_CONTENT_COLUMN, &[("table", &table), ("column", &column)])),
         Statement::new(TOUCH_COLLECTION).bind(collection.id.as_str()),
-    ]
+    ];
+    if is_extraction_field(field) {
+        stmts.push(usage::invalidate_for_schema_change(collection));
+    }
+    stmts
 }
 
-/// The guard for adding a field: the collection identity still exists and the slug is free.
+/// The guard for adding a field: the collection identity still exists, its capture is active
+/// (so coverage can be invalidated; fail closed otherwise) and the slug is free.
 pub fn add_field_guard(collection: &Collection, field: &Field) -> Guard {
     Guard::new(GUARD_FIELD_ADDABLE)
         .bind(collection.id.as_str())
@@ -221,18 +202,8 @@ pub fn add_field_guard(collection: &Collection, field: &Field) -> Guard {
 }
 
 /// Adds a field: registry row and table column together, or nothing.
-pub async fn add_field<E: Executor>(
-    exec: &E,
-    collection: &Collection,
-    field: &Field,
-) -> Result<(), AddFieldError> {
-    match guarded_batch(
-        exec,
-        add_field_guard(collection, field),
-        add_field_statements(collection, field),
-    )
-    .await
-    {
+pub async fn add_field<E: Executor>(exec: &E, collection: &Collection, field: &Field) -> Result<(), AddFieldError> {
+    match guarded_batch(exec, add_field_guard(collection, field), add_field_statements(collection, field)).await {
         Ok(_) => Ok(()),
         Err(Error::Stale | Error::Unique(_)) => Err(AddFieldError::Conflict),
         Err(e) => Err(e.into()),
@@ -240,10 +211,7 @@ pub async fn add_field<E: Executor>(
 }
 
 /// Whether the collection has any entry that is not in the trash.
-pub async fn has_live_content<E: Executor>(
-    exec: &E,
-    collection: &Collection,
-) -> Result<bool, Error> {
+pub async fn has_live_content<E: Executor>(exec: &E, collection: &Collection) -> Result<bool, Error> {
     #[derive(Deserialize)]
     struct Row {
         has_content: i64,
@@ -266,22 +234,17 @@ pub enum DeleteError {
 
 /// Deletes a collection's registry row (fields cascade) and drops its table in one batch,
 /// refusing (unless `force`) while non-trashed entries exist.
-pub async fn delete<E: Executor>(
-    exec: &E,
-    collection: &Collection,
-    force: bool,
-) -> Result<(), DeleteError> {
+pub async fn delete<E: Executor>(exec: &E, collection: &Collection, force: bool) -> Result<(), DeleteError> {
     let table = collection.table();
     let guard = Guard::new(render(GUARD_COLLECTION_DELETABLE, &[("table", &table)]))
         .bind(collection.id.as_str())
         .bind(collection.slug.as_str())
         .bind(force);
-    let stmts = vec![
-        Statement::new(DELETE_COLLECTION)
-            .bind(collection.id.as_str())
-            .bind(collection.slug.as_str()),
+    let mut stmts = vec![
+        Statement::new(DELETE_COLLECTION).bind(collection.id.as_str()).bind(collection.slug.as_str()),
         Statement::new(render(DROP_CONTENT_TABLE, &[("table", &table)])),
     ];
+    stmts.extend(usage::forget_collection(&collection.id));
     match guarded_batch(exec, guard, stmts).await {
         Ok(_) => Ok(()),
         Err(Error::Stale) => match find(exec, &collection.slug).await? {

@@ -32,21 +32,12 @@ pub async fn insert<E: Executor>(
     let names: Vec<&str> = scopes.iter().map(|s| s.name()).collect();
     let scopes_json = serde_json::to_string(&names).map_err(|e| Error::Backend(e.to_string()))?;
     exec.execute(
-        Statement::new(INSERT)
-            .bind(id.as_str())
-            .bind(name)
-            .bind(hash_hex)
-            .bind(role.level())
-            .bind(scopes_json),
+        Statement::new(INSERT).bind(id.as_str()).bind(name).bind(hash_hex).bind(role.level()).bind(scopes_json),
     )
     .await?;
     Ok(id)
 }
 
-pub async fn find_by_hash<E: Executor>(
-    exec: &E,
-    hash_hex: &str,
-) -> Result<Option<TokenRow>, Error> {
-    exec.query_first(Statement::new(FIND_BY_HASH).bind(hash_hex))
-        .await
+pub async fn find_by_hash<E: Executor>(exec: &E, hash_hex: &str) -> Result<Option<TokenRow>, Error> {
+    exec.query_first(Statement::new(FIND_BY_HASH).bind(hash_hex)).await
 }

@@ -23,7 +23,10 @@ fn setup() -> Api {
 #[test]
 fn create_read_update_with_versions_and_revs() {
     let api = setup();
-    let r = api.post("/content/posts", &json!({"slug": "hello", "data": {"title": "Hello", "hero": {"id": "m1"}, "views": 3, "featured": true}}));
+    let r = api.post(
+        "/content/posts",
+        &json!({"slug": "hello", "data": {"title": "Hello", "hero": {"id": "m1"}, "views": 3, "featured": true}}),
+    );
     assert_eq!(r.status, 201, "{}", r.body);
     let item = data(&r)["item"].clone();
     assert_eq!(item["version"], 1);
@@ -36,47 +39,26 @@ fn create_read_update_with_versions_and_revs() {
 
     let got = data(&api.get(&format!("/content/posts/{id}")));
     let rev = got["_rev"].as_str().unwrap().to_owned();
-    let upd = api.put(
-        &format!("/content/posts/{id}"),
-        &json!({"data": {"views": 4}, "_rev": rev}),
-    );
+    let upd = api.put(&format!("/content/posts/{id}"), &json!({"data": {"views": 4}, "_rev": rev}));
     assert_eq!(data(&upd)["item"]["version"], 2);
-    assert_eq!(
-        data(&upd)["item"]["data"]["title"],
-        "Hello",
-        "untouched fields stay"
-    );
-    let stale = api.put(
-        &format!("/content/posts/{id}"),
-        &json!({"data": {"views": 5}, "_rev": rev}),
-    );
+    assert_eq!(data(&upd)["item"]["data"]["title"], "Hello", "untouched fields stay");
+    let stale = api.put(&format!("/content/posts/{id}"), &json!({"data": {"views": 5}, "_rev": rev}));
     assert_eq!((stale.status, code(&stale)), (409, "CONFLICT".into()));
-    let bad_rev = api.put(
-        &format!("/content/posts/{id}"),
-        &json!({"_rev": "garbage!"}),
-    );
+    let bad_rev = api.put(&format!("/content/posts/{id}"), &json!({"_rev": "garbage!"}));
     assert_eq!(code(&bad_rev), "VALIDATION_ERROR");
 }
 
 #[test]
 fn drafts_publish_unpublish_trash_restore_and_delete() {
     let api = setup();
-    let id = data(&api.post(
-        "/content/posts",
-        &json!({"slug": "a", "status": "published", "data": {"title": "Live"}}),
-    ))["item"]["id"]
+    let id = data(&api.post("/content/posts", &json!({"slug": "a", "status": "published", "data": {"title": "Live"}})))
+        ["item"]["id"]
         .as_str()
         .unwrap()
         .to_owned();
     let path = format!("/content/posts/{id}");
-    let draft = data(&api.put(
-        &path,
-        &json!({"draft": true, "slug": "a2", "data": {"title": "Draft"}}),
-    ));
-    assert_eq!(
-        draft["item"]["data"]["title"], "Live",
-        "a draft save leaves live columns alone"
-    );
+    let draft = data(&api.put(&path, &json!({"draft": true, "slug": "a2", "data": {"title": "Draft"}})));
+    assert_eq!(draft["item"]["data"]["title"], "Live", "a draft save leaves live columns alone");
     assert_eq!(draft["item"]["slug"], "a");
     assert!(draft["item"]["draftRevisionId"].is_string());
     assert_eq!(draft["item"]["version"], 2);
@@ -96,19 +78,10 @@ fn drafts_publish_unpublish_trash_restore_and_delete() {
     let trashed = data(&api.delete(&path));
     assert!(trashed["item"]["deletedAt"].is_string());
     let listed = data(&api.get("/content/posts"));
-    assert_eq!(
-        listed["items"].as_array().unwrap().len(),
-        0,
-        "trashed entries are not listed"
-    );
+    assert_eq!(listed["items"].as_array().unwrap().len(), 0, "trashed entries are not listed");
     let restored = data(&api.post(&format!("{path}/restore"), &json!({})));
     assert!(restored["item"]["deletedAt"].is_null());
-    let gone = api.call(
-        "DELETE",
-        &format!("{path}?permanent=true"),
-        Some(crate::support::ADMIN),
-        None,
-    );
+    let gone = api.call("DELETE", &format!("{path}?permanent=true"), Some(crate::support::ADMIN), None);
     assert_eq!(data(&gone)["deleted"], true);
     assert_eq!(api.get(&path).status, 404);
 }
@@ -116,18 +89,10 @@ fn drafts_publish_unpublish_trash_restore_and_delete() {
 #[test]
 fn field_values_are_validated_against_the_collection() {
     let api = setup();
-    let r = api.post(
-        "/content/posts",
-        &json!({"slug": "x", "data": {"views": "many", "nope": 1, "sections": [1]}}),
-    );
+    let r = api.post("/content/posts", &json!({"slug": "x", "data": {"views": "many", "nope": 1, "sections": [1]}}));
     assert_eq!(r.status, 400);
     let issues = r.body_json()["error"]["details"]["issues"].clone();
-    let paths: Vec<&str> = issues
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["path"].as_str().unwrap())
-        .collect();
+    let paths: Vec<&str> = issues.as_array().unwrap().iter().map(|i| i["path"].as_str().unwrap()).collect();
     for p in ["data.views", "data.nope", "data.sections", "data.title"] {
         assert!(paths.contains(&p), "{p} missing from {paths:?}");
     }
@@ -136,37 +101,17 @@ fn field_values_are_validated_against_the_collection() {
 #[test]
 fn slugs_are_unique_per_locale() {
     let api = setup();
-    assert_eq!(
-        api.post(
-            "/content/posts",
-            &json!({"slug": "s", "data": {"title": "a"}})
-        )
-        .status,
-        201
-    );
-    let dup = api.post(
-        "/content/posts",
-        &json!({"slug": "s", "data": {"title": "b"}}),
-    );
+    assert_eq!(api.post("/content/posts", &json!({"slug": "s", "data": {"title": "a"}})).status, 201);
+    let dup = api.post("/content/posts", &json!({"slug": "s", "data": {"title": "b"}}));
     assert_eq!((dup.status, code(&dup)), (409, "CONFLICT".into()));
-    assert_eq!(
-        api.post(
-            "/content/posts",
-            &json!({"slug": "s", "locale": "de", "data": {"title": "c"}})
-        )
-        .status,
-        201
-    );
+    assert_eq!(api.post("/content/posts", &json!({"slug": "s", "locale": "de", "data": {"title": "c"}})).status, 201);
 }
 
 #[test]
 fn lists_paginate_without_gaps_or_repeats() {
     let api = setup();
     for i in 0..5 {
-        api.post(
-            "/content/posts",
-            &json!({"slug": format!("p{i}"), "data": {"title": "t"}}),
-        );
+        api.post("/content/posts", &json!({"slug": format!("p{i}"), "data": {"title": "t"}}));
     }
     let mut seen = Vec::new();
     let mut cursor: Option<String> = None;
@@ -176,13 +121,7 @@ fn lists_paginate_without_gaps_or_repeats() {
             None => "/content/posts?limit=2".into(),
         };
         let page = data(&api.get(&path));
-        seen.extend(
-            page["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|i| i["slug"].as_str().unwrap().to_owned()),
-        );
+        seen.extend(page["items"].as_array().unwrap().iter().map(|i| i["slug"].as_str().unwrap().to_owned()));
         match page["nextCursor"].as_str() {
             Some(c) => cursor = Some(c.to_owned()),
             None => break,
@@ -190,9 +129,6 @@ fn lists_paginate_without_gaps_or_repeats() {
     }
     seen.sort();
     assert_eq!(seen, ["p0", "p1", "p2", "p3", "p4"]);
-    assert_eq!(
-        code(&api.get("/content/posts?cursor=%25%25%25")),
-        "INVALID_CURSOR"
-    );
+    assert_eq!(code(&api.get("/content/posts?cursor=%25%25%25")), "INVALID_CURSOR");
     assert_eq!(code(&api.get("/content/posts?limit=0")), "VALIDATION_ERROR");
 }

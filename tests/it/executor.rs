@@ -19,14 +19,12 @@ struct Count {
 }
 
 fn media_count(exec: &impl Executor) -> i64 {
-    block_on(exec.query_first::<Count>(Statement::new("SELECT count(*) AS n FROM media")))
-        .unwrap()
-        .unwrap()
-        .n
+    block_on(exec.query_first::<Count>(Statement::new("SELECT count(*) AS n FROM media"))).unwrap().unwrap().n
 }
 
 fn insert_media(id: &str) -> Statement {
-    Statement::new("INSERT INTO media (id, filename, mime_type, storage_key) VALUES (?1, 'f', 'image/png', ?1)").bind(id)
+    Statement::new("INSERT INTO media (id, filename, mime_type, storage_key) VALUES (?1, 'f', 'image/png', ?1)")
+        .bind(id)
 }
 
 #[test]
@@ -37,24 +35,12 @@ fn statements_over_d1_limits_are_refused_before_sqlite_sees_them() {
     for i in 0..101 {
         stmt = stmt.bind(i as i64);
     }
-    assert!(matches!(
-        block_on(exec.run(stmt)),
-        Err(Error::LimitExceeded(_))
-    ));
+    assert!(matches!(block_on(exec.run(stmt)), Err(Error::LimitExceeded(_))));
     let long = Statement::new(format!("SELECT '{}'", "x".repeat(100_000)));
-    assert!(matches!(
-        block_on(exec.run(long)),
-        Err(Error::LimitExceeded(_))
-    ));
+    assert!(matches!(block_on(exec.run(long)), Err(Error::LimitExceeded(_))));
     // A batch with one oversized statement runs none of them.
-    let batch = vec![
-        insert_media("a"),
-        Statement::new(format!("SELECT '{}'", "x".repeat(100_000))),
-    ];
-    assert!(matches!(
-        block_on(exec.batch(batch)),
-        Err(Error::LimitExceeded(_))
-    ));
+    let batch = vec![insert_media("a"), Statement::new(format!("SELECT '{}'", "x".repeat(100_000)))];
+    assert!(matches!(block_on(exec.batch(batch)), Err(Error::LimitExceeded(_))));
     assert_eq!(media_count(&exec), 0);
 }
 
@@ -64,20 +50,14 @@ fn foreign_keys_are_enforced_like_d1() {
     let orphan = Statement::new(
         "INSERT INTO _emdash_fields (id, collection_id, slug, label, type, column_type) VALUES ('f', 'missing', 's', 'S', 'string', 'TEXT')",
     );
-    assert!(matches!(
-        block_on(exec.run(orphan)),
-        Err(Error::Constraint(_))
-    ));
+    assert!(matches!(block_on(exec.run(orphan)), Err(Error::Constraint(_))));
 }
 
 #[test]
 fn a_failed_guard_rolls_back_the_whole_batch_and_reports_stale() {
     let exec = db();
-    let res = block_on(guarded_batch(
-        &exec,
-        Guard::new(GUARD_IF).bind(0i64),
-        vec![insert_media("a"), insert_media("b")],
-    ));
+    let res =
+        block_on(guarded_batch(&exec, Guard::new(GUARD_IF).bind(0i64), vec![insert_media("a"), insert_media("b")]));
     assert!(matches!(res, Err(Error::Stale)), "{res:?}");
     assert_eq!(media_count(&exec), 0);
     // A statement failing after earlier ones applied undoes them too.
@@ -89,20 +69,12 @@ fn a_failed_guard_rolls_back_the_whole_batch_and_reports_stale() {
 #[test]
 fn a_passing_guard_commits_and_leaves_no_guard_row() {
     let exec = db();
-    let outcomes = block_on(guarded_batch(
-        &exec,
-        Guard::new(GUARD_IF).bind(1i64),
-        vec![insert_media("a")],
-    ))
-    .unwrap();
+    let outcomes = block_on(guarded_batch(&exec, Guard::new(GUARD_IF).bind(1i64), vec![insert_media("a")])).unwrap();
     assert_eq!(outcomes.len(), 1);
     assert_eq!(outcomes[0].changes, 1);
     assert_eq!(media_count(&exec), 1);
-    let guards: Count = block_on(exec.query_first(Statement::new(
-        "SELECT count(*) AS n FROM _emdash_batch_guard",
-    )))
-    .unwrap()
-    .unwrap();
+    let guards: Count =
+        block_on(exec.query_first(Statement::new("SELECT count(*) AS n FROM _emdash_batch_guard"))).unwrap().unwrap();
     assert_eq!(guards.n, 0);
 }
 
@@ -111,14 +83,8 @@ fn faults_fail_the_nth_statement_and_every_later_one() {
     let exec = Faulty::new(db(), Some(3));
     assert!(block_on(exec.run(insert_media("a"))).is_ok());
     assert!(block_on(exec.run(insert_media("b"))).is_ok());
-    assert!(matches!(
-        block_on(exec.run(insert_media("c"))),
-        Err(Error::Fault(3))
-    ));
-    assert!(matches!(
-        block_on(exec.run(insert_media("d"))),
-        Err(Error::Fault(_))
-    ));
+    assert!(matches!(block_on(exec.run(insert_media("c"))), Err(Error::Fault(3))));
+    assert!(matches!(block_on(exec.run(insert_media("d"))), Err(Error::Fault(_))));
     assert_eq!(media_count(exec.inner()), 2);
 }
 
@@ -160,11 +126,8 @@ fn the_self_check_passes_on_sqlite() {
     let exec = db();
     let report = block_on(selfcheck::run(&exec)).unwrap();
     assert!(report.all_passed(), "{report:?}");
-    let guards: Count = block_on(exec.query_first(Statement::new(
-        "SELECT count(*) AS n FROM _emdash_batch_guard",
-    )))
-    .unwrap()
-    .unwrap();
+    let guards: Count =
+        block_on(exec.query_first(Statement::new("SELECT count(*) AS n FROM _emdash_batch_guard"))).unwrap().unwrap();
     assert_eq!(guards.n, 0, "the self-check cleans up its probes");
 }
 
@@ -172,17 +135,19 @@ fn the_self_check_passes_on_sqlite() {
 fn integers_beyond_32_bits_round_trip() {
     let exec = db();
     let big = (1i64 << 40) + 3;
-    block_on(exec.run(
-        Statement::new("INSERT INTO media (id, filename, mime_type, storage_key, size) VALUES ('m', 'f', 'a/b', 'k', ?1)")
+    block_on(
+        exec.run(
+            Statement::new(
+                "INSERT INTO media (id, filename, mime_type, storage_key, size) VALUES ('m', 'f', 'a/b', 'k', ?1)",
+            )
             .bind(big),
-    ))
+        ),
+    )
     .unwrap();
     #[derive(Deserialize)]
     struct Size {
         size: i64,
     }
-    let row: Size = block_on(exec.query_first(Statement::new("SELECT size FROM media")))
-        .unwrap()
-        .unwrap();
+    let row: Size = block_on(exec.query_first(Statement::new("SELECT size FROM media"))).unwrap().unwrap();
     assert_eq!(row.size, big);
 }

@@ -27,6 +27,11 @@ fn instantiate(sql: &str) -> String {
         .replace("{placeholders}", ", ?6")
         .replace("{set}", ", \"title\" = ?9")
         .replace("{column}", "\"probe\" TEXT")
+        .replace("{trigger}", "\"emdash_mu_probe_ai\"")
+        .replace("{event}", "INSERT")
+        .replace("{row}", "NEW")
+        .replace("{slug}", "'posts'")
+        .replace("{collection_id}", "'c1'")
 }
 
 #[test]
@@ -36,10 +41,7 @@ fn every_sql_file_prepares_against_the_migrated_schema() {
     conn.execute_batch("CREATE TABLE revisions_probe (x); CREATE TABLE \"ec_posts\" (id TEXT PRIMARY KEY, slug TEXT, status TEXT, author_id TEXT, primary_byline_id TEXT, created_at TEXT, updated_at TEXT, published_at TEXT, scheduled_at TEXT, deleted_at TEXT, version INTEGER, live_revision_id TEXT, draft_revision_id TEXT, locale TEXT, translation_group TEXT, title TEXT)")
         .unwrap();
     let mut files = Vec::new();
-    sql_files(
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/sql")),
-        &mut files,
-    );
+    sql_files(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/sql")), &mut files);
     assert!(files.len() > 20, "found only {} SQL files", files.len());
     for file in files {
         let raw = fs::read_to_string(&file).unwrap();
@@ -50,11 +52,7 @@ fn every_sql_file_prepares_against_the_migrated_schema() {
         } else {
             instantiate(&raw)
         };
-        assert!(
-            !sql.contains('{'),
-            "{}: unfilled placeholder",
-            file.display()
-        );
+        assert!(!sql.contains('{'), "{}: unfilled placeholder", file.display());
         if let Err(e) = conn.prepare(&sql) {
             panic!("{} does not prepare: {e}\n{sql}", file.display());
         }
@@ -72,17 +70,8 @@ fn the_embedded_migrations_are_the_migrations_directory() {
     let embedded: Vec<&str> = migrations::ALL.iter().map(|m| m.name).collect();
     assert_eq!(names, embedded);
     for (i, m) in migrations::ALL.iter().enumerate() {
-        assert!(
-            m.name.starts_with(&format!("{:04}_", i + 1)),
-            "{} is out of sequence",
-            m.name
-        );
-        let on_disk = fs::read_to_string(format!(
-            "{}/migrations/{}",
-            env!("CARGO_MANIFEST_DIR"),
-            m.name
-        ))
-        .unwrap();
+        assert!(m.name.starts_with(&format!("{:04}_", i + 1)), "{} is out of sequence", m.name);
+        let on_disk = fs::read_to_string(format!("{}/migrations/{}", env!("CARGO_MANIFEST_DIR"), m.name)).unwrap();
         assert_eq!(on_disk, m.sql);
     }
 }

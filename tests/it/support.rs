@@ -20,24 +20,11 @@ pub struct Api {
 
 impl Api {
     pub fn new() -> Api {
-        Api {
-            db: db(),
-            config: Config {
-                admin_token_hash: Some(hash_token(ADMIN)),
-            },
-        }
+        Api { db: db(), config: Config { admin_token_hash: Some(hash_token(ADMIN)) } }
     }
 
-    pub fn call(
-        &self,
-        method: &str,
-        path_and_query: &str,
-        token: Option<&str>,
-        body: Option<&[u8]>,
-    ) -> Response {
-        let (path, query) = path_and_query
-            .split_once('?')
-            .unwrap_or((path_and_query, ""));
+    pub fn call(&self, method: &str, path_and_query: &str, token: Option<&str>, body: Option<&[u8]>) -> Response {
+        let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
         let query = query
             .split('&')
             .filter(|kv| !kv.is_empty())
@@ -79,10 +66,7 @@ impl Api {
 
     /// Mints a token with a role and scopes; returns the secret.
     pub fn token(&self, role: &str, scopes: &[&str]) -> String {
-        let r = self.post(
-            "/admin/tokens",
-            &serde_json::json!({"name": role, "role": role, "scopes": scopes}),
-        );
+        let r = self.post("/admin/tokens", &serde_json::json!({"name": role, "role": role, "scopes": scopes}));
         assert_eq!(r.status, 201, "{}", r.body);
         r.body_json()["data"]["token"].as_str().unwrap().to_owned()
     }
@@ -90,19 +74,11 @@ impl Api {
 
 /// The `error.code` of an error response.
 pub fn code(r: &Response) -> String {
-    r.body_json()["error"]["code"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
+    r.body_json()["error"]["code"].as_str().unwrap_or_default().to_owned()
 }
 
 /// The `data` of a success response.
 pub fn data(r: &Response) -> Json {
-    assert!(
-        r.status < 300,
-        "expected success, got {}: {}",
-        r.status,
-        r.body
-    );
+    assert!(r.status < 300, "expected success, got {}: {}", r.status, r.body);
     r.body_json()["data"].clone()
 }

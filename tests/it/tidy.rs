@@ -25,17 +25,9 @@ fn all_rust_files() -> Vec<PathBuf> {
 #[test]
 fn worker_is_named_only_under_src_edge() {
     for file in all_rust_files() {
-        let text = fs::read_to_string(&file)
-            .unwrap()
-            .replace("media_usage_worker::", "");
+        let text = fs::read_to_string(&file).unwrap().replace("media_usage_worker::", "");
         let in_edge = file.components().any(|c| c.as_os_str() == "edge");
-        for needle in [
-            "worker::",
-            "wasm_bindgen",
-            "js_sys",
-            "Date::now",
-            "SystemTime::now",
-        ] {
+        for needle in ["worker::", "wasm_bindgen", "js_sys", "Date::now", "SystemTime::now"] {
             if !in_edge && text.contains(needle) && !file.ends_with("tidy.rs") {
                 panic!("{} names {needle} outside src/edge/", file.display());
             }
@@ -47,11 +39,7 @@ fn worker_is_named_only_under_src_edge() {
 fn every_rust_file_starts_with_a_module_doc() {
     for file in all_rust_files() {
         let text = fs::read_to_string(&file).unwrap();
-        assert!(
-            text.starts_with("//!"),
-            "{} lacks a leading //! doc",
-            file.display()
-        );
+        assert!(text.starts_with("//!"), "{} lacks a leading //! doc", file.display());
     }
 }
 
@@ -64,19 +52,8 @@ fn no_sql_keywords_in_rust_string_literals_outside_the_repository_and_tests() {
             continue;
         }
         let text = fs::read_to_string(&file).unwrap();
-        for needle in [
-            "\"SELECT ",
-            "\"INSERT ",
-            "\"UPDATE ",
-            "\"DELETE FROM",
-            "\"CREATE ",
-            "\"DROP ",
-        ] {
-            assert!(
-                !text.contains(needle),
-                "{} embeds SQL ({needle})",
-                file.display()
-            );
+        for needle in ["\"SELECT ", "\"INSERT ", "\"UPDATE ", "\"DELETE FROM", "\"CREATE ", "\"DROP "] {
+            assert!(!text.contains(needle), "{} embeds SQL ({needle})", file.display());
         }
     }
 }

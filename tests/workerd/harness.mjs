@@ -9,21 +9,30 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 export const BASE = "http://localhost/_emdash/api";
 
-/** Every statement of every migration, in order (statements end with `;` at a line end). */
+/**
+ * Every statement of every migration, in order. Statements end with `;` at a line end, except
+ * inside a `CREATE TRIGGER … BEGIN … END;` body, which is one statement.
+ */
 export function migrationStatements() {
   const dir = path.join(ROOT, "migrations");
-  return readdirSync(dir)
-    .filter((f) => /^\d{4}_.*\.sql$/.test(f))
-    .sort()
-    .flatMap((f) =>
-      readFileSync(path.join(dir, f), "utf8")
-        .split("\n")
-        .filter((l) => !l.trimStart().startsWith("--"))
-        .join("\n")
-        .split(/;\s*$/m)
-        .map((s) => s.trim())
-        .filter(Boolean),
-    );
+  const out = [];
+  for (const f of readdirSync(dir).filter((f) => /^\d{4}_.*\.sql$/.test(f)).sort()) {
+    let current = [];
+    let inTrigger = false;
+    for (const line of readFileSync(path.join(dir, f), "utf8").split("\n")) {
+      if (line.trimStart().startsWith("--") || (!line.trim() && current.length === 0)) continue;
+      current.push(line);
+      if (/^\s*CREATE\s+TRIGGER/i.test(current[0])) inTrigger = true;
+      const ends = inTrigger ? /^\s*END;\s*$/i.test(line) : /;\s*$/.test(line);
+      if (ends) {
+        out.push(current.join("\n").trim().replace(/;$/, ""));
+        current = [];
+        inTrigger = false;
+      }
+    }
+    if (current.join("").trim()) out.push(current.join("\n").trim());
+  }
+  return out;
 }
 
 /** Starts a worker with a fresh database. `vars` adds or overrides bindings. */

@@ -1,0 +1,2 @@
+SELECT *, (lease_expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) AS lease_live
+FROM _emdash_media_usage_work WHERE collection_id = ?1 AND content_id = ?2

@@ -1,0 +1,16 @@
+INSERT INTO _emdash_media_usage
+  (id, source_key, generation, field_slug, field_path, occurrence_index, reference_type,
+   media_id, provider, provider_asset_id, media_kind, mime_type)
+SELECT lower(hex(randomblob(16))),
+       json_extract(o.value, '$.sourceKey'),
+       json_extract(o.value, '$.generation'),
+       json_extract(o.value, '$.fieldSlug'),
+       json_extract(o.value, '$.fieldPath'),
+       json_extract(o.value, '$.occurrenceIndex'),
+       json_extract(o.value, '$.referenceType'),
+       json_extract(o.value, '$.mediaId'),
+       json_extract(o.value, '$.provider'),
+       json_extract(o.value, '$.providerAssetId'),
+       json_extract(o.value, '$.mediaKind'),
+       json_extract(o.value, '$.mimeType')
+FROM json_each(?1) AS o

@@ -1,0 +1,9 @@
+//! The media usage index: extraction of media references from content (pure), projection
+//! fingerprints, snapshots, coverage aggregation, the projection job and the cron tick.
+
+pub mod coverage;
+pub mod extract;
+pub mod fingerprint;
+pub mod project;
+pub mod snapshot;
+pub mod tick;

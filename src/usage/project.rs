@@ -1,0 +1,279 @@
+//! The projection job (reference §4): claim an entry's work row, load the entry, build its
+//! snapshots, admit the change under the per-claim limits, and publish it in one guarded batch.
+//! Every outcome leaves the index either as it was or fully at the new projection.
+
+use serde_json::{json, Value as Json};
+
+use super::extract::extraction_fields;
+use super::fingerprint::is_v1;
+use super::snapshot::{entry_snapshots, source_key, RevisionRow, Snapshot, SourceMeta, Variant};
+use crate::exec::{Error, Executor};
+use crate::ids;
+use crate::model::field::{Field, FieldType};
+use crate::model::ident::Ident;
+use crate::repo::usage::{self as repo, LoadedEntry, Observed, ObservedSource, Publish, WorkRow};
+
+/// Occurrence rows one claim may write or delete (reference §4.5).
+pub const MAX_UNITS_PER_CLAIM: usize = 12;
+/// Projection bytes one claim may write (reference §4.5).
+pub const MAX_BYTES_PER_CLAIM: usize = 512 * 1024;
+/// Attempts before a job fails for good.
+pub const MAX_ATTEMPTS: i64 = 5;
+/// Retry delays: 30·2^(n−1) seconds, at most 900.
+pub const RETRY_BASE_SECONDS: i64 = 30;
+pub const RETRY_MAX_SECONDS: i64 = 900;
+/// The most statements one job can issue: claim, load, and a publish batch of at most seven
+/// (guard, occurrences, sources, deletions, work, coverage, guard cleanup).
+pub const JOB_MAX_STATEMENTS: u64 = 9;
+
+/// Estimated bytes to delete one stored occurrence (admission of deletions).
+const DELETED_OCCURRENCE_BYTES: usize = 512;
+
+/// How a job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobOutcome {
+    /// The index now holds the entry's new projection (`changed` sources written or deleted).
+    Published { changed: usize },
+    /// The stored projection was already current.
+    Unchanged,
+    /// The collection no longer exists with this identity; the work row was dropped.
+    Obsolete,
+    /// The attempt failed and was recorded (`retry`, or `failed` when terminal).
+    Failed { code: &'static str, terminal: bool },
+    /// Something observed changed before publishing (a newer write, a lost lease); nothing was
+    /// written and the work row is retried.
+    Conflict,
+}
+
+/// The retry delay after `attempt` attempts (1-based).
+pub fn retry_delay_seconds(attempt: i64) -> i64 {
+    let exp = (attempt - 1).clamp(0, 10) as u32;
+    (RETRY_BASE_SECONDS * 2i64.pow(exp)).min(RETRY_MAX_SECONDS)
+}
+
+fn fields_of(loaded: &LoadedEntry) -> Vec<Field> {
+    loaded
+        .fields
+        .iter()
+        .filter_map(|f| {
+            Some(Field {
+                id: f.id.clone(),
+                slug: Ident::parse(&f.slug).ok()?,
+                label: f.label.clone(),
+                field_type: FieldType::parse(&f.field_type)?,
+                required: f.required != 0,
+                sub_fields: Field::parse_sub_fields(f.validation.as_deref()),
+                sort_order: f.sort_order,
+            })
+        })
+        .collect()
+}
+
+fn source_json(
+    meta: &SourceMeta,
+    generation: Option<&str>,
+    fingerprint: Option<&str>,
+    completeness: &str,
+    error: Option<&str>,
+) -> Json {
+    json!({
+        "sourceKey": meta.source_key,
+        "collectionId": meta.collection_id,
+        "collectionSlug": meta.collection_slug,
+        "contentId": meta.content_id,
+        "variant": meta.variant.as_str(),
+        "locale": meta.locale,
+        "translationGroup": meta.translation_group,
+        "contentSlug": meta.content_slug,
+        "contentTitle": meta.content_title,
+        "contentStatus": meta.content_status,
+        "contentScheduledAt": meta.content_scheduled_at,
+        "contentDeletedAt": meta.content_deleted_at,
+        "revisionId": meta.revision_id,
+        "generation": generation,
+        "schemaVersion": meta.schema_version,
+        "sourceUpdatedAt": meta.source_updated_at,
+        "sourceVersion": meta.source_version,
+        "fingerprint": fingerprint,
+        "completeness": completeness,
+        "errorCode": error,
+    })
+}
+
+/// The stored row already holds exactly this projection.
+fn is_noop(s: &Snapshot, observed: Option<&ObservedSource>) -> bool {
+    observed.is_some_and(|o| {
+        o.current_generation.is_some()
+            && o.source_fingerprint.as_deref().is_some_and(|fp| is_v1(fp) && fp == s.fingerprint)
+            && o.source_completeness == "complete"
+            && o.last_error_code.is_none()
+    })
+}
+
+/// What a job will write, or why it may not.
+#[derive(Debug)]
+enum Plan {
+    Write(Publish),
+    Unchanged,
+    ResourceLimit,
+}
+
+/// Decides the writes for an entry (pure): which snapshots changed, which stored sources no
+/// longer exist, and whether the whole change fits one claim.
+fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry) -> Plan {
+    let observed = |key: &str| loaded.observed.iter().find(|o| o.source_key == key);
+    let fields = fields_of(loaded);
+    let schema = extraction_fields(&fields);
+    let mut publish = Publish::default();
+    let (mut units, mut bytes) = (0usize, 0usize);
+    let mut wanted: Vec<String> = Vec::new();
+    if let Some(row) = &loaded.row {
+        let revision = RevisionRow {
+            id: loaded.revision_id.clone(),
+            collection: loaded.revision_collection.clone(),
+            entry_id: loaded.revision_entry_id.clone(),
+            data: loaded.revision_data.clone(),
+        };
+        let snaps = entry_snapshots(collection_id, collection_slug, &fields, &schema, row, &revision);
+        let mut changed: Vec<&Snapshot> = Vec::new();
+        wanted.push(snaps.columns.meta.source_key.clone());
+        if !is_noop(&snaps.columns, observed(&snaps.columns.meta.source_key)) {
+            changed.push(&snaps.columns);
+        }
+        match &snaps.draft {
+            Some(Ok(d)) => {
+                wanted.push(d.meta.source_key.clone());
+                if !is_noop(d, observed(&d.meta.source_key)) {
+                    changed.push(d);
+                }
+            }
+            Some(Err(failure)) => {
+                wanted.push(failure.meta.source_key.clone());
+                let prior = observed(&failure.meta.source_key);
+                let already = prior.is_some_and(|o| {
+                    o.source_completeness == "failed" && o.last_error_code.as_deref() == Some(failure.code)
+                });
+                if !already {
+                    publish.sources.push(source_json(&failure.meta, None, None, "failed", Some(failure.code)));
+                }
+                publish.draft_error = Some(failure.code);
+            }
+            None => {}
+        }
+        for s in changed {
+            let generation = ids::new_id();
+            units += s.occurrences.len();
+            bytes += s.byte_length;
+            for o in &s.occurrences {
+                let mut v = json!(o);
+                v["sourceKey"] = json!(s.meta.source_key);
+                v["generation"] = json!(generation);
+                v["referenceType"] = json!(o.reference_type.as_str());
+                publish.occurrences.push(v);
+            }
+            publish.sources.push(source_json(&s.meta, Some(&generation), Some(&s.fingerprint), "complete", None));
+        }
+    }
+    for o in &loaded.observed {
+        if !wanted.contains(&o.source_key) {
+            let n = usize::try_from(o.occurrence_count).unwrap_or(0);
+            units += n;
+            bytes += 2 * n * DELETED_OCCURRENCE_BYTES;
+            publish.delete_keys.push(o.source_key.clone());
+        }
+    }
+    if units > MAX_UNITS_PER_CLAIM || bytes > MAX_BYTES_PER_CLAIM {
+        Plan::ResourceLimit
+    } else if publish.occurrences.is_empty()
+        && publish.sources.is_empty()
+        && publish.delete_keys.is_empty()
+        && publish.draft_error.is_none()
+    {
+        Plan::Unchanged
+    } else {
+        Plan::Write(publish)
+    }
+}
+
+/// Records a failed attempt; terminal after [`MAX_ATTEMPTS`] or when `always_terminal`.
+async fn record_failure<E: Executor>(
+    exec: &E,
+    work: &WorkRow,
+    code: &'static str,
+    always_terminal: bool,
+) -> Result<JobOutcome, Error> {
+    let terminal = always_terminal || work.attempt_count >= MAX_ATTEMPTS;
+    repo::fail(exec, work, terminal, retry_delay_seconds(work.attempt_count), code).await?;
+    Ok(JobOutcome::Failed { code, terminal })
+}
+
+/// Processes one claimed work row.
+pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome, Error> {
+    let Ok(slug) = Ident::parse(&work.collection_slug) else {
+        return Ok(if repo::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
+    };
+    let keys = [
+        source_key(&work.collection_id, &work.content_id, Variant::Columns),
+        source_key(&work.collection_id, &work.content_id, Variant::DraftOverlay),
+    ];
+    let loaded = match repo::load_entry(exec, &slug, &work.collection_id, &work.content_id, [&keys[0], &keys[1]]).await
+    {
+        Ok(l) => l,
+        Err(Error::Backend(msg)) if msg.contains("no such table") => {
+            // The content table is gone: the collection was deleted (or is being deleted).
+            return Ok(if repo::delete_obsolete(exec, work).await? {
+                JobOutcome::Obsolete
+            } else {
+                JobOutcome::Conflict
+            });
+        }
+        Err(Error::Decode(_)) => return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await,
+        Err(e) => return Err(e),
+    };
+    if loaded.registry_slug.as_deref() != Some(work.collection_slug.as_str()) {
+        return Ok(if repo::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
+    }
+    let publish = match plan(&work.collection_id, &work.collection_slug, &loaded) {
+        Plan::ResourceLimit => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
+        Plan::Unchanged => {
+            repo::complete_unchanged(exec, work).await?;
+            return Ok(JobOutcome::Unchanged);
+        }
+        Plan::Write(p) => p,
+    };
+    let row = loaded.row.as_ref();
+    let text = |k: &str| row.and_then(|r| r.get(k)).and_then(Json::as_str).map(str::to_owned);
+    let observed = Observed {
+        work,
+        table_slug: &slug,
+        content_version: row.and_then(|r| r.get("version")).and_then(Json::as_i64),
+        content_updated_at: text("updated_at"),
+        draft_revision_id: text("draft_revision_id"),
+        live_revision_id: text("live_revision_id"),
+        source_keys: [&keys[0], &keys[1]],
+        sources_signature: &loaded.sources_signature,
+    };
+    let changed = publish.sources.len() + publish.delete_keys.len();
+    match repo::publish(exec, &observed, &publish).await {
+        Ok(()) => Ok(JobOutcome::Published { changed }),
+        Err(Error::Stale) => Ok(JobOutcome::Conflict),
+        Err(e) => Err(e),
+    }
+}
+
+/// Claims and processes the next due job (or the given entry's); `None` when nothing is due.
+pub async fn process_next<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<Option<JobOutcome>, Error> {
+    let Some(work) = repo::claim(exec, key).await? else { return Ok(None) };
+    process(exec, &work).await.map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays_double_from_30_seconds_up_to_900() {
+        let delays: Vec<i64> = (1..=7).map(retry_delay_seconds).collect();
+        assert_eq!(delays, [30, 60, 120, 240, 480, 900, 900]);
+    }
+}

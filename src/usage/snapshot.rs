@@ -1,0 +1,286 @@
+//! Snapshots of an entry for projection (reference §3.2): the `columns` variant from the live
+//! row and, when a draft revision exists, the `draft_overlay` variant (columns with the draft
+//! laid over them), each with its source metadata, occurrences and fingerprint.
+
+use serde_json::{Map, Value as Json};
+
+use super::extract::{extract, ExtractionField, Occurrence};
+use super::fingerprint::fingerprint;
+use crate::exec::Row;
+use crate::model::field::{parse_json_like, Field};
+
+/// Content source schema version.
+pub const SCHEMA_VERSION: i64 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    Columns,
+    DraftOverlay,
+}
+
+impl Variant {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Variant::Columns => "columns",
+            Variant::DraftOverlay => "draft_overlay",
+        }
+    }
+}
+
+/// `content:<collectionId>:<contentId>:<variant>`.
+pub fn source_key(collection_id: &str, content_id: &str, variant: Variant) -> String {
+    format!("content:{collection_id}:{content_id}:{}", variant.as_str())
+}
+
+/// The metadata stored with a source row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceMeta {
+    pub source_key: String,
+    pub collection_id: String,
+    pub collection_slug: String,
+    pub content_id: String,
+    pub variant: Variant,
+    pub locale: Option<String>,
+    pub translation_group: Option<String>,
+    pub content_slug: Option<String>,
+    pub content_title: String,
+    pub content_status: Option<String>,
+    pub content_scheduled_at: Option<String>,
+    pub content_deleted_at: Option<String>,
+    pub revision_id: Option<String>,
+    pub schema_version: i64,
+    /// The content row's `updated_at` and `version` when the snapshot was taken.
+    pub source_updated_at: Option<String>,
+    pub source_version: Option<i64>,
+}
+
+/// A projected source: metadata, occurrences and fingerprint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    pub meta: SourceMeta,
+    pub occurrences: Vec<Occurrence>,
+    pub fingerprint: String,
+    /// UTF-8 bytes of the fingerprint payload (admission).
+    pub byte_length: usize,
+}
+
+/// A draft revision that could not be used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DraftFailure {
+    pub meta: SourceMeta,
+    pub code: &'static str,
+}
+
+/// The draft revision row as loaded with the entry (all `None` when missing).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RevisionRow {
+    pub id: Option<String>,
+    pub collection: Option<String>,
+    pub entry_id: Option<String>,
+    pub data: Option<String>,
+}
+
+/// Both variants of an entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EntrySnapshots {
+    pub columns: Snapshot,
+    pub draft: Option<Result<Snapshot, DraftFailure>>,
+}
+
+fn text(row: &Row, key: &str) -> Option<String> {
+    match row.get(key) {
+        Some(Json::String(s)) => Some(s.clone()),
+        Some(Json::Number(n)) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The field data of the live row, with JSON-bearing text parsed (reference §3.2).
+fn column_data(fields: &[Field], row: &Row) -> Map<String, Json> {
+    fields
+        .iter()
+        .filter_map(|f| {
+            let v = row.get(f.slug.as_str())?;
+            let parsed = match v {
+                Json::String(s) => parse_json_like(s),
+                other => other.clone(),
+            };
+            Some((f.slug.as_str().to_owned(), parsed))
+        })
+        .collect()
+}
+
+/// First non-blank `title`/`name`, else the slug, else the id.
+fn title(data: &Map<String, Json>, slug: Option<&str>, id: &str) -> String {
+    ["title", "name"]
+        .iter()
+        .filter_map(|k| data.get(*k).and_then(Json::as_str))
+        .find(|s| !s.trim().is_empty())
+        .map(str::to_owned)
+        .or_else(|| slug.filter(|s| !s.is_empty()).map(str::to_owned))
+        .unwrap_or_else(|| id.to_owned())
+}
+
+/// Builds the snapshots of a present entry row.
+pub fn entry_snapshots(
+    collection_id: &str,
+    collection_slug: &str,
+    fields: &[Field],
+    schema: &[ExtractionField],
+    row: &Row,
+    revision: &RevisionRow,
+) -> EntrySnapshots {
+    let content_id = text(row, "id").unwrap_or_default();
+    let data = column_data(fields, row);
+    let slug = text(row, "slug");
+    let meta =
+        |variant: Variant, revision_id: Option<String>, slug: Option<String>, data: &Map<String, Json>| SourceMeta {
+            source_key: source_key(collection_id, &content_id, variant),
+            collection_id: collection_id.to_owned(),
+            collection_slug: collection_slug.to_owned(),
+            content_id: content_id.clone(),
+            variant,
+            locale: text(row, "locale"),
+            translation_group: text(row, "translation_group"),
+            content_title: title(data, slug.as_deref(), &content_id),
+            content_slug: slug,
+            content_status: text(row, "status"),
+            content_scheduled_at: text(row, "scheduled_at"),
+            content_deleted_at: text(row, "deleted_at"),
+            revision_id,
+            schema_version: SCHEMA_VERSION,
+            source_updated_at: text(row, "updated_at"),
+            source_version: row.get("version").and_then(Json::as_i64),
+        };
+    let build = |meta: SourceMeta, data: &Map<String, Json>| {
+        let occurrences = extract(schema, data);
+        let (fingerprint, byte_length) = fingerprint(schema, &meta, &occurrences);
+        Snapshot { meta, occurrences, fingerprint, byte_length }
+    };
+    let columns = build(meta(Variant::Columns, text(row, "live_revision_id"), slug.clone(), &data), &data);
+    let draft = text(row, "draft_revision_id").map(|draft_id| {
+        let failed = |code: &'static str| {
+            Err(DraftFailure { meta: meta(Variant::DraftOverlay, Some(draft_id.clone()), slug.clone(), &data), code })
+        };
+        if revision.id.is_none() {
+            return failed("DRAFT_REVISION_NOT_FOUND");
+        }
+        if revision.collection.as_deref() != Some(collection_slug)
+            || revision.entry_id.as_deref() != Some(content_id.as_str())
+        {
+            return failed("DRAFT_REVISION_MISMATCH");
+        }
+        let Some(Json::Object(rev)) = revision.data.as_deref().and_then(|d| serde_json::from_str::<Json>(d).ok())
+        else {
+            return failed("DRAFT_REVISION_INVALID");
+        };
+        let mut overlay = data.clone();
+        for (k, v) in &rev {
+            if !k.starts_with('_') {
+                overlay.insert(k.clone(), v.clone());
+            }
+        }
+        let draft_slug = rev.get("_slug").and_then(Json::as_str).map(str::to_owned).or_else(|| slug.clone());
+        Ok(build(meta(Variant::DraftOverlay, Some(draft_id.clone()), draft_slug, &overlay), &overlay))
+    });
+    EntrySnapshots { columns, draft }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::field::FieldType;
+    use crate::model::ident::Ident;
+    use crate::usage::extract::extraction_fields;
+    use serde_json::json;
+
+    fn fields() -> Vec<Field> {
+        ["title", "hero"]
+            .iter()
+            .zip([FieldType::String, FieldType::Image])
+            .map(|(s, t)| Field {
+                id: (*s).into(),
+                slug: Ident::parse(s).unwrap(),
+                label: (*s).into(),
+                field_type: t,
+                required: false,
+                sub_fields: vec![],
+                sort_order: 0,
+            })
+            .collect()
+    }
+
+    fn row(draft: Option<&str>) -> Row {
+        json!({"id": "e1", "slug": "hello", "status": "published", "locale": "en", "translation_group": "e1",
+               "updated_at": "2026-01-01T00:00:00.000Z", "version": 3, "title": "Hello",
+               "hero": "{\"id\":\"m1\"}", "live_revision_id": null, "draft_revision_id": draft, "deleted_at": null})
+        .as_object()
+        .unwrap()
+        .clone()
+    }
+
+    fn snaps(draft: Option<&str>, rev: RevisionRow) -> EntrySnapshots {
+        let f = fields();
+        entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &row(draft), &rev)
+    }
+
+    #[test]
+    fn columns_snapshot_parses_json_text_and_takes_metadata() {
+        let s = snaps(None, RevisionRow::default());
+        assert_eq!(s.columns.meta.source_key, "content:c1:e1:columns");
+        assert_eq!(s.columns.meta.content_title, "Hello");
+        assert_eq!(s.columns.occurrences[0].media_id.as_deref(), Some("m1"));
+        assert!(s.draft.is_none());
+    }
+
+    #[test]
+    fn scenario_8_draft_revision_errors() {
+        let ok_rev = |collection: &str, entry: &str, data: &str| RevisionRow {
+            id: Some("r1".into()),
+            collection: Some(collection.into()),
+            entry_id: Some(entry.into()),
+            data: Some(data.into()),
+        };
+        let code = |s: EntrySnapshots| s.draft.unwrap().unwrap_err().code;
+        assert_eq!(code(snaps(Some("r1"), RevisionRow::default())), "DRAFT_REVISION_NOT_FOUND");
+        assert_eq!(code(snaps(Some("r1"), ok_rev("posts", "other", "{}"))), "DRAFT_REVISION_MISMATCH");
+        assert_eq!(code(snaps(Some("r1"), ok_rev("pages", "e1", "{}"))), "DRAFT_REVISION_MISMATCH");
+        assert_eq!(code(snaps(Some("r1"), ok_rev("posts", "e1", "not json"))), "DRAFT_REVISION_INVALID");
+        assert_eq!(code(snaps(Some("r1"), ok_rev("posts", "e1", "[1]"))), "DRAFT_REVISION_INVALID");
+        // The columns snapshot is still produced.
+        let s = snaps(Some("r1"), ok_rev("posts", "e1", "[1]"));
+        assert_eq!(s.columns.occurrences.len(), 1);
+    }
+
+    #[test]
+    fn the_draft_overlay_lays_revision_data_over_columns() {
+        let rev = RevisionRow {
+            id: Some("r1".into()),
+            collection: Some("posts".into()),
+            entry_id: Some("e1".into()),
+            data: Some(r#"{"hero":"m2","_slug":"draft-slug","_internal":"x","title":"Draft"}"#.into()),
+        };
+        let s = snaps(Some("r1"), rev);
+        let d = s.draft.unwrap().unwrap();
+        assert_eq!(d.meta.source_key, "content:c1:e1:draft_overlay");
+        assert_eq!(d.meta.content_slug.as_deref(), Some("draft-slug"));
+        assert_eq!(d.meta.content_title, "Draft");
+        assert_eq!(d.meta.revision_id.as_deref(), Some("r1"));
+        assert_eq!(d.occurrences[0].media_id.as_deref(), Some("m2"));
+        assert_ne!(d.fingerprint, s.columns.fingerprint);
+    }
+
+    #[test]
+    fn fingerprints_ignore_freshness_fields_but_track_content() {
+        let a = snaps(None, RevisionRow::default()).columns;
+        let mut r = row(None);
+        r.insert("version".into(), json!(9));
+        r.insert("updated_at".into(), json!("2030-01-01T00:00:00.000Z"));
+        let f = fields();
+        let b = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        assert_eq!(a.fingerprint, b.fingerprint, "an unrelated write is a no-op");
+        r.insert("hero".into(), json!("m9"));
+        let c = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        assert_ne!(a.fingerprint, c.fingerprint);
+    }
+}

@@ -1,0 +1,68 @@
+// Assertions and small utilities shared by the workerd test files (not a test file itself).
+import assert from "node:assert/strict";
+
+export const NO_STORE = "private, no-store";
+
+let counter = 0;
+/** A collection/field slug that no other test in the process uses. */
+export function uniq(prefix) {
+  counter += 1;
+  return `${prefix}_${process.pid.toString(36)}_${counter}`;
+}
+
+/** Asserts a success envelope with the exact status; returns `data`. */
+export function ok(res, status = 200) {
+  assert.equal(res.status, status, `expected ${status}, got ${res.status}: ${res.text}`);
+  assert.equal(res.headers.get("cache-control"), NO_STORE);
+  assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+  assert.ok(res.json, `body is not JSON: ${res.text}`);
+  assert.equal(res.json.success, true, res.text);
+  assert.ok("data" in res.json, res.text);
+  return res.json.data;
+}
+
+/** Asserts an error envelope with the exact status and code; returns `error`. */
+export function err(res, status, code) {
+  assert.equal(res.status, status, `expected ${status} ${code}, got ${res.status}: ${res.text}`);
+  assert.equal(res.headers.get("cache-control"), NO_STORE);
+  assert.match(res.headers.get("content-type") ?? "", /^application\/json/);
+  assert.ok(res.json, `body is not JSON: ${res.text}`);
+  assert.equal(res.json.success, false, res.text);
+  assert.equal(res.json.error.code, code, res.text);
+  assert.equal(typeof res.json.error.message, "string");
+  assert.ok(res.json.error.message.length > 0);
+  return res.json.error;
+}
+
+/**
+ * Asserts a 400 VALIDATION_ERROR whose `details.issues` are well formed and include an issue at
+ * each of `paths` (exact path match); returns the issues.
+ */
+export function validation(res, ...paths) {
+  const e = err(res, 400, "VALIDATION_ERROR");
+  assert.ok(e.details && Array.isArray(e.details.issues), res.text);
+  assert.ok(e.details.issues.length > 0, res.text);
+  for (const issue of e.details.issues) {
+    assert.deepEqual(Object.keys(issue).sort(), ["message", "path"], res.text);
+    assert.equal(typeof issue.path, "string");
+    assert.equal(typeof issue.message, "string");
+    assert.ok(issue.message.length > 0);
+  }
+  const got = e.details.issues.map((i) => i.path);
+  for (const p of paths) {
+    assert.ok(got.includes(p), `no issue at ${JSON.stringify(p)} in ${res.text}`);
+  }
+  return e.details.issues;
+}
+
+/** Rows of a query against the worker's D1 database. */
+export async function rows(w, sql, ...params) {
+  const r = await w.db.prepare(sql).bind(...params).all();
+  return r.results;
+}
+
+/** Whether a table (or index, …) of that name exists. */
+export async function schemaObjectExists(w, name) {
+  const r = await rows(w, "SELECT name FROM sqlite_master WHERE name = ?1", name);
+  return r.length === 1;
+}

@@ -61,3 +61,25 @@ pub fn authorize(principal: Option<&Principal>, role: Role, scope: Scope) -> Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::executor::block_on;
+
+    use super::*;
+    use crate::exec::sqlite::SqliteExecutor;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let exec = SqliteExecutor::open_in_memory().unwrap();
+        let config = Config { admin_token_hash: Some(hash_token("secret")) };
+        for header in ["Bearer secret", "bearer secret", "BEARER  secret "] {
+            let p = block_on(authenticate(&exec, &config, Some(header))).unwrap();
+            assert_eq!(p.map(|p| p.role), Some(Role::Admin), "{header}");
+        }
+        for header in ["Bearer", "Bearer ", "Basic secret", "secret", "Bearersecret"] {
+            let e = block_on(authenticate(&exec, &config, Some(header))).unwrap_err();
+            assert_eq!(e.status, 401, "{header}");
+        }
+    }
+}

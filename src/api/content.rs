@@ -5,6 +5,7 @@ use serde_json::{json, Map, Value as Json};
 use super::error::ApiError;
 use super::input::{self, json_body, query, query_flag, Issues, Obj};
 use super::schema;
+use super::usage;
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor, Row, Value};
 use crate::model::content::{check_locale, check_slug, item_json, parse_rev, rev_token, Status};
@@ -19,7 +20,9 @@ fn not_found() -> ApiError {
 /// Maps write failures: a taken (slug, locale) is a 409, anything else is internal.
 fn write_error(e: exec::Error) -> ApiError {
     match e {
-        exec::Error::Unique(_) => ApiError::conflict("An entry with this slug already exists in this locale"),
+        exec::Error::Unique(msg) if msg.contains(".slug") => {
+            ApiError::conflict("An entry with this slug already exists in this locale")
+        }
         other => other.into(),
     }
 }
@@ -87,6 +90,9 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
     issues.finish()?;
     let new = NewEntry { slug: slug.unwrap_or_default(), status: status.as_str(), locale, translation_group, columns };
     let row = repo::insert(ctx.exec, &c, new).await.map_err(write_error)?;
+    if let Some(id) = row.get("id").and_then(Json::as_str) {
+        usage::after_write(ctx, &c, id).await;
+    }
     Ok(item_reply(201, &row, &c))
 }
 
@@ -174,7 +180,10 @@ pub async fn update<E: Executor>(
     }
     let update = Update { expected_version: expected, slug, status: status.map(Status::as_str), columns };
     match repo::update(ctx.exec, &c, id, update).await.map_err(write_error)? {
-        Some(row) => Ok(item_reply(200, &row, &c)),
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
         None => Err(missing_or_conflict(ctx, &c, id).await),
     }
 }
@@ -208,7 +217,10 @@ async fn save_draft<E: Executor>(
         draft.insert("_slug".into(), Json::String(s));
     }
     match repo::save_draft(ctx.exec, c, id, version, &Json::Object(draft)).await? {
-        Some(row) => Ok(item_reply(200, &row, c)),
+        Some(row) => {
+            usage::after_write(ctx, c, id).await;
+            Ok(item_reply(200, &row, c))
+        }
         None => Err(missing_or_conflict(ctx, c, id).await),
     }
 }
@@ -239,7 +251,10 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
         issues.finish()?;
     }
     match repo::publish(ctx.exec, &c, id, row_version(&row), slug, columns).await.map_err(write_error)? {
-        Some(row) => Ok(item_reply(200, &row, &c)),
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
         None => Err(missing_or_conflict(ctx, &c, id).await),
     }
 }
@@ -252,7 +267,10 @@ async fn transition<E: Executor>(
 ) -> Result<Reply, ApiError> {
     let c = schema::load(ctx, collection, "collection").await?;
     match repo::transition(ctx.exec, &c, id, t).await? {
-        Some(row) => Ok(item_reply(200, &row, &c)),
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
         // Already in the target state: answer with the entry as it is.
         None => repo::get(ctx.exec, &c, id).await?.map(|row| item_reply(200, &row, &c)).ok_or_else(not_found),
     }
@@ -277,6 +295,7 @@ pub async fn delete<E: Executor>(
     }
     let c = schema::load(ctx, collection, "collection").await?;
     if repo::delete(ctx.exec, &c, id).await? {
+        usage::after_write(ctx, &c, id).await;
         Ok((200, json!({"deleted": true, "id": id})))
     } else {
         Err(not_found())

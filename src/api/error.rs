@@ -20,6 +20,9 @@ pub const CODES: &[&str] = &[
     "COLLECTION_EXISTS",
     "COLLECTION_HAS_CONTENT",
     "CONFLICT",
+    "MEDIA_USAGE_CAPTURE_INACTIVE",
+    "WORK_LEASE_ACTIVE",
+    "WORK_CHANGED",
     "INTERNAL_ERROR",
 ];
 
@@ -113,6 +116,15 @@ impl ApiError {
 
 impl From<exec::Error> for ApiError {
     fn from(e: exec::Error) -> Self {
-        ApiError::internal(e.to_string())
+        match e {
+            // The capture trigger refused a content write: the collection is not actively
+            // indexed (for example while it is being deleted).
+            exec::Error::CaptureInactive => ApiError::new(
+                409,
+                "MEDIA_USAGE_CAPTURE_INACTIVE",
+                "Content writes to this collection are fenced: its media usage capture is not active",
+            ),
+            other => ApiError::internal(other.to_string()),
+        }
     }
 }

@@ -62,9 +62,13 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     }
 }
 
-pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
+pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
     let m = repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
-    Ok((200, json!({"item": media_json(&m)})))
+    let mut item = media_json(&m);
+    if input::query_flag(req, "includeUsage") {
+        item["usage"] = super::usage::usage_summary(ctx, &m.id).await?;
+    }
+    Ok((200, json!({ "item": item })))
 }
 
 pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {

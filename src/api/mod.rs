@@ -9,6 +9,7 @@ pub mod media;
 pub mod routes;
 pub mod schema;
 pub mod tokens;
+pub mod usage;
 
 use serde_json::{json, Value as Json};
 
@@ -48,11 +49,20 @@ pub struct Response {
     pub no_store: bool,
     /// For the log: the hidden cause of a 500.
     pub cause: Option<String>,
+    /// For the log: things that went wrong without failing the request.
+    pub log: Vec<String>,
 }
 
 impl Response {
     fn json(status: u16, body: &Json) -> Response {
-        Response { status, content_type: "application/json", body: body.to_string(), no_store: true, cause: None }
+        Response {
+            status,
+            content_type: "application/json",
+            body: body.to_string(),
+            no_store: true,
+            cause: None,
+            log: Vec::new(),
+        }
     }
 
     pub fn data(status: u16, data: Json) -> Response {
@@ -84,6 +94,14 @@ pub struct Ctx<'a, E> {
     pub exec: &'a E,
     pub config: &'a Config,
     pub principal: Option<Principal>,
+    log: std::cell::RefCell<Vec<String>>,
+}
+
+impl<E> Ctx<'_, E> {
+    /// Notes something for the log without failing the request.
+    pub fn log(&self, line: String) {
+        self.log.borrow_mut().push(line);
+    }
 }
 
 /// A successful handler result: status and `data`.
@@ -108,7 +126,7 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
             principal
         }
     };
-    let ctx = Ctx { exec, config, principal };
+    let ctx = Ctx { exec, config, principal, log: Default::default() };
     let p = |i: usize| params.get(i).map(String::as_str).unwrap_or_default();
     let (status, data) = match op {
         Op::Health => health(&ctx).await?,
@@ -119,6 +137,7 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
                 body: OPENAPI_JSON.to_owned(),
                 no_store: true,
                 cause: None,
+                log: Vec::new(),
             })
         }
         Op::ListCollections => schema::list(&ctx).await?,
@@ -136,12 +155,19 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
         Op::RestoreContent => content::restore(&ctx, p(0), p(1)).await?,
         Op::ListMedia => media::list(&ctx, req).await?,
         Op::CreateMedia => media::create(&ctx, req).await?,
-        Op::GetMedia => media::get(&ctx, p(0)).await?,
+        Op::GetMedia => media::get(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0)).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,
         Op::SelfCheck => self_check(&ctx).await?,
+        Op::MediaUsage => usage::media_usage(&ctx, p(0), req).await?,
+        Op::UsageStatus => usage::status(&ctx).await?,
+        Op::UsageTicks => usage::ticks(&ctx, req).await?,
+        Op::UsageWork => usage::list_work(&ctx, req).await?,
+        Op::UsageWorkRetry => usage::retry_work(&ctx, req).await?,
     };
-    Ok(Response::data(status, data))
+    let mut response = Response::data(status, data);
+    response.log = ctx.log.into_inner();
+    Ok(response)
 }
 
 async fn health<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {

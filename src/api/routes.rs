@@ -30,6 +30,11 @@ pub enum Op {
     DeleteMedia,
     CreateToken,
     SelfCheck,
+    MediaUsage,
+    UsageStatus,
+    UsageTicks,
+    UsageWork,
+    UsageWorkRetry,
 }
 
 /// One route: method, OpenAPI-style path template, operation.
@@ -65,8 +70,13 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
+    r("GET", "/_emdash/api/media/{id}/usage", Op::MediaUsage),
     r("POST", "/_emdash/api/admin/tokens", Op::CreateToken),
     r("POST", "/_emdash/api/admin/self-check", Op::SelfCheck),
+    r("GET", "/_emdash/api/admin/media-usage/status", Op::UsageStatus),
+    r("GET", "/_emdash/api/admin/media-usage/ticks", Op::UsageTicks),
+    r("GET", "/_emdash/api/admin/media-usage/work", Op::UsageWork),
+    r("POST", "/_emdash/api/admin/media-usage/work/retry", Op::UsageWorkRetry),
 ];
 
 /// Who may call an operation.
@@ -94,7 +104,10 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::CreateMedia => Need(Role::Author, Scope::MediaWrite),
         Op::DeleteMedia if query_flag(req, "force") => Need(Role::Admin, Scope::MediaWrite),
         Op::DeleteMedia => Need(Role::Editor, Scope::MediaWrite),
-        Op::CreateToken | Op::SelfCheck => Need(Role::Admin, Scope::Admin),
+        Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
+        Op::CreateToken | Op::SelfCheck | Op::UsageStatus | Op::UsageTicks | Op::UsageWork | Op::UsageWorkRetry => {
+            Need(Role::Admin, Scope::Admin)
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use crate::api;
 use crate::exec::fault::Faulty;
 use crate::exec::meter::Metered;
 use crate::model::auth::hash_token;
+use crate::usage::tick::{self, TickBudget};
 
 /// The executor stack every invocation uses.
 pub(crate) type EdgeExecutor = Metered<Faulty<d1::D1Executor>, clock::DateClock>;
@@ -50,5 +51,35 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
     if let Some(cause) = &response.cause {
         worker::console_error!("{} {} failed: {}", request.method, request.path, cause);
     }
+    for line in &response.log {
+        worker::console_warn!("{} {}: {}", request.method, request.path, line);
+    }
     http::write_response(response)
+}
+
+/// One cron tick. It cannot return an error: the outcome is logged and recorded in
+/// `_emdash_media_usage_ticks` by the core.
+#[event(scheduled)]
+async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
+    let exec = match executor(&env) {
+        Ok(exec) => exec,
+        Err(e) => {
+            worker::console_error!("media usage tick could not start: {e}");
+            return;
+        }
+    };
+    let budget = TickBudget::from_settings(
+        var(&env, "MEDIA_USAGE_TICK_MAX_QUERIES").as_deref(),
+        var(&env, "MEDIA_USAGE_TICK_MAX_MS").as_deref(),
+    );
+    let report = tick::run(&exec, &clock::DateClock, budget).await;
+    match &report.error {
+        Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.jobs),
+        None => worker::console_log!(
+            "media usage tick {}: {} jobs, {} statements",
+            report.outcome,
+            report.jobs,
+            report.statements
+        ),
+    }
 }

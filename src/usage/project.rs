@@ -6,7 +6,7 @@ use serde_json::{json, Value as Json};
 
 use super::extract::extraction_fields;
 use super::fingerprint::is_v1;
-use super::snapshot::{entry_snapshots, source_key, RevisionRow, Snapshot, SourceMeta, Variant};
+use super::snapshot::{entry_snapshots, source_key, DraftSnapshot, RevisionRow, Snapshot, SourceMeta, Variant};
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::model::field::{Field, FieldType};
@@ -141,13 +141,13 @@ fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry) -> Pla
             changed.push(&snaps.columns);
         }
         match &snaps.draft {
-            Some(Ok(d)) => {
+            Some(DraftSnapshot::Indexed(d)) => {
                 wanted.push(d.meta.source_key.clone());
                 if !is_noop(d, observed(&d.meta.source_key)) {
                     changed.push(d);
                 }
             }
-            Some(Err(failure)) => {
+            Some(DraftSnapshot::Failed(failure)) => {
                 wanted.push(failure.meta.source_key.clone());
                 let prior = observed(&failure.meta.source_key);
                 let already = prior.is_some_and(|o| {

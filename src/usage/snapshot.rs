@@ -80,11 +80,18 @@ pub struct RevisionRow {
     pub data: Option<String>,
 }
 
+/// The draft overlay variant: projected, or failed with a code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DraftSnapshot {
+    Indexed(Snapshot),
+    Failed(DraftFailure),
+}
+
 /// Both variants of an entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntrySnapshots {
     pub columns: Snapshot,
-    pub draft: Option<Result<Snapshot, DraftFailure>>,
+    pub draft: Option<DraftSnapshot>,
 }
 
 fn text(row: &Row, key: &str) -> Option<String> {
@@ -160,7 +167,10 @@ pub fn entry_snapshots(
     let columns = build(meta(Variant::Columns, text(row, "live_revision_id"), slug.clone(), &data), &data);
     let draft = text(row, "draft_revision_id").map(|draft_id| {
         let failed = |code: &'static str| {
-            Err(DraftFailure { meta: meta(Variant::DraftOverlay, Some(draft_id.clone()), slug.clone(), &data), code })
+            DraftSnapshot::Failed(DraftFailure {
+                meta: meta(Variant::DraftOverlay, Some(draft_id.clone()), slug.clone(), &data),
+                code,
+            })
         };
         if revision.id.is_none() {
             return failed("DRAFT_REVISION_NOT_FOUND");
@@ -181,7 +191,10 @@ pub fn entry_snapshots(
             }
         }
         let draft_slug = rev.get("_slug").and_then(Json::as_str).map(str::to_owned).or_else(|| slug.clone());
-        Ok(build(meta(Variant::DraftOverlay, Some(draft_id.clone()), draft_slug, &overlay), &overlay))
+        DraftSnapshot::Indexed(build(
+            meta(Variant::DraftOverlay, Some(draft_id.clone()), draft_slug, &overlay),
+            &overlay,
+        ))
     });
     EntrySnapshots { columns, draft }
 }
@@ -241,7 +254,10 @@ mod tests {
             entry_id: Some(entry.into()),
             data: Some(data.into()),
         };
-        let code = |s: EntrySnapshots| s.draft.unwrap().unwrap_err().code;
+        let code = |s: EntrySnapshots| match s.draft {
+            Some(DraftSnapshot::Failed(f)) => f.code,
+            other => panic!("expected a draft failure, got {other:?}"),
+        };
         assert_eq!(code(snaps(Some("r1"), RevisionRow::default())), "DRAFT_REVISION_NOT_FOUND");
         assert_eq!(code(snaps(Some("r1"), ok_rev("posts", "other", "{}"))), "DRAFT_REVISION_MISMATCH");
         assert_eq!(code(snaps(Some("r1"), ok_rev("pages", "e1", "{}"))), "DRAFT_REVISION_MISMATCH");
@@ -261,7 +277,7 @@ mod tests {
             data: Some(r#"{"hero":"m2","_slug":"draft-slug","_internal":"x","title":"Draft"}"#.into()),
         };
         let s = snaps(Some("r1"), rev);
-        let d = s.draft.unwrap().unwrap();
+        let Some(DraftSnapshot::Indexed(d)) = s.draft else { panic!("expected an indexed draft") };
         assert_eq!(d.meta.source_key, "content:c1:e1:draft_overlay");
         assert_eq!(d.meta.content_slug.as_deref(), Some("draft-slug"));
         assert_eq!(d.meta.content_title, "Draft");

@@ -50,7 +50,7 @@ pub struct TickReport {
 }
 
 /// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`.
-pub async fn run<E: Executor, C: Clock>(exec: &Metered<E, C>, clock: &C, budget: TickBudget) -> TickReport {
+pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &K, budget: TickBudget) -> TickReport {
     let started = clock.now_ms();
     let mut report = TickReport {
         lanes: vec!["work"],
@@ -123,7 +123,7 @@ pub async fn drain<E: Executor, C: Clock>(
 ) -> Result<u32, Error> {
     for n in 0..max_ticks {
         let metered = Metered::new(exec, clock);
-        let report = run(&metered, &clock, budget).await;
+        let report = run(&metered, clock, budget).await;
         if let Some(e) = report.error {
             return Err(Error::Backend(e));
         }

@@ -7,3 +7,4 @@ mod openapi;
 mod sql_files;
 mod support;
 mod tidy;
+mod usage;

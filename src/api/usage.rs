@@ -1,0 +1,284 @@
+//! Media usage endpoints: "Used in", usage counts, coverage status, the work queue and the
+//! tick log; and the after-write projection every content write triggers.
+
+use serde_json::{json, Value as Json};
+
+use super::error::ApiError;
+use super::input::{self, json_body, query, Issues, Obj};
+use super::schema;
+use super::{Ctx, Reply, Request};
+use crate::exec::Executor;
+use crate::model::auth::Role;
+use crate::repo::media as media_repo;
+use crate::repo::schema::Collection;
+use crate::repo::usage::{self as repo, UsageRow, WorkRow};
+use crate::usage::coverage::{aggregate, CollectionCoverage};
+use crate::usage::project;
+
+/// Projects the entry a request just wrote, so "Used in" is current when the response returns.
+/// A failure here never fails the write: the work row stays queued for the cron tick.
+pub async fn after_write<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, content_id: &str) {
+    match project::process_next(ctx.exec, Some((&c.id, content_id))).await {
+        Ok(Some(project::JobOutcome::Failed { code, .. })) => {
+            ctx.log(format!("projection of {}/{content_id} failed: {code}", c.slug));
+        }
+        Ok(_) => {}
+        Err(e) => ctx.log(format!("projection of {}/{content_id} deferred to the cron tick: {e}", c.slug)),
+    }
+}
+
+/// Overall coverage and the per-collection rows it was computed from.
+pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(&'static str, Vec<repo::CoverageRow>), ApiError> {
+    let rows = repo::coverage_rows(ctx.exec).await?;
+    let cov: Vec<CollectionCoverage> = rows
+        .iter()
+        .map(|r| CollectionCoverage {
+            status: r.status.clone(),
+            reconciliation_required: r.reconciliation_required.unwrap_or(0) != 0,
+        })
+        .collect();
+    Ok((aggregate(&cov), rows))
+}
+
+pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
+    let (overall, rows) = coverage(ctx).await?;
+    let collections: Vec<Json> = rows
+        .iter()
+        .map(|r| {
+            let effective = CollectionCoverage {
+                status: r.status.clone(),
+                reconciliation_required: r.reconciliation_required.unwrap_or(0) != 0,
+            }
+            .effective();
+            json!({
+                "collection": r.collection,
+                "collectionId": r.collection_id,
+                "status": effective,
+                "storedStatus": r.status,
+                "captureState": r.capture_state,
+                "changeEpoch": r.change_epoch.unwrap_or(0),
+                "reconciliationRequired": r.reconciliation_required.unwrap_or(0) != 0,
+                "lastErrorCode": r.last_error_code,
+            })
+        })
+        .collect();
+    Ok((200, json!({"status": overall, "collections": collections})))
+}
+
+/// The `usage` block of `GET /media/{id}?includeUsage=1`: a count only when coverage is
+/// complete and the caller may see drafts (editor or above).
+pub async fn usage_summary<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str) -> Result<Json, ApiError> {
+    let (overall, _) = coverage(ctx).await?;
+    let may_read_drafts = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
+    let count = if overall == "complete" && may_read_drafts {
+        Some(repo::count_entries(ctx.exec, media_id).await?)
+    } else {
+        None
+    };
+    Ok(json!({"count": count, "coverage": {"scope": "all_content_collections", "status": overall}}))
+}
+
+/// `GET /media/{id}/usage`: the entries whose current projection references the media.
+pub async fn media_usage<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str, req: &Request) -> Result<Reply, ApiError> {
+    let mut issues = Issues::default();
+    let limit = input::limit(req, &mut issues);
+    let after = input::cursor(req, &mut issues)?;
+    issues.finish()?;
+    media_repo::get(ctx.exec, media_id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
+    let (overall, _) = coverage(ctx).await?;
+    let rows = repo::usage_page(ctx.exec, media_id, after, limit + 1).await?;
+    let mut entries = group_entries(rows);
+    let next = if entries.len() > limit as usize {
+        entries.truncate(limit as usize);
+        entries.last().map(|e| input::encode_cursor(&e.collection, &e.content_id))
+    } else {
+        None
+    };
+    let items: Vec<Json> = entries.iter().map(EntryUsage::to_json).collect();
+    Ok((
+        200,
+        json!({"items": items, "nextCursor": next, "coverage": {"scope": "all_content_collections", "status": overall}}),
+    ))
+}
+
+/// One entry's usage of a media item.
+#[derive(Debug)]
+struct EntryUsage {
+    collection: String,
+    content_id: String,
+    /// Display metadata: from the draft overlay when present, else the live columns.
+    meta: UsageRow,
+    deleted_at: Option<String>,
+    occurrences: Vec<(String, String, i64, String)>,
+}
+
+impl EntryUsage {
+    fn to_json(&self) -> Json {
+        json!({
+            "collection": self.collection,
+            "contentId": self.content_id,
+            "slug": self.meta.content_slug,
+            "title": self.meta.content_title,
+            "status": self.meta.content_status,
+            "locale": self.meta.locale,
+            "deletedAt": self.deleted_at,
+            "occurrences": self.occurrences.iter().map(|(slug, path, index, ty)| json!({
+                "fieldSlug": slug, "fieldPath": path, "occurrenceIndex": index,
+                "referenceType": match ty.as_str() {
+                    "image_field" | "file_field" | "portable_text_image" => ty.as_str(),
+                    _ => "unknown",
+                },
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Groups occurrence rows (ordered by entry) into entries; a page never splits an entry.
+fn group_entries(rows: Vec<UsageRow>) -> Vec<EntryUsage> {
+    let mut out: Vec<EntryUsage> = Vec::new();
+    for row in rows {
+        let same = out.last().is_some_and(|e| e.collection == row.collection_slug && e.content_id == row.content_id);
+        if !same {
+            out.push(EntryUsage {
+                collection: row.collection_slug.clone(),
+                content_id: row.content_id.clone(),
+                meta: row.clone(),
+                deleted_at: None,
+                occurrences: Vec::new(),
+            });
+        }
+        let Some(entry) = out.last_mut() else { continue };
+        if row.source_variant == "draft_overlay" {
+            entry.meta = row.clone();
+        }
+        if row.content_deleted_at > entry.deleted_at {
+            entry.deleted_at = row.content_deleted_at.clone();
+        }
+        let occ = (row.field_slug, row.field_path, row.occurrence_index, row.reference_type);
+        if !entry.occurrences.contains(&occ) {
+            entry.occurrences.push(occ);
+        }
+    }
+    for e in &mut out {
+        e.occurrences.sort();
+    }
+    out
+}
+
+fn work_json(w: &WorkRow) -> Json {
+    json!({
+        "collectionId": w.collection_id,
+        "collectionSlug": w.collection_slug,
+        "contentId": w.content_id,
+        "state": w.state,
+        "attemptCount": w.attempt_count,
+        "workVersion": w.work_version,
+        "nextAttemptAt": w.next_attempt_at,
+        "leaseExpiresAt": w.lease_expires_at,
+        "lastAttemptedAt": w.last_attempted_at,
+        "lastErrorCode": w.last_error_code,
+        "updatedAt": w.updated_at,
+    })
+}
+
+const WORK_STATES: &[&str] = &["pending", "retry", "leased", "failed"];
+
+/// `GET /admin/media-usage/work?collection=&state=&limit=&cursor=`.
+pub async fn list_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let mut issues = Issues::default();
+    let limit = input::limit(req, &mut issues);
+    let state = query(req, "state");
+    if state.is_some_and(|s| !WORK_STATES.contains(&s)) {
+        issues.add("state", "Expected pending, retry, leased or failed");
+    }
+    let collection = query(req, "collection");
+    if collection.is_none() {
+        issues.add("collection", "Required");
+    }
+    let after = input::cursor(req, &mut issues)?;
+    issues.finish()?;
+    let c = schema::load(ctx, collection.unwrap_or_default(), "collection").await?;
+    let mut rows = repo::list_work(ctx.exec, &c.id, state, after, limit).await?;
+    let next = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|w| input::encode_cursor(&w.updated_at, &w.content_id))
+    } else {
+        None
+    };
+    Ok((200, json!({"items": rows.iter().map(work_json).collect::<Vec<_>>(), "nextCursor": next})))
+}
+
+/// `POST /admin/media-usage/work/retry {"collectionId","contentId"}`.
+pub async fn retry_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["collectionId", "contentId"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let collection_id = obj.string(&mut issues, "collectionId", true, 1, 2048);
+    let content_id = obj.string(&mut issues, "contentId", true, 1, 2048);
+    issues.finish()?;
+    let (Some(collection_id), Some(content_id)) = (collection_id, content_id) else {
+        return Err(ApiError::internal("validated retry input is incomplete"));
+    };
+    let (_, rows) = coverage(ctx).await?;
+    let current = rows
+        .iter()
+        .find(|r| r.collection_id == collection_id && r.capture_state.as_deref() == Some("active"))
+        .ok_or_else(|| ApiError::new(404, "COLLECTION_NOT_FOUND", "No actively indexed collection has this id"))?;
+    let slug = schema::parse_slug(&current.collection, "collectionId")?;
+    let c = crate::repo::schema::find(ctx.exec, &slug)
+        .await?
+        .filter(|c| c.id == collection_id)
+        .ok_or_else(|| ApiError::collection_not_found(&current.collection))?;
+    let observed = repo::get_work(ctx.exec, &c.id, &content_id).await?;
+    if let Some(w) = &observed {
+        if w.row.state == "pending" {
+            return Ok((200, json!({"changed": false, "item": work_json(&w.row)})));
+        }
+        if w.row.state == "leased" && w.lease_live == Some(1) {
+            return Err(ApiError::new(409, "WORK_LEASE_ACTIVE", "The work item is being processed")
+                .with_details(json!({"leaseExpiresAt": w.row.lease_expires_at})));
+        }
+    } else if crate::repo::content::get(ctx.exec, &c, &content_id).await?.is_none() {
+        return Err(ApiError::not_found("No work item or entry with this id"));
+    }
+    match repo::retry_work(ctx.exec, &c, &content_id, observed.as_ref().map(|w| &w.row)).await? {
+        Some(row) => Ok((200, json!({"changed": true, "item": work_json(&row)}))),
+        None => Err(ApiError::new(409, "WORK_CHANGED", "The work item changed; reload and retry")),
+    }
+}
+
+/// `GET /admin/media-usage/ticks?limit=&cursor=`: newest first.
+pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let mut issues = Issues::default();
+    let limit = input::limit(req, &mut issues);
+    let before = match input::cursor(req, &mut issues)? {
+        Some((_, id)) => Some(id.parse::<i64>().map_err(|_| ApiError::invalid_cursor())?),
+        None => None,
+    };
+    issues.finish()?;
+    let mut rows = repo::list_ticks(ctx.exec, before, limit).await?;
+    let next = if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|t| input::encode_cursor(&t.started_at, &t.id.to_string()))
+    } else {
+        None
+    };
+    let items: Vec<Json> = rows
+        .iter()
+        .map(|t| {
+            json!({
+                "id": t.id,
+                "startedAt": t.started_at,
+                "lane": t.lane,
+                "outcome": t.outcome,
+                "statements": t.statements,
+                "rowsWritten": t.rows_written,
+                "durationMs": t.duration_ms,
+                "details": t.details.as_deref().and_then(|d| serde_json::from_str::<Json>(d).ok()),
+            })
+        })
+        .collect();
+    Ok((200, json!({"items": items, "nextCursor": next})))
+}

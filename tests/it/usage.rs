@@ -1,0 +1,541 @@
+//! The media usage index end to end on SQLite: capture, projection, eligibility, admission,
+//! CAS losses, crash resumption at every statement, coverage and the operator endpoints.
+
+use std::cell::Cell;
+
+use futures::executor::block_on;
+use media_usage_worker::api::{self, Config, Request, Response};
+use media_usage_worker::clock::MonotonicClock;
+use media_usage_worker::exec::fault::Faulty;
+use media_usage_worker::exec::meter::Metered;
+use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
+use media_usage_worker::model::auth::hash_token;
+use media_usage_worker::usage::project::{self, JobOutcome};
+use media_usage_worker::usage::tick::{self, TickBudget};
+use serde_json::{json, Value as Json};
+
+use crate::support::{code, data, Api, ADMIN};
+
+fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// A collection `posts` with a title, an image, a file, Portable Text and a repeater.
+fn setup() -> Api {
+    let api = Api::new();
+    let r = api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "Posts", "fields": [
+            {"slug": "title", "type": "string"},
+            {"slug": "hero", "type": "image"},
+            {"slug": "attachment", "type": "file"},
+            {"slug": "body", "type": "portableText"},
+            {"slug": "gallery", "type": "repeater", "subFields": [{"slug": "image", "type": "image"}, {"slug": "caption", "type": "string"}]}
+        ]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    api
+}
+
+fn create(api: &Api, slug: &str, status: &str, data_: Json) -> String {
+    let r = api.post("/content/posts", &json!({"slug": slug, "status": status, "data": data_}));
+    assert_eq!(r.status, 201, "{}", r.body);
+    data(&r)["item"]["id"].as_str().unwrap().to_owned()
+}
+
+fn used_in(api: &Api, media: &str) -> Json {
+    data(&api.get(&format!("/media/{media}/usage")))
+}
+
+fn coverage(api: &Api) -> String {
+    data(&api.get("/admin/media-usage/status"))["status"].as_str().unwrap().to_owned()
+}
+
+fn gallery(n: usize, prefix: &str) -> Json {
+    Json::Array((0..n).map(|i| json!({"image": format!("{prefix}{i}")})).collect())
+}
+
+#[test]
+fn a_content_write_is_listed_in_used_in_with_its_paths() {
+    let api = setup();
+    let m1 = register_media(&api, "m1.jpg");
+    let m2 = register_media(&api, "m2.jpg");
+    let id = create(
+        &api,
+        "hello",
+        "published",
+        json!({"title": "Hello", "hero": {"id": m1, "mimeType": "image/jpeg"}, "gallery": [{"image": m1}, {"image": m2}],
+               "body": [{"_type": "block"}, {"_type": "image", "asset": {"_ref": m1}}]}),
+    );
+    let u = used_in(&api, &m1);
+    assert_eq!(u["coverage"]["status"], "complete");
+    let items = u["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["contentId"], id.as_str());
+    assert_eq!(items[0]["collection"], "posts");
+    assert_eq!(items[0]["title"], "Hello");
+    assert_eq!(items[0]["slug"], "hello");
+    assert_eq!(items[0]["status"], "published");
+    let paths: Vec<&str> =
+        items[0]["occurrences"].as_array().unwrap().iter().map(|o| o["fieldPath"].as_str().unwrap()).collect();
+    assert_eq!(paths, ["body[1].asset._ref", "gallery[0].image", "hero"]);
+    assert_eq!(items[0]["occurrences"][0]["referenceType"], "portable_text_image");
+    assert_eq!(used_in(&api, &m2)["items"][0]["occurrences"][0]["fieldPath"], "gallery[1].image");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0, "the write's job completed");
+    // Unknown media: 404 before any usage query.
+    assert_eq!(code(&api.get("/media/nope/usage")), "NOT_FOUND");
+    assert_eq!(code(&api.get(&format!("/media/{m1}/usage?cursor=%25%25%25"))), "INVALID_CURSOR");
+}
+
+#[test]
+fn used_in_pages_never_split_an_entry() {
+    let api = setup();
+    let m = register_media(&api, "shared.jpg");
+    for i in 0..5 {
+        create(&api, &format!("e{i}"), "published", json!({"hero": m, "gallery": [{"image": m}]}));
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let path = match &cursor {
+            Some(c) => format!("/media/{m}/usage?limit=2&cursor={c}"),
+            None => format!("/media/{m}/usage?limit=2"),
+        };
+        let page = data(&api.get(&path));
+        for item in page["items"].as_array().unwrap() {
+            assert_eq!(item["occurrences"].as_array().unwrap().len(), 2, "an entry arrives whole");
+            seen.push(item["contentId"].as_str().unwrap().to_owned());
+        }
+        match page["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    let mut unique = seen.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((seen.len(), unique.len()), (5, 5));
+}
+
+fn register_media(api: &Api, key: &str) -> String {
+    let r = api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
+    data(&r)["item"]["id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn usage_counts_follow_eligibility_and_coverage() {
+    let api = setup();
+    let live = register_media(&api, "live.png");
+    let draft_only = register_media(&api, "draft.png");
+    let superseded = register_media(&api, "old.png");
+    let unused = register_media(&api, "unused.png");
+    // Published entry whose draft uses another image: both count once.
+    let a = create(&api, "a", "published", json!({"hero": live}));
+    data(&api.put(&format!("/content/posts/{a}"), &json!({"draft": true, "data": {"hero": draft_only}})));
+    // Draft entry with a draft revision: the superseded live image does not count.
+    let b = create(&api, "b", "draft", json!({"hero": superseded}));
+    data(&api.put(&format!("/content/posts/{b}"), &json!({"draft": true, "data": {"hero": draft_only}})));
+    let count = |m: &str| data(&api.get(&format!("/media/{m}?includeUsage=1")))["item"]["usage"]["count"].clone();
+    assert_eq!(count(&live), 1);
+    assert_eq!(count(&draft_only), 2);
+    assert_eq!(count(&superseded), 0);
+    assert_eq!(count(&unused), 0);
+    assert!(used_in(&api, &unused)["items"].as_array().unwrap().is_empty());
+    // A trashed entry no longer counts but is still listed with deletedAt.
+    data(&api.delete(&format!("/content/posts/{a}")));
+    assert_eq!(count(&live), 0);
+    let listed = used_in(&api, &live);
+    assert!(listed["items"][0]["deletedAt"].is_string());
+    // Counts need a role that may read drafts.
+    let author = api.token("author", &["media:read"]);
+    let r = api.call("GET", &format!("/media/{live}?includeUsage=1"), Some(&author), None);
+    assert_eq!(r.body_json()["data"]["item"]["usage"]["count"], Json::Null);
+}
+
+#[test]
+fn publishing_moves_the_draft_projection_to_live() {
+    let api = setup();
+    let (m_old, m_new) = (register_media(&api, "old.jpg"), register_media(&api, "new.jpg"));
+    let id = create(&api, "p", "published", json!({"hero": m_old}));
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": m_new}})));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 2);
+    data(&api.post(&format!("/content/posts/{id}/publish"), &json!({})));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 1, "the draft source is gone");
+    assert!(used_in(&api, &m_old)["items"].as_array().unwrap().is_empty());
+    assert_eq!(used_in(&api, &m_new)["items"].as_array().unwrap().len(), 1);
+    // Permanent delete removes the entry's sources and occurrences.
+    api.call("DELETE", &format!("/content/posts/{id}?permanent=true"), Some(ADMIN), None);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0);
+    assert_eq!(coverage(&api), "complete");
+}
+
+#[test]
+fn twelve_occurrences_are_admitted_and_thirteen_fail_terminally() {
+    let api = setup();
+    create(&api, "twelve", "published", json!({"gallery": gallery(12, "a")}));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 12);
+    assert_eq!(coverage(&api), "complete");
+
+    let id = create(&api, "thirteen", "published", json!({"gallery": gallery(13, "b")}));
+    let work: (String, i64, String) = api
+        .db
+        .connection()
+        .query_row("SELECT state, attempt_count, last_error_code FROM _emdash_media_usage_work", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    assert_eq!(work, ("failed".into(), 1, "MEDIA_USAGE_RESOURCE_LIMIT".into()));
+    assert_eq!(
+        scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_sources WHERE content_id = '{id}'")),
+        0
+    );
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 12, "nothing of the 13 was written");
+    let st = data(&api.get("/admin/media-usage/status"));
+    assert_eq!(st["status"], "partial");
+    assert_eq!(st["collections"][0]["lastErrorCode"], "MEDIA_USAGE_RESOURCE_LIMIT");
+    // Counts are withheld while coverage is not complete.
+    let m = register_media(&api, "any.png");
+    let usage = data(&api.get(&format!("/media/{m}?includeUsage=1")))["item"]["usage"].clone();
+    assert_eq!(usage, json!({"count": null, "coverage": {"scope": "all_content_collections", "status": "partial"}}));
+}
+
+#[test]
+fn a_byte_budget_overflow_fails_without_a_source_row() {
+    let api = setup();
+    create(&api, "huge", "published", json!({"title": "é".repeat(300_000), "hero": "m1"}));
+    assert_eq!(
+        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_work").as_deref(),
+        Some("MEDIA_USAGE_RESOURCE_LIMIT")
+    );
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0);
+}
+
+#[test]
+fn an_unchanged_projection_is_a_no_op() {
+    let api = setup();
+    let id = create(&api, "same", "published", json!({"hero": "m1", "title": "T"}));
+    let before = text(&api.db, "SELECT current_generation || '|' || updated_at FROM _emdash_media_usage_sources");
+    // A write that does not change the projection (a non-extraction, non-title field is absent
+    // here, so rewrite the same values).
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"data": {"hero": "m1"}})));
+    assert_eq!(
+        text(&api.db, "SELECT current_generation || '|' || updated_at FROM _emdash_media_usage_sources"),
+        before
+    );
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+    assert_eq!(coverage(&api), "complete");
+}
+
+#[test]
+fn draft_revision_errors_index_the_columns_and_mark_coverage_partial() {
+    let api = setup();
+    let (m1, m2) = (register_media(&api, "1.jpg"), register_media(&api, "2.jpg"));
+    let id = create(&api, "d", "published", json!({"hero": m1}));
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": m2}})));
+    // Corrupt the draft revision behind the API's back, then re-capture the entry.
+    api.db.connection().execute_batch("UPDATE revisions SET data = '[1]'").unwrap();
+    let r = api.post("/admin/media-usage/work/retry", &json!({"collectionId": collection_id(&api), "contentId": id}));
+    assert_eq!(data(&r)["changed"], true);
+    drain(&api.db);
+    let (completeness, err): (String, String) = api
+        .db
+        .connection()
+        .query_row(
+            "SELECT source_completeness, last_error_code FROM _emdash_media_usage_sources WHERE source_variant = 'draft_overlay'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((completeness.as_str(), err.as_str()), ("failed", "DRAFT_REVISION_INVALID"));
+    assert_eq!(used_in(&api, &m1)["items"].as_array().unwrap().len(), 1, "columns stay indexed");
+    assert_eq!(coverage(&api), "partial");
+}
+
+fn collection_id(api: &Api) -> String {
+    text(&api.db, "SELECT id FROM _emdash_collections WHERE slug = 'posts'").unwrap()
+}
+
+fn drain(db: &SqliteExecutor) -> u32 {
+    let budget = TickBudget { max_statements: 40, max_ms: 60_000.0 };
+    block_on(tick::drain(db, &MonotonicClock::default(), budget, 100)).unwrap()
+}
+
+#[test]
+fn the_capture_fence_refuses_writes_and_queues_nothing() {
+    let api = setup();
+    let id = create(&api, "x", "draft", json!({}));
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting'")
+        .unwrap();
+    let r = api.post("/content/posts", &json!({"slug": "y", "data": {}}));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_CAPTURE_INACTIVE".into()));
+    let r = api.put(&format!("/content/posts/{id}"), &json!({"data": {"hero": "m1"}}));
+    assert_eq!(code(&r), "MEDIA_USAGE_CAPTURE_INACTIVE");
+    let r = api.call("DELETE", &format!("/content/posts/{id}?permanent=true"), Some(ADMIN), None);
+    assert_eq!(code(&r), "MEDIA_USAGE_CAPTURE_INACTIVE");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM ec_posts"), 1);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+    // No status row at all fails closed too.
+    api.db.connection().execute_batch("DELETE FROM _emdash_media_usage_index_status").unwrap();
+    assert_eq!(code(&api.post("/content/posts", &json!({"slug": "z", "data": {}}))), "MEDIA_USAGE_CAPTURE_INACTIVE");
+}
+
+#[test]
+fn adding_an_extraction_field_invalidates_coverage_only_when_entries_exist() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "empty", "label": "E"})));
+    data(&api.post("/schema/collections/empty/fields", &json!({"slug": "hero", "type": "image"})));
+    assert_eq!(coverage(&api), "complete");
+    data(&api.post("/schema/collections", &json!({"slug": "full", "label": "F"})));
+    data(&api.post("/content/full", &json!({"slug": "one", "data": {}})));
+    data(&api.post("/schema/collections/full/fields", &json!({"slug": "note", "type": "string"})));
+    assert_eq!(coverage(&api), "complete", "a plain field does not matter");
+    data(&api.post("/schema/collections/full/fields", &json!({"slug": "hero", "type": "image"})));
+    let st = data(&api.get("/admin/media-usage/status"));
+    assert_eq!(st["status"], "stale");
+    let full = st["collections"].as_array().unwrap().iter().find(|c| c["collection"] == "full").unwrap().clone();
+    assert_eq!(full["reconciliationRequired"], true);
+    assert_eq!(full["lastErrorCode"], "CONTENT_USAGE_STALE");
+}
+
+/// Runs one projection job, running `mutate` on the raw connection right after the job's
+/// load statement (its second statement), to lose a race on purpose.
+struct RaceAfterLoad<'a> {
+    inner: &'a SqliteExecutor,
+    seen: Cell<u32>,
+    mutate: &'a str,
+}
+
+impl Executor for RaceAfterLoad<'_> {
+    async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
+        let out = self.inner.run(stmt).await;
+        self.seen.set(self.seen.get() + 1);
+        if self.seen.get() == 2 {
+            self.inner.connection().execute_batch(self.mutate).unwrap();
+        }
+        out
+    }
+
+    async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
+        self.seen.set(self.seen.get() + 1);
+        self.inner.batch(stmts).await
+    }
+}
+
+#[test]
+fn a_lost_cas_publishes_nothing_and_leaves_no_rows() {
+    let races = [
+        "UPDATE _emdash_media_usage_sources SET updated_at = '2000-01-01T00:00:00.000Z'",
+        "UPDATE _emdash_media_usage_sources SET source_fingerprint = 'media-usage-projection:v1:sha256:00'",
+        "UPDATE _emdash_media_usage_sources SET last_error_code = 'X'",
+        "UPDATE ec_posts SET version = version + 100",
+        "UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
+    ];
+    for race in races {
+        let api = setup();
+        let id = create(&api, "r", "published", json!({"hero": "m1"}));
+        // Queue a change without processing it, then race the job.
+        api.db.connection().execute_batch(&format!("UPDATE ec_posts SET hero = 'm2' WHERE id = '{id}'")).unwrap();
+        let generation = text(&api.db, "SELECT current_generation FROM _emdash_media_usage_sources");
+        let occurrences = scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage");
+        let exec = RaceAfterLoad { inner: &api.db, seen: Cell::new(0), mutate: race };
+        let outcome = block_on(project::process_next(&exec, None)).unwrap();
+        assert_eq!(outcome, Some(JobOutcome::Conflict), "{race}");
+        assert_eq!(text(&api.db, "SELECT current_generation FROM _emdash_media_usage_sources"), generation, "{race}");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), occurrences, "{race}");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id = 'm2'"), 0, "{race}");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_batch_guard"), 0);
+    }
+}
+
+/// The media ids the index currently shows for the entry, per source variant.
+fn projection(db: &SqliteExecutor) -> Vec<(String, String)> {
+    let conn = db.connection();
+    let mut stmt = conn
+        .prepare(
+            "SELECT s.source_variant, u.media_id FROM _emdash_media_usage u
+             JOIN _emdash_media_usage_sources s ON s.source_key = u.source_key AND s.current_generation = u.generation
+             ORDER BY 1, 2",
+        )
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn a_crash_at_every_statement_leaves_old_or_new_and_the_next_tick_completes() {
+    let old: Vec<(String, String)> = (0..3).map(|i| ("columns".to_owned(), format!("old{i}"))).collect();
+    let new: Vec<(String, String)> = (0..4)
+        .map(|i| ("columns".to_owned(), format!("new{i}")))
+        .chain(
+            [("draft_overlay".to_owned(), "d0".to_owned())]
+                .into_iter()
+                .chain((0..4).map(|i| ("draft_overlay".to_owned(), format!("new{i}")))),
+        )
+        .collect::<Vec<_>>();
+    let mut new_sorted = new.clone();
+    new_sorted.sort();
+    let mut crashed_somewhere = false;
+    for fail_at in 1..=30u64 {
+        let api = setup();
+        let id = create(&api, "c", "published", json!({"gallery": gallery(3, "old")}));
+        assert_eq!(projection(&api.db), old);
+        // The write: live columns change, then a draft on top, all under one faulty invocation.
+        let faulty = Faulty::new(&api.db, Some(fail_at));
+        let call = |method: &str, path: &str, body: Json| -> Response {
+            let req = Request {
+                method: method.into(),
+                path: format!("{}{path}", api::BASE_PATH),
+                authorization: Some(format!("Bearer {ADMIN}")),
+                body: body.to_string().into_bytes(),
+                ..Request::default()
+            };
+            block_on(api::handle(&faulty, &Config { admin_token_hash: Some(hash_token(ADMIN)) }, &req))
+        };
+        let r1 = call("PUT", &format!("/content/posts/{id}"), json!({"data": {"gallery": gallery(4, "new")}}));
+        let r2 = call("PUT", &format!("/content/posts/{id}"), json!({"draft": true, "data": {"hero": "d0"}}));
+        let seen = projection(&api.db);
+        let mut seen_sorted = seen.clone();
+        seen_sorted.sort();
+        let only_live_new: Vec<(String, String)> = (0..4).map(|i| ("columns".to_owned(), format!("new{i}"))).collect();
+        assert!(
+            seen == old || seen_sorted == new_sorted || seen == only_live_new,
+            "fail_at {fail_at}: a mixed projection is visible: {seen:?}"
+        );
+        if r1.status >= 500 || r2.status >= 500 || seen_sorted != new_sorted {
+            crashed_somewhere = true;
+        }
+        // The isolate "died": its lease expires, and ticks finish the job.
+        api.db
+            .connection()
+            .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased'")
+            .unwrap();
+        drain(&api.db);
+        let after = projection(&api.db);
+        let mut after_sorted = after.clone();
+        after_sorted.sort();
+        if r2.status == 200 {
+            assert_eq!(after_sorted, new_sorted, "fail_at {fail_at}: not converged");
+        } else if r1.status == 200 {
+            assert_eq!(after, only_live_new, "fail_at {fail_at}: not converged");
+        } else {
+            assert_eq!(after, old, "fail_at {fail_at}: a failed write changed the index");
+        }
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0, "fail_at {fail_at}");
+        assert_eq!(coverage(&api), "complete", "fail_at {fail_at}");
+        assert_eq!(
+            scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage u WHERE NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources s WHERE s.source_key = u.source_key AND s.current_generation = u.generation)"),
+            0,
+            "fail_at {fail_at}: superseded or orphaned occurrences remain"
+        );
+    }
+    assert!(crashed_somewhere);
+}
+
+#[test]
+fn the_tick_drains_pending_work_within_its_budget_and_logs_itself() {
+    let api = setup();
+    for i in 0..5 {
+        create(&api, &format!("e{i}"), "published", json!({"hero": format!("m{i}")}));
+    }
+    // Re-capture everything behind the API (no after-write processing).
+    api.db.connection().execute_batch("UPDATE ec_posts SET hero = 'x' || hero").unwrap();
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 5);
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&api.db, &clock);
+    let report = block_on(tick::run(&metered, &clock, TickBudget { max_statements: 10, max_ms: 60_000.0 }));
+    assert_eq!(report.jobs, 1, "budget 10 admits exactly one job");
+    assert!(metered.usage().statements <= 10, "{:?}", metered.usage());
+    assert_eq!(report.statements, metered.usage().statements);
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&api.db, &clock);
+    let report = block_on(tick::run(&metered, &clock, TickBudget { max_statements: 40, max_ms: 60_000.0 }));
+    assert!(report.jobs >= 3, "{report:?}");
+    assert!(metered.usage().statements <= 40);
+    drain(&api.db);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id LIKE 'xm%'"), 5);
+    let ticks = data(&api.get("/admin/media-usage/ticks"));
+    let items = ticks["items"].as_array().unwrap();
+    assert!(items.len() >= 3);
+    assert_eq!(items[0]["outcome"], "idle");
+    assert_eq!(items.last().unwrap()["lane"], "work");
+    assert!(items.last().unwrap()["statements"].as_i64().unwrap() <= 10);
+    assert_eq!(coverage(&api), "complete");
+}
+
+#[test]
+fn failures_back_off_and_turn_terminal_after_five_attempts() {
+    let api = setup();
+    let id = create(&api, "f", "published", json!({"hero": "m1"}));
+    // Corrupt the stored fields so the load cannot be decoded: a snapshot failure.
+    api.db.connection().execute_batch(&format!("UPDATE ec_posts SET hero = 'm2' WHERE id = '{id}'")).unwrap();
+    api.db.connection().execute_batch("UPDATE _emdash_fields SET required = 'x' WHERE slug = 'hero'").unwrap();
+    let mut delays = Vec::new();
+    for attempt in 1..=5 {
+        api.db
+            .connection()
+            .execute_batch("UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z'")
+            .unwrap();
+        let outcome = block_on(project::process_next(&api.db, None)).unwrap().unwrap();
+        let terminal = attempt == 5;
+        assert_eq!(outcome, JobOutcome::Failed { code: "MEDIA_USAGE_SNAPSHOT_FAILED", terminal }, "attempt {attempt}");
+        delays.push(scalar(
+            &api.db,
+            "SELECT CAST(round((julianday(next_attempt_at) - julianday(updated_at)) * 86400) AS INTEGER) FROM _emdash_media_usage_work",
+        ));
+    }
+    assert_eq!(&delays[..4], &[30, 60, 120, 240]);
+    assert_eq!(text(&api.db, "SELECT state FROM _emdash_media_usage_work").as_deref(), Some("failed"));
+    assert_eq!(coverage(&api), "partial");
+}
+
+#[test]
+fn operators_list_and_retry_work() {
+    let api = setup();
+    let id = create(&api, "w", "published", json!({"gallery": gallery(13, "z")}));
+    let cid = collection_id(&api);
+    let list = data(&api.get("/admin/media-usage/work?collection=posts&state=failed"));
+    assert_eq!(list["items"][0]["contentId"], id.as_str());
+    assert!(list["items"][0].get("leaseToken").is_none());
+    assert_eq!(code(&api.get("/admin/media-usage/work?collection=nope")), "COLLECTION_NOT_FOUND");
+    assert_eq!(code(&api.get("/admin/media-usage/work")), "VALIDATION_ERROR");
+    assert_eq!(code(&api.get("/admin/media-usage/work?collection=posts&state=done")), "VALIDATION_ERROR");
+    assert_eq!(code(&api.get("/admin/media-usage/work?collection=posts&cursor=%25%25")), "INVALID_CURSOR");
+    // Retry a failed item: pending, attempts reset, epoch bumped.
+    let r = data(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": cid, "contentId": id})));
+    assert_eq!(r["changed"], true);
+    assert_eq!(r["item"]["state"], "pending");
+    assert_eq!(r["item"]["attemptCount"], 0);
+    let again = data(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": cid, "contentId": id})));
+    assert_eq!(again["changed"], false);
+    // A live lease refuses with its expiry.
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z'")
+        .unwrap();
+    let r = api.post("/admin/media-usage/work/retry", &json!({"collectionId": cid, "contentId": id}));
+    assert_eq!((r.status, code(&r)), (409, "WORK_LEASE_ACTIVE".into()));
+    assert_eq!(r.body_json()["error"]["details"]["leaseExpiresAt"], "2999-01-01T00:00:00.000Z");
+    // Bad bodies and unknown ids.
+    assert_eq!(code(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": ""}))), "VALIDATION_ERROR");
+    assert_eq!(
+        code(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": cid, "contentId": id, "x": 1}))),
+        "VALIDATION_ERROR"
+    );
+    assert_eq!(
+        code(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": "zzz", "contentId": id}))),
+        "COLLECTION_NOT_FOUND"
+    );
+    assert_eq!(
+        code(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": cid, "contentId": "nope"}))),
+        "NOT_FOUND"
+    );
+    assert_eq!(code(&api.call("POST", "/admin/media-usage/work/retry", Some(ADMIN), Some(b"nope"))), "INVALID_JSON");
+}

@@ -3,6 +3,7 @@
 use worker::{Headers, Method};
 
 use crate::api::{self, input::MAX_BODY_BYTES};
+use crate::exec::meter::Usage;
 
 fn method_name(m: &Method) -> &'static str {
     match m {
@@ -36,9 +37,20 @@ pub async fn read_request(mut req: worker::Request) -> worker::Result<api::Reque
     Ok(api::Request { method, path: url.path().to_owned(), query, authorization, body, body_too_large })
 }
 
-pub fn write_response(r: api::Response) -> worker::Result<worker::Response> {
+/// Writes the response; `usage` (what the invocation cost in D1) goes into the
+/// `x-media-usage-cost` header so operators and tests can see per-request cost.
+pub fn write_response(r: api::Response, usage: Option<Usage>) -> worker::Result<worker::Response> {
     let headers = Headers::new();
     headers.set("content-type", r.content_type)?;
+    if let Some(u) = usage {
+        headers.set(
+            "x-media-usage-cost",
+            &format!(
+                "statements={}, binds={}, max-binds={}, max-sql-bytes={}, rows-read={}, rows-written={}",
+                u.statements, u.binds, u.max_binds, u.max_sql_bytes, u.rows_read, u.rows_written
+            ),
+        )?;
+    }
     if r.no_store {
         headers.set("cache-control", "private, no-store")?;
     }

@@ -44,9 +44,9 @@ fn start() {
 #[event(fetch)]
 async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
     let request = http::read_request(req).await?;
-    let response = match executor(&env) {
-        Ok(exec) => api::handle(&exec, &config(&env), &request).await,
-        Err(e) => api::Response::error(&api::error::ApiError::internal(format!("executor setup: {e}"))),
+    let (response, usage) = match executor(&env) {
+        Ok(exec) => (api::handle(&exec, &config(&env), &request).await, Some(exec.usage())),
+        Err(e) => (api::Response::error(&api::error::ApiError::internal(format!("executor setup: {e}"))), None),
     };
     if let Some(cause) = &response.cause {
         worker::console_error!("{} {} failed: {}", request.method, request.path, cause);
@@ -54,7 +54,7 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
     for line in &response.log {
         worker::console_warn!("{} {}: {}", request.method, request.path, line);
     }
-    http::write_response(response)
+    http::write_response(response, usage)
 }
 
 /// One cron tick. It cannot return an error: the outcome is logged and recorded in

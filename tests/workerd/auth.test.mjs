@@ -23,7 +23,7 @@ async function tok(role, scopes) {
 
 // Fixtures made with the bootstrap admin token.
 const COLL = uniq("authc");
-ok(await w.post("/schema/collections", { slug: COLL, label: "Auth", fields: [{ slug: "title", type: "string" }] }), 201);
+const COLL_ID = ok(await w.post("/schema/collections", { slug: COLL, label: "Auth", fields: [{ slug: "title", type: "string" }] }), 201).item.id;
 async function entry() {
   return ok(await w.post(`/content/${COLL}`, { slug: uniq("e"), data: { title: "T" } }), 201).item.id;
 }
@@ -132,6 +132,17 @@ const RULES = [
     make: async () => ["POST", "/admin/tokens", { name: "t", role: "subscriber", scopes: ["media:read"] }],
   },
   { route: "POST /admin/self-check", role: "admin", scope: "admin", status: 200, make: async () => ["POST", "/admin/self-check"] },
+  { route: "GET /media/{id}/usage", role: "editor", scope: "media:read", status: 200, make: async () => ["GET", `/media/${MEDIA}/usage`] },
+  { route: "GET /admin/media-usage/status", role: "admin", scope: "admin", status: 200, make: async () => ["GET", "/admin/media-usage/status"] },
+  { route: "GET /admin/media-usage/ticks", role: "admin", scope: "admin", status: 200, make: async () => ["GET", "/admin/media-usage/ticks"] },
+  { route: "GET /admin/media-usage/work", role: "admin", scope: "admin", status: 200, make: async () => ["GET", "/admin/media-usage/work"] },
+  {
+    route: "POST /admin/media-usage/work/retry",
+    role: "admin",
+    scope: "admin",
+    status: 200,
+    make: async () => ["POST", "/admin/media-usage/work/retry", { collectionId: COLL_ID, contentId: ENTRY }],
+  },
 ];
 
 async function send(token, [method, path, body]) {

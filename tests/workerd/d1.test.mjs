@@ -58,6 +58,8 @@ test("a batch failing after the registry insert and CREATE TABLE rolls back: 500
   );
   // The clashing index is the pre-existing one, untouched.
   assert.deepEqual(await rows(w, "SELECT tbl_name FROM sqlite_master WHERE name = 'idx_ec_clash_list'"), [{ tbl_name: "media" }]);
+  assert.deepEqual(await rows(w, "SELECT scope_key FROM _emdash_media_usage_index_status WHERE scope_key = 'clash'"), []);
+  assert.deepEqual(await rows(w, "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'ec_clash'"), []);
   assert.equal(await guardRows(), 0);
   err(await w.get("/schema/collections/clash"), 404, "COLLECTION_NOT_FOUND");
   assert.ok(!ok(await w.get("/schema/collections")).items.some((c) => c.slug === "clash"));
@@ -68,6 +70,34 @@ test("a batch failing after the registry insert and CREATE TABLE rolls back: 500
   assert.deepEqual(item.fields.map((f) => f.slug), ["title"]);
   assert.ok(await schemaObjectExists(w, "ec_clash"));
   assert.deepEqual(await rows(w, "SELECT tbl_name FROM sqlite_master WHERE name = 'idx_ec_clash_list'"), [{ tbl_name: "ec_clash" }]);
+  // Born activated (DESIGN §3): coverage row and three capture triggers came with it.
+  assert.deepEqual(
+    await rows(w, "SELECT status, capture_state, collection_id FROM _emdash_media_usage_index_status WHERE scope_key = 'clash'"),
+    [{ status: "complete", capture_state: "active", collection_id: item.id }],
+  );
+  assert.equal((await rows(w, "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'ec_clash'")).length, 3);
+});
+
+test("a batch failing after all its DDL (coverage row taken) rolls back table, index and registry row", async () => {
+  // A leftover coverage row for the slug makes the status insert, which runs after the registry
+  // insert, CREATE TABLE and CREATE INDEX, fail on its primary key.
+  await w.db
+    .prepare("INSERT INTO _emdash_media_usage_index_status (scope_key, status, collection_id) VALUES ('leftover', 'never', 'old-id')")
+    .run();
+  const res = await w.post("/schema/collections", { slug: "leftover", label: "Leftover", fields: [{ slug: "hero", type: "image" }] });
+  err(res, 409, "COLLECTION_EXISTS");
+  assert.deepEqual(await rows(w, "SELECT id FROM _emdash_collections WHERE slug = 'leftover'"), []);
+  assert.equal(await schemaObjectExists(w, "ec_leftover"), false);
+  assert.equal(await schemaObjectExists(w, "idx_ec_leftover_list"), false);
+  assert.deepEqual(
+    await rows(w, "SELECT id FROM _emdash_fields WHERE collection_id NOT IN (SELECT id FROM _emdash_collections)"),
+    [],
+  );
+  assert.deepEqual(
+    await rows(w, "SELECT status, collection_id FROM _emdash_media_usage_index_status WHERE scope_key = 'leftover'"),
+    [{ status: "never", collection_id: "old-id" }],
+  );
+  assert.equal(await guardRows(), 0);
 });
 
 test("a pre-existing ec_ table makes creation 409 COLLECTION_EXISTS through the batch guard", async () => {
@@ -83,6 +113,8 @@ test("a pre-existing ec_ table makes creation 409 COLLECTION_EXISTS through the 
   // The foreign table is untouched.
   assert.deepEqual(await rows(w, "SELECT id, note FROM ec_orphan"), [{ id: "o1", note: "keep me" }]);
   assert.equal(await schemaObjectExists(w, "idx_ec_orphan_list"), false);
+  assert.deepEqual(await rows(w, "SELECT scope_key FROM _emdash_media_usage_index_status WHERE scope_key = 'orphan'"), []);
+  assert.deepEqual(await rows(w, "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'ec_orphan'"), []);
   assert.equal(await guardRows(), 0);
   err(await w.get("/schema/collections/orphan"), 404, "COLLECTION_NOT_FOUND");
 });

@@ -35,9 +35,9 @@ export function migrationStatements() {
   return out;
 }
 
-/** Starts a worker with a fresh database. `vars` adds or overrides bindings. */
-export async function startWorker(vars = {}) {
-  const mf = new Miniflare({
+/** Miniflare options for the worker; `vars` adds or overrides bindings. */
+export function workerOptions(vars = {}) {
+  return {
     scriptPath: path.join(ROOT, "build/worker/shim.mjs"),
     modules: true,
     modulesRules: [
@@ -47,7 +47,12 @@ export async function startWorker(vars = {}) {
     compatibilityDate: "2026-04-01",
     d1Databases: { DB: "media-usage-test" },
     bindings: { EMDASH_ADMIN_TOKEN: ADMIN_TOKEN, MEDIA_USAGE_TICK_MAX_QUERIES: "40", MEDIA_USAGE_TICK_MAX_MS: "2500", ...vars },
-  });
+  };
+}
+
+/** Starts a worker with a fresh database. `vars` adds or overrides bindings. */
+export async function startWorker(vars = {}) {
+  const mf = new Miniflare(workerOptions(vars));
   const db = await mf.getD1Database("DB");
   for (const sql of migrationStatements()) {
     await db.prepare(sql).run();
@@ -100,6 +105,12 @@ export class Worker {
     const res = await this.post("/admin/tokens", { name: `${role} test`, role, scopes });
     if (res.status !== 201) throw new Error(`token mint failed: ${res.text}`);
     return res.json.data.token;
+  }
+
+  /** Restarts workerd with other bindings; the in-memory D1 data is kept. */
+  async reconfigure(vars = {}) {
+    await this.mf.setOptions(workerOptions(vars));
+    this.db = await this.mf.getD1Database("DB");
   }
 
   async scheduled(cron = "*/2 * * * *") {

@@ -135,7 +135,7 @@ const RULES = [
   { route: "GET /media/{id}/usage", role: "editor", scope: "media:read", status: 200, make: async () => ["GET", `/media/${MEDIA}/usage`] },
   { route: "GET /admin/media-usage/status", role: "admin", scope: "admin", status: 200, make: async () => ["GET", "/admin/media-usage/status"] },
   { route: "GET /admin/media-usage/ticks", role: "admin", scope: "admin", status: 200, make: async () => ["GET", "/admin/media-usage/ticks"] },
-  { route: "GET /admin/media-usage/work", role: "admin", scope: "admin", status: 200, make: async () => ["GET", "/admin/media-usage/work"] },
+  { route: "GET /admin/media-usage/work", role: "admin", scope: "admin", status: 200, make: async () => ["GET", `/admin/media-usage/work?collection=${COLL}`] },
   {
     route: "POST /admin/media-usage/work/retry",
     role: "admin",

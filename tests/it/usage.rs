@@ -539,3 +539,42 @@ fn operators_list_and_retry_work() {
     );
     assert_eq!(code(&api.call("POST", "/admin/media-usage/work/retry", Some(ADMIN), Some(b"nope"))), "INVALID_JSON");
 }
+
+#[test]
+fn deleting_an_entry_whose_source_is_over_the_limit_fails_and_keeps_the_generation() {
+    let api = setup();
+    let id = create(&api, "big", "published", json!({"gallery": gallery(12, "g")}));
+    // A thirteenth occurrence in the stored generation (as an older, larger limit could leave).
+    api.db
+        .connection()
+        .execute_batch(
+            "INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
+             SELECT 'extra', source_key, current_generation, 'hero', 'hero', 'image_field', 'g-extra', 'g-extra' FROM _emdash_media_usage_sources",
+        )
+        .unwrap();
+    let generation = text(&api.db, "SELECT current_generation FROM _emdash_media_usage_sources");
+    api.call("DELETE", &format!("/content/posts/{id}?permanent=true"), Some(ADMIN), None);
+    assert_eq!(
+        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_work").as_deref(),
+        Some("MEDIA_USAGE_RESOURCE_LIMIT")
+    );
+    assert_eq!(text(&api.db, "SELECT current_generation FROM _emdash_media_usage_sources"), generation);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 13);
+    assert_eq!(coverage(&api), "partial");
+}
+
+#[test]
+fn a_write_to_a_deleted_collections_queue_is_dropped_as_obsolete() {
+    let api = setup();
+    let id = create(&api, "o", "published", json!({"hero": "m"}));
+    let cid = collection_id(&api);
+    // A work row that outlived its collection (or whose identity no longer matches).
+    api.db
+        .connection()
+        .execute_batch(&format!(
+            "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('{cid}', '{id}x', 'gone')"
+        ))
+        .unwrap();
+    assert_eq!(block_on(project::process_next(&api.db, None)).unwrap(), Some(JobOutcome::Obsolete));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+}

@@ -117,15 +117,10 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Request
     issues.finish()?;
     let c = schema::load(ctx, collection, "collection").await?;
     let mut rows = repo::list(ctx.exec, &c, &ListQuery { status, locale, after, limit }).await?;
-    let next = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|r| {
-            let s = |k: &str| r.get(k).and_then(Json::as_str).unwrap_or_default().to_owned();
-            input::encode_cursor(&s("created_at"), &s("id"))
-        })
-    } else {
-        None
-    };
+    let next = input::paginate(&mut rows, limit, |r| {
+        let s = |k: &str| r.get(k).and_then(Json::as_str).unwrap_or_default().to_owned();
+        (s("created_at"), s("id"))
+    });
     let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c.fields)).collect();
     Ok((200, json!({"items": items, "nextCursor": next})))
 }

@@ -203,6 +203,19 @@ pub fn cursor(req: &Request, issues: &mut Issues) -> Result<Option<(String, Stri
     decode_cursor(raw).map(Some).ok_or_else(ApiError::invalid_cursor)
 }
 
+/// Trims a `limit + 1` fetch to `limit` rows; when there were more, returns the cursor of the
+/// last row kept, built from its `(order value, id)`.
+pub fn paginate<T>(rows: &mut Vec<T>, limit: u32, key: impl Fn(&T) -> (String, String)) -> Option<String> {
+    if rows.len() <= limit as usize {
+        return None;
+    }
+    rows.truncate(limit as usize);
+    rows.last().map(|r| {
+        let (order_value, id) = key(r);
+        encode_cursor(&order_value, &id)
+    })
+}
+
 pub fn encode_cursor(order_value: &str, id: &str) -> String {
     let json = serde_json::json!({"v": order_value, "id": id});
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json.to_string())

@@ -77,12 +77,7 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     let after = input::cursor(req, &mut issues)?;
     issues.finish()?;
     let mut rows = repo::list(ctx.exec, after, limit).await?;
-    let next = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|m| input::encode_cursor(&m.created_at, &m.id))
-    } else {
-        None
-    };
+    let next = input::paginate(&mut rows, limit, |m| (m.created_at.clone(), m.id.clone()));
     Ok((200, json!({"items": rows.iter().map(media_json).collect::<Vec<_>>(), "nextCursor": next})))
 }
 

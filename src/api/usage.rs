@@ -88,12 +88,7 @@ pub async fn media_usage<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str, req: &Re
     let (overall, _) = coverage(ctx).await?;
     let rows = repo::usage_page(ctx.exec, media_id, after, limit + 1).await?;
     let mut entries = group_entries(rows);
-    let next = if entries.len() > limit as usize {
-        entries.truncate(limit as usize);
-        entries.last().map(|e| input::encode_cursor(&e.collection, &e.content_id))
-    } else {
-        None
-    };
+    let next = input::paginate(&mut entries, limit, |e| (e.collection.clone(), e.content_id.clone()));
     let items: Vec<Json> = entries.iter().map(EntryUsage::to_json).collect();
     Ok((
         200,
@@ -199,12 +194,7 @@ pub async fn list_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<R
     issues.finish()?;
     let c = schema::load(ctx, collection.unwrap_or_default(), "collection").await?;
     let mut rows = repo::list_work(ctx.exec, &c.id, state, after, limit).await?;
-    let next = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|w| input::encode_cursor(&w.updated_at, &w.content_id))
-    } else {
-        None
-    };
+    let next = input::paginate(&mut rows, limit, |w| (w.updated_at.clone(), w.content_id.clone()));
     Ok((200, json!({"items": rows.iter().map(work_json).collect::<Vec<_>>(), "nextCursor": next})))
 }
 
@@ -259,12 +249,7 @@ pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
     };
     issues.finish()?;
     let mut rows = repo::list_ticks(ctx.exec, before, limit).await?;
-    let next = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|t| input::encode_cursor(&t.started_at, &t.id.to_string()))
-    } else {
-        None
-    };
+    let next = input::paginate(&mut rows, limit, |t| (t.started_at.clone(), t.id.to_string()));
     let items: Vec<Json> = rows
         .iter()
         .map(|t| {

@@ -25,6 +25,11 @@ impl Fragment {
         Fragment(format!("\"{prefix}{}{suffix}\"", ident.as_str()))
     }
 
+    /// A quoted name made of a fixed prefix, bytes rendered as hex, and a fixed suffix.
+    pub fn digest_name(prefix: &'static str, bytes: &[u8], suffix: &'static str) -> Fragment {
+        Fragment(format!("\"{prefix}{}{suffix}\"", hex::encode(bytes)))
+    }
+
     /// `, "a", "b"` (leading comma; empty for no columns).
     pub fn trailing_columns<'a>(idents: impl IntoIterator<Item = &'a Ident>) -> Fragment {
         Fragment(idents.into_iter().map(|i| format!(", \"{}\"", i.as_str())).collect())

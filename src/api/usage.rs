@@ -35,6 +35,7 @@ pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(&'static str, Ve
         .map(|r| CollectionCoverage {
             status: r.status.clone(),
             reconciliation_required: r.reconciliation_required.unwrap_or(0) != 0,
+            schema_version: r.schema_version,
         })
         .collect();
     Ok((aggregate(&cov), rows))
@@ -48,6 +49,7 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
             let effective = CollectionCoverage {
                 status: r.status.clone(),
                 reconciliation_required: r.reconciliation_required.unwrap_or(0) != 0,
+                schema_version: r.schema_version,
             }
             .effective();
             json!({

@@ -148,6 +148,26 @@ impl Field {
             .unwrap_or_default()
     }
 
+    /// Like [`Field::parse_sub_fields`] but refuses anything malformed, for readers that must
+    /// fail closed (the extractor: a repeater it cannot read could hide references).
+    /// `None` and a missing or non-array `subFields` mean "no sub-fields".
+    pub fn parse_sub_fields_strict(validation: Option<&str>) -> Result<Vec<SubField>, &'static str> {
+        const INVALID: &str = "INVALID_REPEATER_VALIDATION";
+        let Some(raw) = validation else { return Ok(Vec::new()) };
+        let json = serde_json::from_str::<Json>(raw).map_err(|_| INVALID)?;
+        let Some(subs) = json.get("subFields").and_then(Json::as_array) else { return Ok(Vec::new()) };
+        subs.iter()
+            .map(|s| {
+                let slug = s.get("slug").and_then(Json::as_str).and_then(|x| Ident::parse_max(x, 63).ok());
+                let field_type = s.get("type").and_then(Json::as_str).and_then(FieldType::parse);
+                match (slug, field_type) {
+                    (Some(slug), Some(field_type)) => Ok(SubField { slug, field_type }),
+                    _ => Err(INVALID),
+                }
+            })
+            .collect()
+    }
+
     /// Checks a value written to this field and converts it to its column value.
     pub fn to_column(&self, value: &Json) -> Result<Value, String> {
         if value.is_null() {
@@ -318,6 +338,20 @@ mod tests {
             };
             assert_eq!(&f.from_column(&stored), v, "{t:?}");
         }
+    }
+
+    #[test]
+    fn strict_sub_field_parsing_fails_closed() {
+        assert_eq!(Field::parse_sub_fields_strict(None), Ok(vec![]));
+        assert_eq!(Field::parse_sub_fields_strict(Some("{}")), Ok(vec![]));
+        assert_eq!(Field::parse_sub_fields_strict(Some(r#"{"subFields":{}}"#)), Ok(vec![]));
+        assert_eq!(
+            Field::parse_sub_fields_strict(Some(r#"{"subFields":[{"slug":"image","type":"image"}]}"#)).unwrap().len(),
+            1
+        );
+        assert!(Field::parse_sub_fields_strict(Some("{not json")).is_err());
+        assert!(Field::parse_sub_fields_strict(Some(r#"{"subFields":[{"slug":"Bad","type":"image"}]}"#)).is_err());
+        assert!(Field::parse_sub_fields_strict(Some(r#"{"subFields":[{"slug":"a","type":"nope"}]}"#)).is_err());
     }
 
     #[test]

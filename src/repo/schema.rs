@@ -123,17 +123,24 @@ pub enum CreateError {
     Db(#[from] Error),
 }
 
-fn insert_field(collection_id: &str, f: &Field) -> Statement {
-    Statement::new(INSERT_FIELD)
-        .bind(f.id.as_str())
-        .bind(collection_id)
-        .bind(f.slug.as_str())
-        .bind(f.label.as_str())
-        .bind(f.field_type.as_str())
-        .bind(f.field_type.column_type())
-        .bind(f.required)
-        .bind(f.validation_json())
-        .bind(f.sort_order)
+/// Inserts field rows from one JSON array, so any number of fields is one statement.
+fn insert_fields<'a>(collection_id: &str, fields: impl IntoIterator<Item = &'a Field>) -> Statement {
+    let rows: Vec<serde_json::Value> = fields
+        .into_iter()
+        .map(|f| {
+            serde_json::json!({
+                "id": f.id,
+                "slug": f.slug.as_str(),
+                "label": f.label,
+                "type": f.field_type.as_str(),
+                "columnType": f.field_type.column_type(),
+                "required": i64::from(f.required),
+                "validation": f.validation_json(),
+                "sortOrder": f.sort_order,
+            })
+        })
+        .collect();
+    Statement::new(INSERT_FIELD).bind(collection_id).bind(serde_json::Value::Array(rows).to_string())
 }
 
 /// The statements that create a collection: registry row, fields, table and index. Exposed so
@@ -143,7 +150,9 @@ pub fn create_statements(id: &str, new: &NewCollection) -> Vec<Statement> {
     let columns = Fragment::trailing_column_defs(new.fields.iter().map(|f| (&f.slug, f.field_type.column_type())));
     let index = Fragment::name("idx_ec_", &new.slug, "_list");
     let mut stmts = vec![Statement::new(INSERT_COLLECTION).bind(id).bind(new.slug.as_str()).bind(new.label.as_str())];
-    stmts.extend(new.fields.iter().map(|f| insert_field(id, f)));
+    if !new.fields.is_empty() {
+        stmts.push(insert_fields(id, &new.fields));
+    }
     stmts.push(Statement::new(render(CREATE_CONTENT_TABLE, &[("table", &table), ("columns", &columns)])));
     stmts.push(Statement::new(render(CREATE_CONTENT_LIST_INDEX, &[("table", &table), ("index", &index)])));
     stmts
@@ -182,7 +191,7 @@ pub fn add_field_statements(collection: &Collection, field: &Field) -> Vec<State
     let table = collection.table();
     let column = Fragment::column_def(&field.slug, field.field_type.column_type());
     let mut stmts = vec![
-        insert_field(&collection.id, field),
+        insert_fields(&collection.id, [field]),
         Statement::new(render(ADD_CONTENT_COLUMN, &[("table", &table), ("column", &column)])),
         Statement::new(TOUCH_COLLECTION).bind(collection.id.as_str()),
     ];

@@ -18,6 +18,7 @@ const INVALIDATE_FOR_SCHEMA_CHANGE: &str = include_str!("../sql/usage/invalidate
 const DELETE_COLLECTION_STATUS: &str = include_str!("../sql/usage/delete_collection_status.sql");
 const DELETE_COLLECTION_WORK: &str = include_str!("../sql/usage/delete_collection_work.sql");
 const CLAIM_WORK: &str = include_str!("../sql/usage/claim_work.sql");
+const CLAIM_ENTRY_WORK: &str = include_str!("../sql/usage/claim_entry_work.sql");
 const LOAD_ENTRY: &str = include_str!("../sql/usage/load_entry.sql");
 const GUARD_PUBLISH: &str = include_str!("../sql/usage/guard_publish.sql");
 const INSERT_OCCURRENCES: &str = include_str!("../sql/usage/insert_occurrences.sql");
@@ -40,11 +41,10 @@ const INSERT_TICK: &str = include_str!("../sql/usage/insert_tick.sql");
 const LIST_TICKS: &str = include_str!("../sql/usage/list_ticks.sql");
 
 /// Name of one of a collection's capture triggers, bound to its exact identity:
-/// `emdash_mu_<16 hex of sha256("1:<id>:<slug>")>_<suffix>`.
+/// `emdash_mu_<first 16 bytes of sha256("1:<id>:<slug>"), hex>_<suffix>`.
 pub fn trigger_name(collection_id: &str, slug: &Ident, suffix: &'static str) -> Fragment {
-    let digest = hex::encode(Sha256::digest(format!("1:{collection_id}:{slug}").as_bytes()));
-    let hash = Ident::parse(&format!("h{}", &digest[..16])).unwrap_or_else(|_| slug.clone());
-    Fragment::name("emdash_mu_", &hash, suffix)
+    let digest = Sha256::digest(format!("1:{collection_id}:{slug}").as_bytes());
+    Fragment::digest_name("emdash_mu_", &digest[..16], suffix)
 }
 
 /// The statements that start capture for a new collection: its `active` status row and its
@@ -107,10 +107,14 @@ pub struct WorkRow {
     pub updated_at: String,
 }
 
-/// Claims the next due work row (or the given entry's, if due) with a fresh 60 s lease.
+/// Claims the next due work row (or the given entry's, if due) with a fresh 60 s lease. An
+/// expired lease counts as a due row: its holder died.
 pub async fn claim<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<Option<WorkRow>, Error> {
-    let (cid, content) = key.unzip();
-    exec.query_first(Statement::new(CLAIM_WORK).bind(ids::new_id()).bind(cid).bind(content)).await
+    let stmt = match key {
+        Some((cid, content)) => Statement::new(CLAIM_ENTRY_WORK).bind(ids::new_id()).bind(cid).bind(content),
+        None => Statement::new(CLAIM_WORK).bind(ids::new_id()),
+    };
+    exec.query_first(stmt).await
 }
 
 /// A stored source as observed before projecting.
@@ -329,6 +333,7 @@ pub struct CoverageRow {
     pub change_epoch: Option<i64>,
     pub reconciliation_required: Option<i64>,
     pub last_error_code: Option<String>,
+    pub schema_version: Option<i64>,
 }
 
 pub async fn coverage_rows<E: Executor>(exec: &E) -> Result<Vec<CoverageRow>, Error> {

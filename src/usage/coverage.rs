@@ -2,6 +2,8 @@
 //! §10 item 68). Aggregation fails closed: anything unknown or unfinished keeps it from being
 //! `complete`.
 
+use super::snapshot::SCHEMA_VERSION;
+
 /// The coverage of one collection as read from its status row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectionCoverage {
@@ -9,15 +11,19 @@ pub struct CollectionCoverage {
     /// status row (a table that predates capture).
     pub status: Option<String>,
     pub reconciliation_required: bool,
+    /// The content source schema version the coverage was built for.
+    pub schema_version: Option<i64>,
 }
 
 impl CollectionCoverage {
-    /// The status a reader should believe: `complete` with a pending reconciliation is `stale`;
-    /// a missing row is `never`; an unknown word is `unknown`.
+    /// The status a reader should believe: `complete` with a pending reconciliation, or built for
+    /// another source schema version, is `stale`; a missing row is `never`; an unknown word is
+    /// `unknown`.
     pub fn effective(&self) -> &'static str {
         match self.status.as_deref() {
             None => "never",
             Some("complete") if self.reconciliation_required => "stale",
+            Some("complete") if self.schema_version.is_some_and(|v| v != SCHEMA_VERSION) => "stale",
             Some("complete") => "complete",
             Some("never") => "never",
             Some("running") => "running",
@@ -56,7 +62,7 @@ mod tests {
     use super::*;
 
     fn c(status: &str, reconciliation_required: bool) -> CollectionCoverage {
-        CollectionCoverage { status: Some(status.into()), reconciliation_required }
+        CollectionCoverage { status: Some(status.into()), reconciliation_required, schema_version: Some(1) }
     }
 
     #[test]
@@ -71,6 +77,15 @@ mod tests {
         assert_eq!(aggregate(&[c("failed", false), c("failed", false)]), "failed");
         assert_eq!(aggregate(&[c("failed", false), c("complete", false)]), "partial");
         assert_eq!(aggregate(&[c("stale", false), c("partial", false)]), "stale");
-        assert_eq!(aggregate(&[CollectionCoverage { status: None, reconciliation_required: false }]), "never");
+        assert_eq!(
+            aggregate(&[CollectionCoverage { status: None, reconciliation_required: false, schema_version: None }]),
+            "never"
+        );
+        let old = CollectionCoverage {
+            status: Some("complete".into()),
+            reconciliation_required: false,
+            schema_version: Some(0),
+        };
+        assert_eq!(aggregate(&[old]), "stale");
     }
 }

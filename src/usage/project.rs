@@ -51,18 +51,27 @@ pub fn retry_delay_seconds(attempt: i64) -> i64 {
     (RETRY_BASE_SECONDS * 2i64.pow(exp)).min(RETRY_MAX_SECONDS)
 }
 
-fn fields_of(loaded: &LoadedEntry) -> Vec<Field> {
+/// The collection's fields as loaded with the entry. Any field the extractor cannot read makes
+/// the whole job fail (closed): skipping it could drop references from the index.
+fn fields_of(loaded: &LoadedEntry) -> Result<Vec<Field>, &'static str> {
     loaded
         .fields
         .iter()
-        .filter_map(|f| {
-            Some(Field {
+        .map(|f| {
+            let slug = Ident::parse(&f.slug).map_err(|_| "MEDIA_USAGE_SNAPSHOT_FAILED")?;
+            let field_type = FieldType::parse(&f.field_type).ok_or("MEDIA_USAGE_SNAPSHOT_FAILED")?;
+            let sub_fields = if field_type == FieldType::Repeater {
+                Field::parse_sub_fields_strict(f.validation.as_deref())?
+            } else {
+                Vec::new()
+            };
+            Ok(Field {
                 id: f.id.clone(),
-                slug: Ident::parse(&f.slug).ok()?,
+                slug,
                 label: f.label.clone(),
-                field_type: FieldType::parse(&f.field_type)?,
+                field_type,
                 required: f.required != 0,
-                sub_fields: Field::parse_sub_fields(f.validation.as_deref()),
+                sub_fields,
                 sort_order: f.sort_order,
             })
         })
@@ -116,13 +125,18 @@ enum Plan {
     Write(Publish),
     Unchanged,
     ResourceLimit,
+    /// The collection's fields cannot be read; the code says why.
+    BadSchema(&'static str),
 }
 
 /// Decides the writes for an entry (pure): which snapshots changed, which stored sources no
 /// longer exist, and whether the whole change fits one claim.
 fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry) -> Plan {
     let observed = |key: &str| loaded.observed.iter().find(|o| o.source_key == key);
-    let fields = fields_of(loaded);
+    let fields = match fields_of(loaded) {
+        Ok(f) => f,
+        Err(code) => return Plan::BadSchema(code),
+    };
     let schema = extraction_fields(&fields);
     let mut publish = Publish::default();
     let (mut units, mut bytes) = (0usize, 0usize);
@@ -209,6 +223,11 @@ async fn record_failure<E: Executor>(
 
 /// Processes one claimed work row.
 pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome, Error> {
+    // Claimed more often than it may be attempted: earlier holders died or lost the row without
+    // recording anything (a crash, a backend error, a lost lease). Stop here, visibly.
+    if work.attempt_count > MAX_ATTEMPTS {
+        return record_failure(exec, work, "MEDIA_USAGE_PROCESSING_FAILED", true).await;
+    }
     let Ok(slug) = Ident::parse(&work.collection_slug) else {
         return Ok(if repo::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
     };
@@ -235,6 +254,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
     }
     let publish = match plan(&work.collection_id, &work.collection_slug, &loaded) {
         Plan::ResourceLimit => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
+        Plan::BadSchema(code) => return record_failure(exec, work, code, false).await,
         Plan::Unchanged => {
             repo::complete_unchanged(exec, work).await?;
             return Ok(JobOutcome::Unchanged);

@@ -578,3 +578,85 @@ fn a_write_to_a_deleted_collections_queue_is_dropped_as_obsolete() {
     assert_eq!(block_on(project::process_next(&api.db, None)).unwrap(), Some(JobOutcome::Obsolete));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
 }
+
+#[test]
+fn a_job_whose_holders_keep_dying_fails_visibly_instead_of_looping() {
+    let api = setup();
+    let id = create(&api, "dies", "published", json!({"hero": "m"}));
+    api.db.connection().execute_batch(&format!("UPDATE ec_posts SET hero = 'n' WHERE id = '{id}'")).unwrap();
+    for attempt in 1..=5 {
+        let work = block_on(media_usage_worker::repo::usage::claim(&api.db, None)).unwrap().unwrap();
+        assert_eq!(work.attempt_count, attempt);
+        // The holder dies without recording anything; its lease runs out.
+        api.db
+            .connection()
+            .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z'")
+            .unwrap();
+    }
+    let outcome = block_on(project::process_next(&api.db, None)).unwrap();
+    assert_eq!(outcome, Some(JobOutcome::Failed { code: "MEDIA_USAGE_PROCESSING_FAILED", terminal: true }));
+    assert_eq!(text(&api.db, "SELECT state FROM _emdash_media_usage_work").as_deref(), Some("failed"));
+    assert_eq!(coverage(&api), "partial");
+}
+
+#[test]
+fn a_live_lease_cannot_be_claimed_twice() {
+    let api = setup();
+    let id = create(&api, "l", "published", json!({"hero": "m"}));
+    api.db.connection().execute_batch(&format!("UPDATE ec_posts SET hero = 'n' WHERE id = '{id}'")).unwrap();
+    let cid = collection_id(&api);
+    let first = block_on(media_usage_worker::repo::usage::claim(&api.db, Some((&cid, &id)))).unwrap();
+    assert!(first.is_some());
+    assert!(block_on(media_usage_worker::repo::usage::claim(&api.db, Some((&cid, &id)))).unwrap().is_none());
+    assert!(block_on(media_usage_worker::repo::usage::claim(&api.db, None)).unwrap().is_none());
+}
+
+#[test]
+fn an_unreadable_repeater_definition_fails_closed() {
+    let api = setup();
+    let id = create(&api, "g", "published", json!({"gallery": [{"image": "g1"}], "hero": "h1"}));
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_fields SET validation = '{not json' WHERE slug = 'gallery'")
+        .unwrap();
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"data": {"hero": "h2"}})));
+    assert_eq!(
+        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_work").as_deref(),
+        Some("INVALID_REPEATER_VALIDATION")
+    );
+    assert_eq!(projection(&api.db), [("columns".to_owned(), "g1".to_owned()), ("columns".to_owned(), "h1".to_owned())]);
+    assert_ne!(coverage(&api), "complete");
+}
+
+#[test]
+fn the_fence_checks_the_exact_collection_identity() {
+    let api = setup();
+    create(&api, "a", "draft", json!({}));
+    api.db.connection().execute_batch("UPDATE _emdash_media_usage_index_status SET collection_id = 'other'").unwrap();
+    assert_eq!(code(&api.post("/content/posts", &json!({"slug": "b", "data": {}}))), "MEDIA_USAGE_CAPTURE_INACTIVE");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+}
+
+#[test]
+fn used_in_and_counts_start_from_the_media_index() {
+    let api = setup();
+    for sql in
+        [include_str!("../../src/sql/usage/usage_page.sql"), include_str!("../../src/sql/usage/count_entries.sql")]
+    {
+        let conn = api.db.connection();
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let n = stmt.parameter_count();
+        let params: Vec<rusqlite::types::Value> = (0..n).map(|_| rusqlite::types::Value::Null).collect();
+        let plan: Vec<String> = stmt
+            .query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let first_scan = plan.iter().find(|d| d.starts_with("SEARCH") || d.starts_with("SCAN")).unwrap();
+        assert!(
+            first_scan.contains("idx__emdash_media_usage_media_source_generation"),
+            "the plan does not start from the media index: {plan:#?}"
+        );
+        assert!(!plan.iter().any(|d| d.starts_with("SCAN s") || d.starts_with("SCAN u")), "{plan:#?}");
+    }
+}

@@ -11,21 +11,18 @@ WHERE rowid = (
       SELECT rowid AS rid, next_attempt_at AS due, updated_at, collection_id, content_id
       FROM _emdash_media_usage_work
       WHERE state = 'pending' AND next_attempt_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-        AND (?2 IS NULL OR (collection_id = ?2 AND content_id = ?3))
       ORDER BY next_attempt_at, updated_at, collection_id, content_id LIMIT 1)
     UNION ALL
     SELECT * FROM (
       SELECT rowid AS rid, next_attempt_at AS due, updated_at, collection_id, content_id
       FROM _emdash_media_usage_work
       WHERE state = 'retry' AND next_attempt_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-        AND (?2 IS NULL OR (collection_id = ?2 AND content_id = ?3))
       ORDER BY next_attempt_at, updated_at, collection_id, content_id LIMIT 1)
     UNION ALL
     SELECT * FROM (
       SELECT rowid AS rid, lease_expires_at AS due, updated_at, collection_id, content_id
       FROM _emdash_media_usage_work
-      WHERE state = 'leased' AND lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now') AND attempt_count < 5
-        AND (?2 IS NULL OR (collection_id = ?2 AND content_id = ?3))
+      WHERE state = 'leased' AND lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
       ORDER BY lease_expires_at, updated_at, collection_id, content_id LIMIT 1)
   )
   ORDER BY due, updated_at, collection_id, content_id

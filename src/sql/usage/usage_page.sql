@@ -2,11 +2,15 @@ WITH occ AS (
   SELECT s.collection_slug, s.content_id, s.source_variant, s.content_slug, s.content_title,
          s.content_status, s.locale, s.content_deleted_at,
          u.field_slug, u.field_path, u.occurrence_index, u.reference_type
+  -- CROSS JOIN fixes the join order: start from the media's occurrences (indexed by media_id),
+  -- whatever statistics the planner has.
   FROM _emdash_media_usage AS u
-  JOIN _emdash_media_usage_sources AS s
-    ON s.source_key = u.source_key AND s.current_generation = u.generation
-  JOIN _emdash_collections AS c ON c.id = s.collection_id AND c.slug = s.collection_slug
-  WHERE u.media_id = ?1 AND s.source_type = 'content' AND s.identity_version = 1
+  CROSS JOIN _emdash_media_usage_sources AS s
+  CROSS JOIN _emdash_collections AS c
+  WHERE u.media_id = ?1
+    AND s.source_key = u.source_key AND s.current_generation = u.generation
+    AND c.id = s.collection_id AND c.slug = s.collection_slug
+    AND s.source_type = 'content' AND s.identity_version = 1
     AND (s.source_variant = 'draft_overlay'
          OR s.content_status = 'published'
          OR NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources AS d

@@ -335,6 +335,8 @@ fn a_lost_cas_publishes_nothing_and_leaves_no_rows() {
         "UPDATE _emdash_media_usage_sources SET updated_at = '2000-01-01T00:00:00.000Z'",
         "UPDATE _emdash_media_usage_sources SET source_fingerprint = 'media-usage-projection:v1:sha256:00'",
         "UPDATE _emdash_media_usage_sources SET last_error_code = 'X'",
+        "UPDATE _emdash_media_usage_sources SET revision_id = 'r-other'",
+        "UPDATE _emdash_media_usage_sources SET source_version = 99",
         "UPDATE ec_posts SET version = version + 100",
         "UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
     ];

@@ -14,7 +14,9 @@ SELECT e.*,
           WHERE u.source_key = s.source_key AND u.generation = s.current_generation LIMIT 13))))
    FROM (SELECT * FROM _emdash_media_usage_sources WHERE source_key IN (?3, ?4) ORDER BY source_key) AS s) AS __sources,
   (SELECT json_group_array(json_array(s.source_key, s.current_generation, s.updated_at, s.source_fingerprint,
-                                      s.source_completeness, s.last_error_code))
+                                      s.source_completeness, s.last_error_code, s.collection_id,
+                                      s.source_updated_at, s.source_version, s.identity_version,
+                                      s.revision_id, s.last_attempted_at))
    FROM (SELECT * FROM _emdash_media_usage_sources WHERE source_key IN (?3, ?4) ORDER BY source_key) AS s) AS __sources_sig
 FROM (SELECT 1) AS __one
 LEFT JOIN {table} AS e ON e.id = ?2

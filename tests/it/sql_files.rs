@@ -2,22 +2,11 @@
 //! matches the `migrations/` directory.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use media_usage_worker::migrations;
 
-use crate::support::db;
-
-fn sql_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            sql_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "sql") {
-            out.push(path);
-        }
-    }
-}
+use crate::support::{db, files_with_extension};
 
 /// Fills template placeholders with a real collection's names so the statement can prepare.
 fn instantiate(sql: &str) -> String {
@@ -40,8 +29,7 @@ fn every_sql_file_prepares_against_the_migrated_schema() {
     let conn = exec.connection();
     conn.execute_batch("CREATE TABLE revisions_probe (x); CREATE TABLE \"ec_posts\" (id TEXT PRIMARY KEY, slug TEXT, status TEXT, author_id TEXT, primary_byline_id TEXT, created_at TEXT, updated_at TEXT, published_at TEXT, scheduled_at TEXT, deleted_at TEXT, version INTEGER, live_revision_id TEXT, draft_revision_id TEXT, locale TEXT, translation_group TEXT, title TEXT)")
         .unwrap();
-    let mut files = Vec::new();
-    sql_files(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/sql")), &mut files);
+    let files = files_with_extension(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/sql")), "sql");
     assert!(files.len() > 20, "found only {} SQL files", files.len());
     for file in files {
         let raw = fs::read_to_string(&file).unwrap();

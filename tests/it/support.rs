@@ -82,3 +82,17 @@ pub fn data(r: &Response) -> Json {
     assert!(r.status < 300, "expected success, got {}: {}", r.status, r.body);
     r.body_json()["data"].clone()
 }
+
+/// Every file under `dir` (recursively) whose extension is `ext`.
+pub fn files_with_extension(dir: &std::path::Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_with_extension(&path, ext));
+        } else if path.extension().is_some_and(|e| e == ext) {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -9,7 +9,9 @@ set -euo pipefail
 
 WORKER_BUILD_VERSION="0.8.7"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-export PATH="$HOME/.cargo/bin:$PATH"
+# Where `cargo install` puts binaries; the tools are looked up there, not anywhere on PATH.
+CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
+export PATH="$CARGO_BIN:$PATH"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -21,12 +23,12 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   rustup target add wasm32-unknown-unknown >&2
 fi
 
-if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+if [ "$("$CARGO_BIN/wasm-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
   log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
   cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked --force >&2
 fi
 
-if [ "$(worker-build --version 2>/dev/null | awk '{print $NF}')" != "$WORKER_BUILD_VERSION" ]; then
+if [ "$("$CARGO_BIN/worker-build" --version 2>/dev/null | awk '{print $NF}')" != "$WORKER_BUILD_VERSION" ]; then
   log "installing worker-build $WORKER_BUILD_VERSION (a few minutes, once)"
   cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked --force >&2
 fi
@@ -37,7 +39,7 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/package-lock.json" -nt "$STAMP" ]; then
   (cd "$ROOT" && npm ci --no-audit --no-fund >&2)
 fi
 
-export WASM_BINDGEN_BIN="$HOME/.cargo/bin/wasm-bindgen"
+export WASM_BINDGEN_BIN="$CARGO_BIN/wasm-bindgen"
 export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
 export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
 export PATH="$ROOT/node_modules/.bin:$PATH"

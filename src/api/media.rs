@@ -7,6 +7,7 @@ use super::input::{self, json_body, Issues, Obj};
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor};
 use crate::repo::media::{self as repo, Media, NewMedia};
+use crate::repo::usage::{self as usage_repo, SafeDelete};
 
 pub fn media_json(m: &Media) -> Json {
     json!({
@@ -81,10 +82,43 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     Ok((200, json!({"items": rows.iter().map(media_json).collect::<Vec<_>>(), "nextCursor": next})))
 }
 
-pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
-    if repo::delete(ctx.exec, id).await? {
-        Ok((200, json!({"deleted": true, "id": id})))
-    } else {
-        Err(ApiError::not_found("Media not found"))
+/// `DELETE /media/{id}`: refuses while the media is in use or coverage cannot prove it unused;
+/// `?force=true` (admins only, checked by the route's access rule) deletes regardless. Stored
+/// objects are never touched: only the metadata row goes.
+pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
+    let not_found = || ApiError::not_found("Media not found");
+    if input::query_flag(req, "force") {
+        return if repo::delete(ctx.exec, id).await? {
+            Ok((200, json!({"deleted": true, "id": id})))
+        } else {
+            Err(not_found())
+        };
+    }
+    repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
+    match usage_repo::delete_media_if_unused(ctx.exec, id).await? {
+        SafeDelete::Deleted => Ok((200, json!({"deleted": true, "id": id}))),
+        SafeDelete::Missing => Err(not_found()),
+        SafeDelete::Refused => {
+            let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
+            match entries.first().map(|e| e.total) {
+                Some(count) if count > 0 => {
+                    let list: Vec<Json> = entries
+                        .iter()
+                        .map(|e| json!({"collection": e.collection_slug, "contentId": e.content_id, "slug": e.content_slug}))
+                        .collect();
+                    Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
+                        .with_details(json!({"count": count, "entries": list})))
+                }
+                _ => {
+                    let (status, _) = super::usage::coverage(ctx).await?;
+                    Err(ApiError::new(
+                        409,
+                        "MEDIA_USAGE_COVERAGE_INCOMPLETE",
+                        "The media usage index cannot prove this media unused; retry when coverage is complete",
+                    )
+                    .with_details(json!({"coverage": {"status": status}})))
+                }
+            }
+        }
     }
 }

@@ -156,7 +156,7 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
         Op::ListMedia => media::list(&ctx, req).await?,
         Op::CreateMedia => media::create(&ctx, req).await?,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
-        Op::DeleteMedia => media::delete(&ctx, p(0)).await?,
+        Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,
         Op::SelfCheck => self_check(&ctx).await?,
         Op::MediaUsage => usage::media_usage(&ctx, p(0), req).await?,

@@ -37,6 +37,9 @@ const GET_WORK: &str = include_str!("../sql/usage/get_work.sql");
 const GUARD_RETRY_WORK: &str = include_str!("../sql/usage/guard_retry_work.sql");
 const BUMP_EPOCH: &str = include_str!("../sql/usage/bump_epoch.sql");
 const REOPEN_WORK: &str = include_str!("../sql/usage/reopen_work.sql");
+const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
+const MEDIA_USAGE_ENTRIES: &str = include_str!("../sql/usage/media_usage_entries.sql");
+const DELETE_MEDIA: &str = include_str!("../sql/media/delete.sql");
 const INSERT_TICK: &str = include_str!("../sql/usage/insert_tick.sql");
 const LIST_TICKS: &str = include_str!("../sql/usage/list_ticks.sql");
 
@@ -473,4 +476,42 @@ pub async fn insert_tick<E: Executor>(exec: &E, log: &TickLog) -> Result<(), Err
 /// Tick rows, newest first, before id `before`.
 pub async fn list_ticks<E: Executor>(exec: &E, before: Option<i64>, limit: u32) -> Result<Vec<TickRow>, Error> {
     exec.query(Statement::new(LIST_TICKS).bind(before).bind(i64::from(limit) + 1)).await
+}
+
+/// How a safe media delete ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SafeDelete {
+    Deleted,
+    /// No such media row.
+    Missing,
+    /// A current occurrence references it, or coverage cannot prove it unused.
+    Refused,
+}
+
+/// Deletes a media row only if, at that instant, no current occurrence references it and every
+/// collection's coverage is complete: the check and the delete are one guarded batch.
+pub async fn delete_media_if_unused<E: Executor>(exec: &E, media_id: &str) -> Result<SafeDelete, Error> {
+    let guard = Guard::new(GUARD_MEDIA_UNUSED).bind(media_id);
+    match guarded_batch(exec, guard, vec![Statement::new(DELETE_MEDIA).bind(media_id)]).await {
+        Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeDelete::Deleted),
+        Ok(_) => Ok(SafeDelete::Missing),
+        Err(Error::Stale) => Ok(SafeDelete::Refused),
+        Err(e) => Err(e),
+    }
+}
+
+/// An entry whose current projection references a media item.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UsingEntry {
+    pub collection_slug: String,
+    pub content_id: String,
+    pub content_slug: Option<String>,
+    /// How many distinct entries reference the media (the same on every row).
+    pub total: i64,
+}
+
+/// Up to `limit` entries (of registered collections, trashed included) whose current projection
+/// references the media, with the total count.
+pub async fn entries_using_media<E: Executor>(exec: &E, media_id: &str, limit: u32) -> Result<Vec<UsingEntry>, Error> {
+    exec.query(Statement::new(MEDIA_USAGE_ENTRIES).bind(media_id).bind(i64::from(limit))).await
 }

@@ -4,6 +4,7 @@ mod api_content;
 mod api_schema_media_auth;
 mod executor;
 mod openapi;
+mod safe_delete;
 mod sql_files;
 mod support;
 mod tidy;

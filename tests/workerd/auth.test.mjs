@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { startWorker, ADMIN_TOKEN } from "./harness.mjs";
-import { ok, err, validation, rows, uniq, NO_STORE } from "./helpers.mjs";
+import { ok, err, validation, rows, uniq, NO_STORE, settle } from "./helpers.mjs";
 
 const w = await startWorker();
 after(() => w.dispose());
@@ -121,7 +121,17 @@ const RULES = [
     status: 201,
     make: async () => ["POST", "/media", { filename: "b.png", mimeType: "image/png", storageKey: uniq("k") }],
   },
-  { route: "DELETE /media/{id}", role: "editor", scope: "media:write", status: 200, make: async () => ["DELETE", `/media/${await media()}`] },
+  {
+    route: "DELETE /media/{id}",
+    role: "editor",
+    scope: "media:write",
+    status: 200,
+    // A safe delete needs complete coverage: process whatever other rules left queued.
+    make: async () => {
+      await settle(w);
+      return ["DELETE", `/media/${await media()}`];
+    },
+  },
   { route: "DELETE /media/{id}?force=true", role: "admin", scope: "media:write", status: 200, make: async () => ["DELETE", `/media/${await media()}?force=true`] },
   { route: "DELETE /media/{id}?force=1", role: "admin", scope: "media:write", status: 200, make: async () => ["DELETE", `/media/${await media()}?force=1`] },
   {
@@ -199,6 +209,7 @@ test("denied writes change nothing", async () => {
   const m = await media();
   err(await w.del(`/media/${m}?force=true`, { token: editor }), 403, "FORBIDDEN");
   ok(await w.get(`/media/${m}`));
+  await settle(w);
   ok(await w.del(`/media/${m}`, { token: editor }));
 
   const coll = uniq("deniedc");
@@ -258,6 +269,7 @@ test("minting a token: 201 with a one-time secret; only its hash is stored", asy
   assert.notEqual(second.token, data.token);
   ok(await w.get(`/content/${COLL}`, { token: data.token }));
   err(await w.get("/media", { token: data.token }), 403, "INSUFFICIENT_SCOPE");
+  await settle(w);
   ok(await w.del(`/media/${await media()}`, { token: data.token }));
 
   // A minted admin token can mint in turn.

@@ -66,3 +66,16 @@ export async function schemaObjectExists(w, name) {
   const r = await rows(w, "SELECT name FROM sqlite_master WHERE name = ?1", name);
   return r.length === 1;
 }
+
+/**
+ * Runs cron ticks until no work is due any more (at most 10), so coverage is complete again
+ * after tests that queue work without processing it (e.g. an operator retry).
+ */
+export async function settle(w) {
+  for (let i = 0; i < 10; i++) {
+    const due = await rows(w, "SELECT 1 FROM _emdash_media_usage_work WHERE state <> 'failed' LIMIT 1");
+    if (due.length === 0) return;
+    await w.scheduled();
+  }
+  throw new Error("work did not settle in 10 ticks");
+}

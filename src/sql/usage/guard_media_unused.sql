@@ -1,0 +1,20 @@
+INSERT INTO _emdash_batch_guard (id)
+SELECT CASE WHEN
+  -- No current occurrence of a registered collection references the media ...
+  NOT EXISTS (
+    SELECT 1
+    FROM _emdash_media_usage AS u
+    CROSS JOIN _emdash_media_usage_sources AS s
+    CROSS JOIN _emdash_collections AS c
+    WHERE u.media_id = ?2
+      AND s.source_key = u.source_key AND s.current_generation = u.generation
+      AND c.id = s.collection_id AND c.slug = s.collection_slug)
+  -- ... and coverage proves it: every registered collection is complete, with nothing pending.
+  AND NOT EXISTS (
+    SELECT 1
+    FROM _emdash_collections AS c
+    LEFT JOIN _emdash_media_usage_index_status AS st
+      ON st.adapter_id = 'content-media' AND st.scope_type = 'collection'
+     AND st.collection_id = c.id AND st.scope_key = c.slug
+    WHERE st.status IS NOT 'complete' OR st.reconciliation_required <> 0 OR st.schema_version <> 1)
+THEN ?1 END

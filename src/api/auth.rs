@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn the_bearer_scheme_is_case_insensitive() {
         let exec = SqliteExecutor::open_in_memory().unwrap();
-        let config = Config { admin_token_hash: Some(hash_token("secret")) };
+        let config = Config { admin_token_hash: Some(hash_token("secret")), ..Config::default() };
         for header in ["Bearer secret", "bearer secret", "BEARER  secret "] {
             let p = block_on(authenticate(&exec, &config, Some(header))).unwrap();
             assert_eq!(p.map(|p| p.role), Some(Role::Admin), "{header}");

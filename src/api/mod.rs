@@ -8,6 +8,7 @@ pub mod input;
 pub mod media;
 pub mod routes;
 pub mod schema;
+pub mod sitemap;
 pub mod tokens;
 pub mod usage;
 
@@ -86,6 +87,10 @@ impl Response {
 pub struct Config {
     /// SHA-256 of `EMDASH_ADMIN_TOKEN`, if set.
     pub admin_token_hash: Option<[u8; 32]>,
+    /// `SITE_URL`: the public site's origin, for sitemap entry URLs (sitemaps are off without it).
+    pub site_url: Option<String>,
+    /// `MEDIA_PUBLIC_URL`: where stored media is served, for sitemap image URLs.
+    pub media_public_url: Option<String>,
 }
 
 /// Everything a handler may use.
@@ -140,6 +145,8 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
                 log: Vec::new(),
             })
         }
+        Op::SitemapIndex => return sitemap::index(&ctx).await,
+        Op::SitemapCollection => return sitemap::collection(&ctx, p(0)).await,
         Op::ListCollections => schema::list(&ctx).await?,
         Op::CreateCollection => schema::create(&ctx, req).await?,
         Op::GetCollection => schema::get(&ctx, p(0)).await?,

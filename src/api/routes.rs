@@ -35,6 +35,8 @@ pub enum Op {
     UsageTicks,
     UsageWork,
     UsageWorkRetry,
+    SitemapIndex,
+    SitemapCollection,
 }
 
 /// One route: method, OpenAPI-style path template, operation.
@@ -52,6 +54,8 @@ const fn r(method: &'static str, path: &'static str, op: Op) -> Route {
 /// Every route, with full paths.
 pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/health", Op::Health),
+    r("GET", "/sitemap.xml", Op::SitemapIndex),
+    r("GET", "/sitemap-{collection}.xml", Op::SitemapCollection),
     r("GET", "/_emdash/api/openapi.json", Op::OpenApi),
     r("GET", "/_emdash/api/schema/collections", Op::ListCollections),
     r("POST", "/_emdash/api/schema/collections", Op::CreateCollection),
@@ -91,7 +95,7 @@ pub enum Access {
 pub fn access(op: Op, req: &Request) -> Access {
     use Access::{Need, Public};
     match op {
-        Op::Health | Op::OpenApi => Public,
+        Op::Health | Op::OpenApi | Op::SitemapIndex | Op::SitemapCollection => Public,
         Op::ListCollections | Op::GetCollection => Need(Role::Contributor, Scope::SchemaRead),
         Op::CreateCollection | Op::DeleteCollection | Op::AddField => Need(Role::Admin, Scope::SchemaWrite),
         Op::ListContent | Op::GetContent => Need(Role::Contributor, Scope::ContentRead),
@@ -138,11 +142,15 @@ fn match_path(template: &str, path: &str) -> Option<Vec<String>> {
     loop {
         match (t.next(), p.next()) {
             (None, None) => return Some(params),
-            (Some(ts), Some(ps)) if ts.starts_with('{') => {
-                if ps.is_empty() {
+            (Some(ts), Some(ps)) if ts.contains('{') => {
+                // A parameter may have a fixed prefix and suffix in its segment: `sitemap-{c}.xml`.
+                let (prefix, rest) = ts.split_once('{')?;
+                let suffix = rest.split_once('}')?.1;
+                let value = ps.strip_prefix(prefix)?.strip_suffix(suffix)?;
+                if value.is_empty() {
                     return None;
                 }
-                params.push(percent_decode(ps)?);
+                params.push(percent_decode(value)?);
             }
             (Some(ts), Some(ps)) if ts == ps => {}
             _ => return None,
@@ -180,6 +188,10 @@ mod tests {
         assert_eq!(resolve("PATCH", "/_emdash/api/media").unwrap_err().status, 405);
         assert_eq!(resolve("GET", "/_emdash/api/nope").unwrap_err().status, 404);
         assert_eq!(resolve("GET", "/_emdash/api/content//x").unwrap_err().status, 404);
+        let (op, params) = resolve("GET", "/sitemap-posts-2.xml").unwrap();
+        assert_eq!((op, params), (Op::SitemapCollection, vec!["posts-2".to_owned()]));
+        assert_eq!(resolve("GET", "/sitemap.xml").unwrap().0, Op::SitemapIndex);
+        assert_eq!(resolve("GET", "/sitemap-.xml").unwrap_err().status, 404);
         let (_, params) = resolve("GET", "/_emdash/api/schema/collections/posts%22%3Bdrop").unwrap();
         assert_eq!(params, ["posts\";drop"]);
     }

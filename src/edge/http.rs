@@ -51,8 +51,6 @@ pub fn write_response(r: api::Response, usage: Option<Usage>) -> worker::Result<
             ),
         )?;
     }
-    if r.no_store {
-        headers.set("cache-control", "private, no-store")?;
-    }
+    headers.set("cache-control", if r.no_store { "private, no-store" } else { "public, max-age=300" })?;
     Ok(worker::Response::from_bytes(r.body.into_bytes())?.with_status(r.status).with_headers(headers))
 }

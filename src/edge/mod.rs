@@ -33,7 +33,11 @@ pub(crate) fn var(env: &Env, name: &str) -> Option<String> {
 }
 
 fn config(env: &Env) -> api::Config {
-    api::Config { admin_token_hash: var(env, "EMDASH_ADMIN_TOKEN").map(|t| hash_token(&t)) }
+    api::Config {
+        admin_token_hash: var(env, "EMDASH_ADMIN_TOKEN").map(|t| hash_token(&t)),
+        site_url: var(env, "SITE_URL"),
+        media_public_url: var(env, "MEDIA_PUBLIC_URL"),
+    }
 }
 
 #[event(start)]

@@ -4,5 +4,6 @@
 pub mod content;
 pub mod media;
 pub mod schema;
+pub mod sitemap;
 pub mod tokens;
 pub mod usage;

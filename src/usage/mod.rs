@@ -5,5 +5,6 @@ pub mod coverage;
 pub mod extract;
 pub mod fingerprint;
 pub mod project;
+pub mod sitemap;
 pub mod snapshot;
 pub mod tick;

@@ -5,6 +5,7 @@ mod api_schema_media_auth;
 mod executor;
 mod openapi;
 mod safe_delete;
+mod sitemap;
 mod sql_files;
 mod support;
 mod tidy;

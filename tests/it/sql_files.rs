@@ -20,6 +20,7 @@ fn instantiate(sql: &str) -> String {
         .replace("{event}", "INSERT")
         .replace("{row}", "NEW")
         .replace("{slug}", "'posts'")
+        .replace("{name}", "'posts'")
         .replace("{collection_id}", "'c1'")
 }
 

@@ -20,7 +20,14 @@ pub struct Api {
 
 impl Api {
     pub fn new() -> Api {
-        Api { db: db(), config: Config { admin_token_hash: Some(hash_token(ADMIN)) } }
+        Api {
+            db: db(),
+            config: Config {
+                admin_token_hash: Some(hash_token(ADMIN)),
+                site_url: Some("https://site.example".into()),
+                media_public_url: Some("https://cdn.example/media/".into()),
+            },
+        }
     }
 
     pub fn call(&self, method: &str, path_and_query: &str, token: Option<&str>, body: Option<&[u8]>) -> Response {
@@ -35,7 +42,8 @@ impl Api {
             .collect();
         let req = Request {
             method: method.to_owned(),
-            path: format!("{}{path}", api::BASE_PATH),
+            // Sitemaps live at the site root; everything else under the API base path.
+            path: if path.starts_with("/sitemap") { path.to_owned() } else { format!("{}{path}", api::BASE_PATH) },
             query,
             authorization: token.map(|t| format!("Bearer {t}")),
             body: body.map(<[u8]>::to_vec).unwrap_or_default(),

@@ -398,7 +398,11 @@ fn a_crash_at_every_statement_leaves_old_or_new_and_the_next_tick_completes() {
                 body: body.to_string().into_bytes(),
                 ..Request::default()
             };
-            block_on(api::handle(&faulty, &Config { admin_token_hash: Some(hash_token(ADMIN)) }, &req))
+            block_on(api::handle(
+                &faulty,
+                &Config { admin_token_hash: Some(hash_token(ADMIN)), ..Config::default() },
+                &req,
+            ))
         };
         let r1 = call("PUT", &format!("/content/posts/{id}"), json!({"data": {"gallery": gallery(4, "new")}}));
         let r2 = call("PUT", &format!("/content/posts/{id}"), json!({"draft": true, "data": {"hero": "d0"}}));

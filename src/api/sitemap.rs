@@ -1,0 +1,72 @@
+//! `/sitemap.xml` and `/sitemap-{collection}.xml`: public image sitemaps (`SITE_URL`,
+//! `MEDIA_PUBLIC_URL`).
+
+use std::collections::HashMap;
+
+use super::error::ApiError;
+use super::{Ctx, Response};
+use crate::exec::Executor;
+use crate::model::ident::Ident;
+use crate::repo::{schema, sitemap as repo};
+use crate::usage::sitemap::{
+    entry_url, file_name, image_url, index_xml, parse_file_param, urlset_xml, UrlEntry, MAX_URLS_PER_FILE,
+};
+
+fn site_url<E>(ctx: &Ctx<'_, E>) -> Result<String, ApiError> {
+    ctx.config.site_url.clone().ok_or_else(|| ApiError::not_found("Sitemaps are not configured (SITE_URL is unset)"))
+}
+
+fn xml(body: String) -> Response {
+    Response {
+        status: 200,
+        content_type: "application/xml; charset=utf-8",
+        body,
+        no_store: false,
+        cause: None,
+        log: Vec::new(),
+    }
+}
+
+/// The index: one sitemap file per 50,000 published entries of every collection that has any.
+pub async fn index<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Response, ApiError> {
+    let site = site_url(ctx)?;
+    let collections = schema::load(ctx.exec, None).await?;
+    let counts = repo::published_counts(ctx.exec, &collections).await?;
+    let mut files = Vec::new();
+    for c in counts.iter().filter(|c| c.n > 0) {
+        let pages = (c.n as u64).div_ceil(u64::from(MAX_URLS_PER_FILE)) as u32;
+        for page in 1..=pages {
+            files.push(format!("{}/{}", site.trim_end_matches('/'), file_name(&c.collection, page)));
+        }
+    }
+    Ok(xml(index_xml(&files)))
+}
+
+/// One sitemap file of a collection.
+pub async fn collection<E: Executor>(ctx: &Ctx<'_, E>, param: &str) -> Result<Response, ApiError> {
+    let site = site_url(ctx)?;
+    let not_found = || ApiError::not_found("No such sitemap");
+    let (slug, page) = parse_file_param(param).ok_or_else(not_found)?;
+    let slug = Ident::parse(slug).map_err(|_| not_found())?;
+    let c = schema::find(ctx.exec, &slug).await?.ok_or_else(not_found)?;
+    let offset = u64::from(page - 1) * u64::from(MAX_URLS_PER_FILE);
+    let entries = repo::entries(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await?;
+    if entries.is_empty() && page > 1 {
+        return Err(not_found());
+    }
+    let mut images: HashMap<String, Vec<String>> = HashMap::new();
+    if let Some(media_url) = &ctx.config.media_public_url {
+        for img in repo::images(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await? {
+            images.entry(img.content_id).or_default().push(image_url(media_url, &img.storage_key));
+        }
+    }
+    let urls: Vec<UrlEntry> = entries
+        .iter()
+        .map(|e| UrlEntry {
+            loc: entry_url(&site, c.slug.as_str(), &e.locale, e.slug.as_deref().unwrap_or(&e.id)),
+            lastmod: Some(e.updated_at.clone()),
+            images: images.remove(&e.id).unwrap_or_default(),
+        })
+        .collect();
+    Ok(xml(urlset_xml(&urls)))
+}

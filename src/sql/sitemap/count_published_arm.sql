@@ -1,0 +1,1 @@
+SELECT {name} AS collection, count(*) AS n FROM {table} WHERE status = 'published' AND deleted_at IS NULL

@@ -1,0 +1,13 @@
+SELECT e.id AS content_id, m.storage_key
+FROM (SELECT id FROM {table}
+      WHERE status = 'published' AND deleted_at IS NULL
+      ORDER BY id LIMIT ?2 OFFSET ?3) AS e
+CROSS JOIN _emdash_media_usage_sources AS s
+CROSS JOIN _emdash_media_usage AS u
+CROSS JOIN media AS m
+WHERE s.source_key = 'content:' || ?1 || ':' || e.id || ':columns'
+  AND s.content_status = 'published' AND s.content_deleted_at IS NULL
+  AND u.source_key = s.source_key AND u.generation = s.current_generation
+  AND u.media_id IS NOT NULL AND u.provider = 'local' AND u.media_kind = 'image'
+  AND m.id = u.media_id
+ORDER BY e.id, u.field_path

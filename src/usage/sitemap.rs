@@ -1,0 +1,172 @@
+//! Image sitemaps built from the usage index (Google's image sitemap extension): an index of
+//! per-collection sitemaps, and pages listing each published, non-trashed entry's URL with the
+//! local images its live content uses. Pure: rows in, XML out.
+
+use std::io::Cursor;
+
+use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+use quick_xml::Writer;
+
+/// Sitemap protocol limits.
+pub const MAX_URLS_PER_FILE: u32 = 50_000;
+pub const MAX_IMAGES_PER_URL: usize = 1_000;
+
+const SITEMAP_NS: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
+const IMAGE_NS: &str = "http://www.google.com/schemas/sitemap-image/1.1";
+
+/// Percent-encodes everything but RFC 3986 unreserved characters.
+pub fn encode_segment(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for b in raw.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// `MEDIA_PUBLIC_URL` (trailing `/` trimmed) + `/` + the storage key (leading `/` trimmed), each
+/// path segment percent-encoded.
+pub fn image_url(media_public_url: &str, storage_key: &str) -> String {
+    let key: Vec<String> = storage_key.trim_start_matches('/').split('/').map(encode_segment).collect();
+    format!("{}/{}", media_public_url.trim_end_matches('/'), key.join("/"))
+}
+
+/// An entry's public URL: `SITE_URL/<collection>/<slug>`, prefixed by the locale for entries
+/// not in the default locale `en`.
+pub fn entry_url(site_url: &str, collection: &str, locale: &str, slug: &str) -> String {
+    let base = site_url.trim_end_matches('/');
+    if locale == "en" {
+        format!("{base}/{}/{}", encode_segment(collection), encode_segment(slug))
+    } else {
+        format!("{base}/{}/{}/{}", encode_segment(locale), encode_segment(collection), encode_segment(slug))
+    }
+}
+
+/// The name of a collection's sitemap file `page` (1-based).
+pub fn file_name(collection: &str, page: u32) -> String {
+    if page <= 1 {
+        format!("sitemap-{collection}.xml")
+    } else {
+        format!("sitemap-{collection}-{page}.xml")
+    }
+}
+
+/// Splits `posts` / `posts-3` (the `{collection}` of `/sitemap-{collection}.xml`) into the
+/// collection slug and the page number.
+pub fn parse_file_param(param: &str) -> Option<(&str, u32)> {
+    match param.rsplit_once('-') {
+        Some((slug, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            let page: u32 = n.parse().ok().filter(|p| *p >= 2)?;
+            Some((slug, page))
+        }
+        _ => Some((param, 1)),
+    }
+}
+
+/// One URL of a sitemap page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UrlEntry {
+    pub loc: String,
+    pub lastmod: Option<String>,
+    pub images: Vec<String>,
+}
+
+fn writer() -> Writer<Cursor<Vec<u8>>> {
+    let mut w = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
+    // Writing to memory cannot fail.
+    let _ = w.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    w
+}
+
+fn text_element(w: &mut Writer<Cursor<Vec<u8>>>, name: &str, text: &str) {
+    let _ = w.write_event(Event::Start(BytesStart::new(name)));
+    let _ = w.write_event(Event::Text(BytesText::new(text)));
+    let _ = w.write_event(Event::End(BytesEnd::new(name)));
+}
+
+fn finish(w: Writer<Cursor<Vec<u8>>>) -> String {
+    String::from_utf8(w.into_inner().into_inner()).unwrap_or_default()
+}
+
+/// A sitemap index listing the given sitemap file URLs.
+pub fn index_xml(files: &[String]) -> String {
+    let mut w = writer();
+    let _ = w.write_event(Event::Start(BytesStart::new("sitemapindex").with_attributes([("xmlns", SITEMAP_NS)])));
+    for loc in files {
+        let _ = w.write_event(Event::Start(BytesStart::new("sitemap")));
+        text_element(&mut w, "loc", loc);
+        let _ = w.write_event(Event::End(BytesEnd::new("sitemap")));
+    }
+    let _ = w.write_event(Event::End(BytesEnd::new("sitemapindex")));
+    finish(w)
+}
+
+/// A sitemap page: each URL with its images (at most 1,000, duplicates removed).
+pub fn urlset_xml(urls: &[UrlEntry]) -> String {
+    let mut w = writer();
+    let root = BytesStart::new("urlset").with_attributes([("xmlns", SITEMAP_NS), ("xmlns:image", IMAGE_NS)]);
+    let _ = w.write_event(Event::Start(root));
+    for u in urls {
+        let _ = w.write_event(Event::Start(BytesStart::new("url")));
+        text_element(&mut w, "loc", &u.loc);
+        if let Some(lastmod) = &u.lastmod {
+            text_element(&mut w, "lastmod", lastmod);
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for img in &u.images {
+            if seen.len() >= MAX_IMAGES_PER_URL {
+                break;
+            }
+            if seen.contains(&img.as_str()) {
+                continue;
+            }
+            seen.push(img);
+            let _ = w.write_event(Event::Start(BytesStart::new("image:image")));
+            text_element(&mut w, "image:loc", img);
+            let _ = w.write_event(Event::End(BytesEnd::new("image:image")));
+        }
+        let _ = w.write_event(Event::End(BytesEnd::new("url")));
+    }
+    let _ = w.write_event(Event::End(BytesEnd::new("urlset")));
+    finish(w)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_percent_encoded_per_segment() {
+        assert_eq!(
+            image_url("https://cdn.example/", "/uploads/a b/ü.jpg"),
+            "https://cdn.example/uploads/a%20b/%C3%BC.jpg"
+        );
+        assert_eq!(image_url("https://cdn.example", "x~y_z-1.png"), "https://cdn.example/x~y_z-1.png");
+        assert_eq!(entry_url("https://site/", "posts", "en", "hello world"), "https://site/posts/hello%20world");
+        assert_eq!(entry_url("https://site", "posts", "de-AT", "a/b"), "https://site/de-AT/posts/a%2Fb");
+    }
+
+    #[test]
+    fn file_names_round_trip() {
+        assert_eq!(file_name("posts", 1), "sitemap-posts.xml");
+        assert_eq!(file_name("posts", 3), "sitemap-posts-3.xml");
+        assert_eq!(parse_file_param("posts"), Some(("posts", 1)));
+        assert_eq!(parse_file_param("posts-3"), Some(("posts", 3)));
+        assert_eq!(parse_file_param("posts-1"), None);
+        assert_eq!(parse_file_param("posts-"), Some(("posts-", 1)));
+    }
+
+    #[test]
+    fn xml_is_escaped_and_images_capped() {
+        let images: Vec<String> = (0..1_005).map(|i| format!("https://cdn/{i}.jpg")).collect();
+        let xml = urlset_xml(&[UrlEntry { loc: "https://site/a?x=1&y=2".into(), lastmod: None, images }]);
+        assert!(xml.contains("<loc>https://site/a?x=1&amp;y=2</loc>"));
+        assert_eq!(xml.matches("<image:image>").count(), 1_000);
+        assert!(xml.contains(r#"xmlns:image="http://www.google.com/schemas/sitemap-image/1.1""#));
+        let idx = index_xml(&["https://site/sitemap-posts.xml".into()]);
+        assert!(idx.contains("<sitemap>") && idx.contains("<loc>https://site/sitemap-posts.xml</loc>"));
+    }
+}

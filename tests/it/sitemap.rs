@@ -1,0 +1,82 @@
+//! Image sitemaps from the usage index.
+
+use serde_json::json;
+
+use crate::support::{code, data, Api};
+
+fn setup() -> Api {
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "hero", "type": "image"}, {"slug": "body", "type": "portableText"}]}),
+    ));
+    data(&api.post("/schema/collections", &json!({"slug": "empty", "label": "Empty"})));
+    api
+}
+
+fn media(api: &Api, key: &str, mime: &str) -> String {
+    let r = api.post("/media", &json!({"filename": "f", "mimeType": mime, "storageKey": key}));
+    data(&r)["item"]["id"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn the_index_lists_collections_with_published_entries() {
+    let api = setup();
+    data(&api.post("/content/posts", &json!({"slug": "a", "status": "published", "data": {}})));
+    let r = api.call("GET", "/sitemap.xml", None, None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.content_type, "application/xml; charset=utf-8");
+    assert!(!r.no_store, "sitemaps are public and cacheable");
+    assert!(r.body.contains("<loc>https://site.example/sitemap-posts.xml</loc>"), "{}", r.body);
+    assert!(!r.body.contains("sitemap-empty"), "collections without URLs are not listed");
+}
+
+#[test]
+fn pages_list_published_entries_with_their_live_local_images() {
+    let api = setup();
+    let hero = media(&api, "/uploads/hero shot.jpg", "image/jpeg");
+    let inline = media(&api, "uploads/inline.png", "image/png");
+    let draft_only = media(&api, "uploads/draft.png", "image/png");
+    let id = data(&api.post(
+        "/content/posts",
+        &json!({"slug": "hello world", "status": "published", "data": {
+            "hero": {"id": hero, "mimeType": "image/jpeg"},
+            "body": [{"_type": "image", "asset": {"_ref": inline}}, {"_type": "image", "asset": {"id": "cf", "provider": "cloudflare-images"}}]
+        }}),
+    ))["item"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": draft_only}})));
+    data(&api.post("/content/posts", &json!({"slug": "unpublished", "data": {"hero": hero}})));
+    let trashed = data(&api.post("/content/posts", &json!({"slug": "trashed", "status": "published", "data": {}})))
+        ["item"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    data(&api.delete(&format!("/content/posts/{trashed}")));
+    data(&api.post("/content/posts", &json!({"slug": "hallo", "locale": "de", "status": "published", "data": {}})));
+
+    let xml = api.call("GET", "/sitemap-posts.xml", None, None).body;
+    assert!(xml.contains("<loc>https://site.example/posts/hello%20world</loc>"), "{xml}");
+    assert!(xml.contains("<image:loc>https://cdn.example/media/uploads/hero%20shot.jpg</image:loc>"), "{xml}");
+    assert!(xml.contains("<image:loc>https://cdn.example/media/uploads/inline.png</image:loc>"), "{xml}");
+    assert!(!xml.contains("draft.png"), "draft media is not live");
+    assert!(!xml.contains("cf"), "only local media is listed");
+    assert!(!xml.contains("unpublished") && !xml.contains("trashed"));
+    assert!(xml.contains("<loc>https://site.example/de/posts/hallo</loc>"));
+    assert_eq!(xml.matches("<url>").count(), 2);
+}
+
+#[test]
+fn unknown_or_out_of_range_sitemaps_are_404() {
+    let api = setup();
+    assert_eq!(code(&api.call("GET", "/sitemap-nope.xml", None, None)), "NOT_FOUND");
+    assert_eq!(code(&api.call("GET", "/sitemap-Bad-Slug.xml", None, None)), "NOT_FOUND");
+    assert_eq!(code(&api.call("GET", "/sitemap-posts-2.xml", None, None)), "NOT_FOUND");
+    assert_eq!(
+        api.call("GET", "/sitemap-empty.xml", None, None).status,
+        200,
+        "an empty first page is a valid empty urlset"
+    );
+}

@@ -30,3 +30,13 @@ impl Clock for MonotonicClock {
         self.0.elapsed().as_secs_f64() * 1000.0
     }
 }
+
+/// A clock given as a plain function (the edge passes the JS clock; tests a fixed one).
+#[derive(Debug, Clone, Copy)]
+pub struct FnClock(pub fn() -> f64);
+
+impl Clock for FnClock {
+    fn now_ms(&self) -> f64 {
+        (self.0)()
+    }
+}

@@ -12,4 +12,8 @@ pub struct Migration {
 pub const ALL: &[Migration] = &[
     Migration { name: "0001_content_model.sql", sql: include_str!("../migrations/0001_content_model.sql") },
     Migration { name: "0002_media_usage.sql", sql: include_str!("../migrations/0002_media_usage.sql") },
+    Migration {
+        name: "0003_media_usage_reconciliation.sql",
+        sql: include_str!("../migrations/0003_media_usage_reconciliation.sql"),
+    },
 ];

@@ -91,6 +91,11 @@ pub struct Config {
     pub site_url: Option<String>,
     /// `MEDIA_PUBLIC_URL`: where stored media is served, for sitemap image URLs.
     pub media_public_url: Option<String>,
+    /// The per-tick budget; a repair request does at most this much work itself.
+    pub tick_budget: Option<crate::usage::tick::TickBudget>,
+    /// An elapsed-time clock for that budget (milliseconds); without one only the statement
+    /// budget applies.
+    pub clock: Option<fn() -> f64>,
 }
 
 /// Everything a handler may use.
@@ -171,6 +176,7 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
         Op::UsageTicks => usage::ticks(&ctx, req).await?,
         Op::UsageWork => usage::list_work(&ctx, req).await?,
         Op::UsageWorkRetry => usage::retry_work(&ctx, req).await?,
+        Op::UsageRepair => usage::repair(&ctx, req).await?,
     };
     let mut response = Response::data(status, data);
     response.log = ctx.log.into_inner();

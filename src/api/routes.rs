@@ -35,6 +35,7 @@ pub enum Op {
     UsageTicks,
     UsageWork,
     UsageWorkRetry,
+    UsageRepair,
     SitemapIndex,
     SitemapCollection,
 }
@@ -81,6 +82,7 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/admin/media-usage/ticks", Op::UsageTicks),
     r("GET", "/_emdash/api/admin/media-usage/work", Op::UsageWork),
     r("POST", "/_emdash/api/admin/media-usage/work/retry", Op::UsageWorkRetry),
+    r("POST", "/_emdash/api/admin/media-usage/repair", Op::UsageRepair),
 ];
 
 /// Who may call an operation.
@@ -109,9 +111,13 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::DeleteMedia if query_flag(req, "force") => Need(Role::Admin, Scope::MediaWrite),
         Op::DeleteMedia => Need(Role::Editor, Scope::MediaWrite),
         Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
-        Op::CreateToken | Op::SelfCheck | Op::UsageStatus | Op::UsageTicks | Op::UsageWork | Op::UsageWorkRetry => {
-            Need(Role::Admin, Scope::Admin)
-        }
+        Op::CreateToken
+        | Op::SelfCheck
+        | Op::UsageStatus
+        | Op::UsageTicks
+        | Op::UsageWork
+        | Op::UsageWorkRetry
+        | Op::UsageRepair => Need(Role::Admin, Scope::Admin),
     }
 }
 

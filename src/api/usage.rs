@@ -7,13 +7,17 @@ use super::error::ApiError;
 use super::input::{self, json_body, query, Issues, Obj};
 use super::schema;
 use super::{Ctx, Reply, Request};
+use crate::clock::FnClock;
+use crate::exec::meter::Metered;
 use crate::exec::Executor;
 use crate::model::auth::Role;
 use crate::repo::media as media_repo;
+use crate::repo::repair as repair_repo;
 use crate::repo::schema::Collection;
 use crate::repo::usage::{self as repo, UsageRow, WorkRow};
 use crate::usage::coverage::{aggregate, CollectionCoverage};
 use crate::usage::project;
+use crate::usage::tick::{self, TickBudget};
 
 /// Projects the entry a request just wrote, so "Used in" is current when the response returns.
 /// A failure here never fails the write: the work row stays queued for the cron tick.
@@ -268,4 +272,79 @@ pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
         })
         .collect();
     Ok((200, json!({"items": items, "nextCursor": next})))
+}
+
+/// `POST /admin/media-usage/repair` `{"scope":"collection","collection":<slug>}` or
+/// `{"scope":"all"}`: starts a repair run per collection, does at most one tick budget of the
+/// work, and answers with the coverage reached (`running` while ticks must continue).
+pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["scope", "collection"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let scope = obj.string(&mut issues, "scope", true, 1, 32);
+    let collection = obj.string(&mut issues, "collection", false, 1, 63);
+    match scope.as_deref() {
+        Some("collection") if collection.is_none() => issues.add("collection", "Required"),
+        Some("all") if obj.has("collection") => issues.add("collection", "Not allowed with scope \"all\""),
+        Some("collection" | "all") | None => {}
+        Some(_) => issues.add("scope", "Expected \"collection\" or \"all\""),
+    }
+    issues.finish()?;
+    let targets = match collection {
+        Some(slug) => vec![schema::load(ctx, &slug, "collection").await?],
+        None => crate::repo::schema::load(ctx.exec, None).await?,
+    };
+    let mut started = 0usize;
+    for c in &targets {
+        if repair_repo::begin(ctx.exec, c).await? {
+            started += 1;
+        } else if targets.len() == 1 {
+            return Err(ApiError::new(
+                404,
+                "COLLECTION_NOT_FOUND",
+                format!("Collection '{}' is not actively indexed", c.slug),
+            ));
+        }
+    }
+    let clock = FnClock(ctx.config.clock.unwrap_or(|| 0.0));
+    let metered = Metered::new(ctx.exec, clock);
+    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget.unwrap_or(TickBudget::DEFAULT)).await;
+    if let Some(e) = report.error {
+        ctx.log(format!("repair request stopped early: {e}"));
+    }
+    let (_, rows) = coverage(ctx).await?;
+    let ids: Vec<&str> = targets.iter().map(|c| c.id.as_str()).collect();
+    let mine: Vec<&repo::CoverageRow> = rows.iter().filter(|r| ids.contains(&r.collection_id.as_str())).collect();
+    let cov: Vec<CollectionCoverage> = mine
+        .iter()
+        .map(|r| CollectionCoverage {
+            status: r.status.clone(),
+            reconciliation_required: r.reconciliation_required.unwrap_or(0) != 0,
+            schema_version: r.schema_version,
+        })
+        .collect();
+    let collections: Vec<Json> = mine
+        .iter()
+        .zip(&cov)
+        .map(|(r, c)| {
+            json!({
+                "collection": r.collection,
+                "collectionId": r.collection_id,
+                "status": c.effective(),
+                "reconciliationRequired": c.reconciliation_required,
+                "lastErrorCode": r.last_error_code,
+            })
+        })
+        .collect();
+    Ok((
+        200,
+        json!({
+            "status": aggregate(&cov),
+            "started": started,
+            "statements": report.statements,
+            "collections": collections,
+        }),
+    ))
 }

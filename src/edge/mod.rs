@@ -37,7 +37,16 @@ fn config(env: &Env) -> api::Config {
         admin_token_hash: var(env, "EMDASH_ADMIN_TOKEN").map(|t| hash_token(&t)),
         site_url: var(env, "SITE_URL"),
         media_public_url: var(env, "MEDIA_PUBLIC_URL"),
+        tick_budget: Some(budget(env)),
+        clock: Some(js_sys::Date::now),
     }
+}
+
+fn budget(env: &Env) -> TickBudget {
+    TickBudget::from_settings(
+        var(env, "MEDIA_USAGE_TICK_MAX_QUERIES").as_deref(),
+        var(env, "MEDIA_USAGE_TICK_MAX_MS").as_deref(),
+    )
 }
 
 #[event(start)]
@@ -72,11 +81,7 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
             return;
         }
     };
-    let budget = TickBudget::from_settings(
-        var(&env, "MEDIA_USAGE_TICK_MAX_QUERIES").as_deref(),
-        var(&env, "MEDIA_USAGE_TICK_MAX_MS").as_deref(),
-    );
-    let report = tick::run(&exec, &clock::DateClock, budget).await;
+    let report = tick::run(&exec, &clock::DateClock, budget(&env)).await;
     match &report.error {
         Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.jobs),
         None => worker::console_log!(

@@ -3,6 +3,7 @@
 
 pub mod content;
 pub mod media;
+pub mod repair;
 pub mod schema;
 pub mod sitemap;
 pub mod tokens;

@@ -5,6 +5,7 @@ pub mod coverage;
 pub mod extract;
 pub mod fingerprint;
 pub mod project;
+pub mod repair;
 pub mod sitemap;
 pub mod snapshot;
 pub mod tick;

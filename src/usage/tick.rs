@@ -3,6 +3,7 @@
 //! metered count, so a tick never issues more statements than configured.
 
 use super::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
+use super::repair::{self, StepOutcome, STEP_MAX_STATEMENTS};
 use crate::clock::Clock;
 use crate::exec::meter::Metered;
 use crate::exec::{Error, Executor};
@@ -12,6 +13,9 @@ use crate::repo::usage::{self as repo, TickLog};
 pub const MIN_TICK_STATEMENTS: u64 = 10;
 /// Statements the tick's own log write costs.
 pub const LOG_STATEMENTS: u64 = 1;
+/// Statements reserved before each step of any lane: the larger of a job and a repair step.
+pub const STEP_RESERVE: u64 =
+    if JOB_MAX_STATEMENTS > STEP_MAX_STATEMENTS { JOB_MAX_STATEMENTS } else { STEP_MAX_STATEMENTS };
 /// An upper bound on jobs per tick, whatever the budget.
 pub const MAX_JOBS_PER_TICK: u32 = 10_000;
 
@@ -23,6 +27,9 @@ pub struct TickBudget {
 }
 
 impl TickBudget {
+    /// The defaults of `wrangler.toml`: 40 statements, 2.5 s.
+    pub const DEFAULT: TickBudget = TickBudget { max_statements: 40, max_ms: 2500.0 };
+
     /// Reads `MEDIA_USAGE_TICK_MAX_QUERIES` / `MEDIA_USAGE_TICK_MAX_MS`: defaults 40 and 2500,
     /// statements raised to the supported minimum of 10.
     pub fn from_settings(max_queries: Option<&str>, max_ms: Option<&str>) -> TickBudget {
@@ -44,42 +51,91 @@ pub struct TickReport {
     pub jobs: u32,
     pub failed_jobs: u32,
     pub conflicts: u32,
+    pub repair_steps: u32,
     /// Statements issued, the log write included.
     pub statements: u64,
     pub error: Option<String>,
 }
 
-/// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`.
-pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &K, budget: TickBudget) -> TickReport {
+/// The lanes a tick rotates through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    Work,
+    Repair,
+}
+
+impl Lane {
+    fn name(self) -> &'static str {
+        match self {
+            Lane::Work => "work",
+            Lane::Repair => "repair",
+        }
+    }
+}
+
+/// Runs the lanes in rotation (projection work, repair runs) while the budget allows one more
+/// step of either, without recording a tick. The repair request uses this directly.
+pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
+    exec: &Metered<E, C>,
+    clock: &K,
+    budget: TickBudget,
+) -> TickReport {
     let started = clock.now_ms();
     let mut report = TickReport {
-        lanes: vec!["work"],
+        lanes: Vec::new(),
         outcome: "idle",
         jobs: 0,
         failed_jobs: 0,
         conflicts: 0,
+        repair_steps: 0,
         statements: 0,
         error: None,
     };
-    for _ in 0..MAX_JOBS_PER_TICK {
+    let lanes = [Lane::Work, Lane::Repair];
+    let mut idle = [false; 2];
+    for i in 0..MAX_JOBS_PER_TICK as usize {
+        if idle.iter().all(|x| *x) {
+            break;
+        }
         let spent = exec.usage().statements;
-        if spent + JOB_MAX_STATEMENTS + LOG_STATEMENTS > budget.max_statements
-            || clock.now_ms() - started >= budget.max_ms
-        {
-            if report.jobs > 0 {
+        if spent + STEP_RESERVE + LOG_STATEMENTS > budget.max_statements || clock.now_ms() - started >= budget.max_ms {
+            if report.jobs + report.repair_steps > 0 {
                 report.outcome = "budget";
             }
             break;
         }
-        match project::process_next(exec, None).await {
-            Ok(None) => break,
-            Ok(Some(outcome)) => {
-                report.jobs += 1;
+        let k = i % lanes.len();
+        if idle[k] {
+            continue;
+        }
+        let lane = lanes[k];
+        let ran = match lane {
+            Lane::Work => project::process_next(exec, None).await.map(|o| {
+                o.map(|outcome| {
+                    report.jobs += 1;
+                    match outcome {
+                        JobOutcome::Failed { .. } => report.failed_jobs += 1,
+                        JobOutcome::Conflict => report.conflicts += 1,
+                        _ => {}
+                    }
+                })
+            }),
+            Lane::Repair => repair::step_next(exec).await.map(|o| {
+                o.map(|step| {
+                    report.repair_steps += 1;
+                    // A scan step queues entries: the work lane has something to do again.
+                    if matches!(step, StepOutcome::Queued { n } if n > 0) {
+                        idle[0] = false;
+                    }
+                })
+            }),
+        };
+        match ran {
+            Ok(None) => idle[k] = true,
+            Ok(Some(())) => {
                 report.outcome = "progress";
-                match outcome {
-                    JobOutcome::Failed { .. } => report.failed_jobs += 1,
-                    JobOutcome::Conflict => report.conflicts += 1,
-                    _ => {}
+                if !report.lanes.contains(&lane.name()) {
+                    report.lanes.push(lane.name());
                 }
             }
             Err(e) => {
@@ -89,6 +145,17 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &
             }
         }
     }
+    if report.lanes.is_empty() {
+        report.lanes.push(Lane::Work.name());
+    }
+    report.statements = exec.usage().statements;
+    report
+}
+
+/// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`.
+pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &K, budget: TickBudget) -> TickReport {
+    let started = clock.now_ms();
+    let mut report = run_lanes(exec, clock, budget).await;
     let usage = exec.usage();
     report.statements = usage.statements + LOG_STATEMENTS;
     let log = TickLog {
@@ -102,6 +169,7 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &
                 "jobs": report.jobs,
                 "failedJobs": report.failed_jobs,
                 "conflicts": report.conflicts,
+                "repairSteps": report.repair_steps,
                 "error": report.error.as_ref().map(|_| "see worker logs"),
             })
             .to_string(),

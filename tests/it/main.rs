@@ -4,6 +4,7 @@ mod api_content;
 mod api_schema_media_auth;
 mod executor;
 mod openapi;
+mod repair;
 mod safe_delete;
 mod sitemap;
 mod sql_files;

@@ -26,6 +26,7 @@ impl Api {
                 admin_token_hash: Some(hash_token(ADMIN)),
                 site_url: Some("https://site.example".into()),
                 media_public_url: Some("https://cdn.example/media/".into()),
+                ..Config::default()
             },
         }
     }

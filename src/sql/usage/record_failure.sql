@@ -1,9 +1,5 @@
 UPDATE _emdash_media_usage_index_status
-SET status = CASE
-      WHEN reconciliation_required = 0 THEN 'partial'
-      WHEN status = 'running' THEN 'stale'
-      ELSE status END,
-    cursor = CASE WHEN reconciliation_required = 1 AND status = 'running' THEN NULL ELSE cursor END,
+SET status = CASE WHEN reconciliation_required = 0 THEN 'partial' ELSE status END,
     completed_at = CASE WHEN reconciliation_required = 0 THEN NULL ELSE completed_at END,
     last_error_code = ?4,
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')

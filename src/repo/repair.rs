@@ -1,0 +1,161 @@
+//! Repair (reconciliation) runs: begin, claim, scan pages, enqueue, advance, finalise.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::schema::Collection;
+use crate::exec::guard::{guarded_batch, Guard};
+use crate::exec::{Error, Executor, Statement};
+use crate::ids;
+use crate::model::ident::Ident;
+use crate::sql::{render, Fragment};
+
+const GUARD_BEGIN: &str = include_str!("../sql/repair/guard_begin.sql");
+const UPSERT_RUN: &str = include_str!("../sql/repair/upsert_run.sql");
+const BEGIN_STATUS: &str = include_str!("../sql/repair/begin_status.sql");
+const CLAIM_RUN: &str = include_str!("../sql/repair/claim_run.sql");
+const SCAN_PAGE: &str = include_str!("../sql/repair/scan_page.sql");
+const ORPHAN_PAGE: &str = include_str!("../sql/repair/orphan_page.sql");
+const GUARD_STEP: &str = include_str!("../sql/repair/guard_step.sql");
+const ENQUEUE_WORK: &str = include_str!("../sql/repair/enqueue_work.sql");
+const ADVANCE_RUN: &str = include_str!("../sql/repair/advance_run.sql");
+const FINALIZE_STATUS: &str = include_str!("../sql/repair/finalize_status.sql");
+const END_RUN: &str = include_str!("../sql/repair/end_run.sql");
+
+/// Starts (or restarts) a run for a collection: coverage `running` under a new run token with
+/// reconciliation required. `false` when the collection is not actively indexed.
+pub async fn begin<E: Executor>(exec: &E, c: &Collection) -> Result<bool, Error> {
+    let token = ids::new_id();
+    let guard = Guard::new(GUARD_BEGIN).bind(c.id.as_str()).bind(c.slug.as_str());
+    let stmts = vec![
+        Statement::new(UPSERT_RUN).bind(c.id.as_str()).bind(c.slug.as_str()).bind(token.as_str()),
+        Statement::new(BEGIN_STATUS).bind(c.id.as_str()).bind(token.as_str()),
+    ];
+    match guarded_batch(exec, guard, stmts).await {
+        Ok(_) => Ok(true),
+        Err(Error::Stale) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// A claimed run.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Run {
+    pub collection_id: String,
+    pub collection_slug: String,
+    pub run_token: String,
+    pub phase: String,
+    pub scan_cursor: Option<String>,
+    pub source_cursor: Option<String>,
+    pub lease_token: Option<String>,
+}
+
+/// Claims the next due run with a 60 s lease.
+pub async fn claim<E: Executor>(exec: &E) -> Result<Option<Run>, Error> {
+    exec.query_first(Statement::new(CLAIM_RUN).bind(ids::new_id())).await
+}
+
+#[derive(Debug, Deserialize)]
+struct Id {
+    id: String,
+}
+
+/// The next page of entry ids after `cursor`.
+pub async fn scan_page<E: Executor>(
+    exec: &E,
+    slug: &Ident,
+    cursor: Option<&str>,
+    limit: u32,
+) -> Result<Vec<String>, Error> {
+    let sql = render(SCAN_PAGE, &[("table", &Fragment::content_table(slug))]);
+    let rows: Vec<Id> = exec.query(Statement::new(sql).bind(cursor).bind(i64::from(limit))).await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}
+
+/// The next page of content ids that have sources but no entry any more.
+pub async fn orphan_page<E: Executor>(
+    exec: &E,
+    run: &Run,
+    slug: &Ident,
+    cursor: Option<&str>,
+    limit: u32,
+) -> Result<Vec<String>, Error> {
+    let sql = render(ORPHAN_PAGE, &[("table", &Fragment::content_table(slug))]);
+    let stmt = Statement::new(sql).bind(run.collection_id.as_str()).bind(cursor).bind(i64::from(limit));
+    let rows: Vec<Id> = exec.query(stmt).await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}
+
+/// Where a run goes next.
+#[derive(Debug, Clone)]
+pub struct Advance<'a> {
+    pub phase: &'static str,
+    pub scan_cursor: Option<&'a str>,
+    pub source_cursor: Option<&'a str>,
+    pub delay_seconds: i64,
+}
+
+fn advance_statement(run: &Run, a: &Advance<'_>) -> Statement {
+    Statement::new(ADVANCE_RUN)
+        .bind(run.collection_id.as_str())
+        .bind(run.lease_token.clone())
+        .bind(a.phase)
+        .bind(a.scan_cursor)
+        .bind(a.source_cursor)
+        .bind(a.delay_seconds)
+}
+
+/// Queues `content_ids` for projection and advances the run, atomically and only while the run
+/// holds its lease and the collection still exists.
+pub async fn enqueue_and_advance<E: Executor>(
+    exec: &E,
+    run: &Run,
+    content_ids: &[String],
+    a: &Advance<'_>,
+) -> Result<(), Error> {
+    let guard = Guard::new(GUARD_STEP)
+        .bind(run.collection_id.as_str())
+        .bind(run.run_token.as_str())
+        .bind(run.lease_token.clone())
+        .bind(run.collection_slug.as_str());
+    let mut stmts = Vec::new();
+    if !content_ids.is_empty() {
+        stmts.push(
+            Statement::new(ENQUEUE_WORK)
+                .bind(run.collection_id.as_str())
+                .bind(run.collection_slug.as_str())
+                .bind(json!(content_ids).to_string()),
+        );
+    }
+    stmts.push(advance_statement(run, a));
+    guarded_batch(exec, guard, stmts).await.map(drop)
+}
+
+/// Finalises coverage if the queue has drained, and ends the run if it is finalised or
+/// superseded. Returns whether the run ended.
+pub async fn finalize<E: Executor>(exec: &E, run: &Run) -> Result<bool, Error> {
+    let outcomes = exec
+        .batch(vec![
+            Statement::new(FINALIZE_STATUS).bind(run.collection_id.as_str()).bind(run.run_token.as_str()),
+            Statement::new(END_RUN)
+                .bind(run.collection_id.as_str())
+                .bind(run.lease_token.clone())
+                .bind(run.run_token.as_str()),
+        ])
+        .await?;
+    Ok(outcomes.get(1).is_some_and(|o| o.changes > 0))
+}
+
+/// Puts a run back to wait (the barrier polls every `delay_seconds`).
+pub async fn release<E: Executor>(exec: &E, run: &Run, a: &Advance<'_>) -> Result<(), Error> {
+    exec.execute(advance_statement(run, a)).await.map(drop)
+}
+
+/// Ends a run whose collection is gone (or whose status no longer carries its token).
+pub async fn end<E: Executor>(exec: &E, run: &Run) -> Result<bool, Error> {
+    let stmt = Statement::new(END_RUN)
+        .bind(run.collection_id.as_str())
+        .bind(run.lease_token.clone())
+        .bind(run.run_token.as_str());
+    Ok(exec.execute(stmt).await? > 0)
+}

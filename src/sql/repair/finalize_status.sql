@@ -1,0 +1,14 @@
+UPDATE _emdash_media_usage_index_status
+SET status = CASE
+      WHEN EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1 AND state = 'failed')
+        OR EXISTS (SELECT 1 FROM _emdash_media_usage_sources WHERE collection_id = ?1 AND source_completeness = 'failed')
+      THEN 'partial' ELSE 'complete' END,
+    completed_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+    reconciliation_required = 0,
+    cursor = NULL,
+    last_error_code = (SELECT last_error_code FROM _emdash_media_usage_work
+                       WHERE collection_id = ?1 AND state = 'failed' ORDER BY updated_at DESC LIMIT 1),
+    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE adapter_id = 'content-media' AND scope_type = 'collection' AND collection_id = ?1
+  AND capture_state = 'active' AND status = 'running' AND cursor = ?2
+  AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1 AND state <> 'failed')

@@ -1,0 +1,94 @@
+//! Index repair: a resumable run per collection, advanced in bounded steps by the cron tick
+//! (and by the repair request, within one tick budget).
+//!
+//! The proof of coverage is the work queue itself: every entry that exists when the scan passes
+//! it is queued by the scan, every entry written later is queued by its capture trigger, and
+//! every stored source whose entry is gone is queued by the orphan pass. Coverage is finalised
+//! `complete` (reconciliation no longer required) by one statement that requires the run token
+//! and an empty queue for the collection; a failed job finalises it `partial`.
+
+use crate::exec::{Error, Executor};
+use crate::model::ident::Ident;
+use crate::repo::repair::{self as repo, Advance, Run};
+
+/// Entries queued per scan step (one JSON parameter; one statement).
+pub const PAGE_SIZE: u32 = 500;
+/// How often a run whose queue has not drained yet looks again.
+pub const BARRIER_POLL_SECONDS: i64 = 10;
+/// The most statements one repair step issues (claim, page read, and a guarded batch of four).
+pub const STEP_MAX_STATEMENTS: u64 = 6;
+
+/// What one step did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// Queued a page of entries (or orphaned sources) and moved the cursor.
+    Queued { n: usize },
+    /// The queue has not drained; the run waits.
+    Waiting,
+    /// Coverage was finalised (or the run was superseded or its collection is gone).
+    Finished,
+    /// The lease was lost or the collection changed; nothing was written.
+    Conflict,
+}
+
+/// Claims the next due run and advances it one step; `None` when no run is due.
+pub async fn step_next<E: Executor>(exec: &E) -> Result<Option<StepOutcome>, Error> {
+    let Some(run) = repo::claim(exec).await? else { return Ok(None) };
+    step(exec, &run).await.map(Some)
+}
+
+async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
+    let Ok(slug) = Ident::parse(&run.collection_slug) else {
+        repo::end(exec, run).await?;
+        return Ok(StepOutcome::Finished);
+    };
+    let advanced = |res: Result<(), Error>, n: usize| match res {
+        Ok(()) => Ok(StepOutcome::Queued { n }),
+        Err(Error::Stale) => Ok(StepOutcome::Conflict),
+        Err(e) => Err(e),
+    };
+    match run.phase.as_str() {
+        "scan" => {
+            let ids = match repo::scan_page(exec, &slug, run.scan_cursor.as_deref(), PAGE_SIZE).await {
+                Ok(ids) => ids,
+                Err(Error::Backend(msg)) if msg.contains("no such table") => {
+                    repo::end(exec, run).await?;
+                    return Ok(StepOutcome::Finished);
+                }
+                Err(e) => return Err(e),
+            };
+            let done = ids.len() < PAGE_SIZE as usize;
+            let next = Advance {
+                phase: if done { "sources" } else { "scan" },
+                scan_cursor: ids.last().map(String::as_str).or(run.scan_cursor.as_deref()),
+                source_cursor: None,
+                delay_seconds: 0,
+            };
+            advanced(repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len())
+        }
+        "sources" => {
+            let ids = repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await?;
+            let done = ids.len() < PAGE_SIZE as usize;
+            let next = Advance {
+                phase: if done { "barrier" } else { "sources" },
+                scan_cursor: run.scan_cursor.as_deref(),
+                source_cursor: ids.last().map(String::as_str).or(run.source_cursor.as_deref()),
+                delay_seconds: 0,
+            };
+            advanced(repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len())
+        }
+        _ => {
+            if repo::finalize(exec, run).await? {
+                return Ok(StepOutcome::Finished);
+            }
+            let wait = Advance {
+                phase: "barrier",
+                scan_cursor: run.scan_cursor.as_deref(),
+                source_cursor: run.source_cursor.as_deref(),
+                delay_seconds: BARRIER_POLL_SECONDS,
+            };
+            repo::release(exec, run, &wait).await?;
+            Ok(StepOutcome::Waiting)
+        }
+    }
+}

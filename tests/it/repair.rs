@@ -1,0 +1,187 @@
+//! Index repair: resumable runs that re-queue every entry and orphaned source, then finalise
+//! coverage under the run token once the queue has drained.
+
+use futures::executor::block_on;
+use media_usage_worker::clock::MonotonicClock;
+use media_usage_worker::exec::fault::Faulty;
+use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::usage::tick::{self, TickBudget};
+use serde_json::{json, Value as Json};
+
+use crate::support::{code, data, Api, ADMIN};
+
+fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// Runs ticks until the queue and every repair run are done; a waiting run's barrier is made
+/// due at once instead of after its poll delay.
+fn drain(db: &SqliteExecutor) {
+    let budget = TickBudget { max_statements: 40, max_ms: 60_000.0 };
+    for _ in 0..50 {
+        block_on(tick::drain(db, &MonotonicClock::default(), budget, 500)).unwrap();
+        if scalar(db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") == 0 {
+            return;
+        }
+        db.connection()
+            .execute_batch(
+                "UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+                 UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+                 UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
+            )
+            .unwrap();
+    }
+    panic!("repair runs did not finish");
+}
+
+fn status(api: &Api) -> Json {
+    data(&api.get("/admin/media-usage/status"))
+}
+
+/// A collection with `n` entries, each with a `gallery` image, then an image field added.
+fn stale_collection(api: &Api, n: usize) {
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "P", "fields": [{"slug": "gallery", "type": "repeater", "subFields": [{"slug": "image", "type": "image"}]}]}),
+    ));
+    for i in 0..n {
+        data(&api.post(
+            "/content/posts",
+            &json!({"slug": format!("e{i}"), "status": "published", "data": {"gallery": [{"image": format!("g{i}")}]}}),
+        ));
+    }
+    data(&api.post("/schema/collections/posts/fields", &json!({"slug": "hero", "type": "image"})));
+    // Values written into the new column whose capture was lost (as an import would leave them).
+    lost_write(api, "UPDATE ec_posts SET hero = 'h' || slug");
+}
+
+/// Runs `sql` on the content table and then loses the work it queued.
+fn lost_write(api: &Api, sql: &str) {
+    api.db.connection().execute_batch(sql).unwrap();
+    api.db.connection().execute_batch("DELETE FROM _emdash_media_usage_work").unwrap();
+}
+
+#[test]
+fn repair_clears_a_schema_change_and_indexes_the_new_field() {
+    let api = Api::new();
+    stale_collection(&api, 7);
+    assert_eq!(status(&api)["status"], "stale");
+    let r = data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
+    assert_eq!(r["started"], 1);
+    assert!(r["statements"].as_u64().unwrap() <= 40, "a repair request stays within one tick budget: {r}");
+    drain(&api.db);
+    let st = status(&api);
+    assert_eq!(st["status"], "complete", "{st}");
+    assert_eq!(st["collections"][0]["reconciliationRequired"], false);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id LIKE 'he%'"), 7);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
+}
+
+#[test]
+fn repair_requests_are_validated() {
+    let api = Api::new();
+    for body in [
+        json!({}),
+        json!({"scope": "all", "x": 1}),
+        json!({"scope": "collection", "collection": "Bad-Slug"}),
+        json!({"scope": "collection"}),
+        json!({"scope": "some"}),
+        json!({"scope": "all", "collection": "posts"}),
+    ] {
+        assert_eq!(code(&api.post("/admin/media-usage/repair", &body)), "VALIDATION_ERROR", "{body}");
+    }
+    assert_eq!(code(&api.call("POST", "/admin/media-usage/repair", Some(ADMIN), None)), "INVALID_JSON");
+    assert_eq!(
+        code(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "nope"}))),
+        "COLLECTION_NOT_FOUND"
+    );
+    let r = data(&api.post("/admin/media-usage/repair", &json!({"scope": "all"})));
+    assert_eq!((r["status"].as_str(), r["started"].as_i64()), (Some("complete"), Some(0)));
+}
+
+#[test]
+fn a_failing_entry_finalises_partial_and_orphans_are_removed() {
+    let api = Api::new();
+    stale_collection(&api, 2);
+    // An entry too big to index, and a source whose entry vanished, both without capture.
+    let big: Vec<Json> = (0..13).map(|i| json!({"image": format!("b{i}")})).collect();
+    lost_write(
+        &api,
+        &format!("INSERT INTO ec_posts (id, slug, status, gallery) VALUES ('big', 'big', 'published', '{}'); DELETE FROM ec_posts WHERE slug = 'e0';", Json::Array(big)),
+    );
+    data(&api.post("/admin/media-usage/repair", &json!({"scope": "all"})));
+    drain(&api.db);
+    let st = status(&api);
+    assert_eq!(st["status"], "partial", "{st}");
+    assert_eq!(st["collections"][0]["lastErrorCode"], "MEDIA_USAGE_RESOURCE_LIMIT");
+    assert_eq!(st["collections"][0]["reconciliationRequired"], false);
+    assert_eq!(
+        scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id = 'g0'"),
+        0,
+        "the orphan's occurrences are gone"
+    );
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id = 'g1'"), 1);
+}
+
+#[test]
+fn writes_during_a_run_are_covered_and_a_newer_run_supersedes_an_older_one() {
+    let api = Api::new();
+    stale_collection(&api, 3);
+    data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
+    data(&api.post("/content/posts", &json!({"slug": "late", "status": "published", "data": {"hero": "late-hero"}})));
+    assert_eq!(status(&api)["collections"][0]["status"], "running");
+    data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
+    drain(&api.db);
+    assert_eq!(status(&api)["status"], "complete");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id = 'late-hero'"), 1);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
+}
+
+#[test]
+fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
+    for fail_at in 1..=12u64 {
+        let api = Api::new();
+        stale_collection(&api, 4);
+        // A bare run, so the crashed tick below does the run's steps itself.
+        block_on(media_usage_worker::repo::repair::begin(
+            &api.db,
+            &block_on(media_usage_worker::repo::schema::find(
+                &api.db,
+                &media_usage_worker::model::ident::Ident::parse("posts").unwrap(),
+            ))
+            .unwrap()
+            .unwrap(),
+        ))
+        .unwrap();
+        let faulty = Faulty::new(&api.db, Some(fail_at));
+        let clock = MonotonicClock::default();
+        let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
+        let _ = block_on(tick::run(&metered, &clock, TickBudget { max_statements: 40, max_ms: 60_000.0 }));
+        api.db
+            .connection()
+            .execute_batch(
+                "UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+                 UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+                 UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';",
+            )
+            .unwrap();
+        for _ in 0..20 {
+            drain(&api.db);
+            if scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") == 0 {
+                break;
+            }
+            api.db
+                .connection()
+                .execute_batch(
+                    "UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z'",
+                )
+                .unwrap();
+        }
+        assert_eq!(status(&api)["status"], "complete", "fail_at {fail_at}");
+        assert_eq!(
+            scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id LIKE 'he%'"),
+            4,
+            "fail_at {fail_at}"
+        );
+    }
+}

@@ -17,6 +17,7 @@ const INSERT_STATUS: &str = include_str!("../sql/usage/insert_status.sql");
 const INVALIDATE_FOR_SCHEMA_CHANGE: &str = include_str!("../sql/usage/invalidate_for_schema_change.sql");
 const DELETE_COLLECTION_STATUS: &str = include_str!("../sql/usage/delete_collection_status.sql");
 const DELETE_COLLECTION_WORK: &str = include_str!("../sql/usage/delete_collection_work.sql");
+const DELETE_COLLECTION_RUNS: &str = include_str!("../sql/usage/delete_collection_runs.sql");
 const CLAIM_WORK: &str = include_str!("../sql/usage/claim_work.sql");
 const CLAIM_ENTRY_WORK: &str = include_str!("../sql/usage/claim_entry_work.sql");
 const LOAD_ENTRY: &str = include_str!("../sql/usage/load_entry.sql");
@@ -83,11 +84,12 @@ pub fn invalidate_for_schema_change(c: &Collection) -> Statement {
         .bind(c.slug.as_str())
 }
 
-/// Removes a deleted collection's coverage row and queued work.
+/// Removes a deleted collection's coverage row, queued work and repair run.
 pub fn forget_collection(collection_id: &str) -> Vec<Statement> {
     vec![
         Statement::new(DELETE_COLLECTION_STATUS).bind(collection_id),
         Statement::new(DELETE_COLLECTION_WORK).bind(collection_id),
+        Statement::new(DELETE_COLLECTION_RUNS).bind(collection_id),
     ]
 }
 

@@ -15,8 +15,9 @@ use crate::repo::repair::{self as repo, Advance, Run};
 pub const PAGE_SIZE: u32 = 500;
 /// How often a run whose queue has not drained yet looks again.
 pub const BARRIER_POLL_SECONDS: i64 = 10;
-/// The most statements one repair step issues (claim, page read, and a guarded batch of four).
-pub const STEP_MAX_STATEMENTS: u64 = 6;
+/// The most statements one repair step issues: claim, page read, a guarded batch of four, and
+/// the end of a run whose batch lost its guard.
+pub const STEP_MAX_STATEMENTS: u64 = 7;
 
 /// What one step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,11 +43,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
         repo::end(exec, run).await?;
         return Ok(StepOutcome::Finished);
     };
-    let advanced = |res: Result<(), Error>, n: usize| match res {
-        Ok(()) => Ok(StepOutcome::Queued { n }),
-        Err(Error::Stale) => Ok(StepOutcome::Conflict),
-        Err(e) => Err(e),
-    };
+
     match run.phase.as_str() {
         "scan" => {
             let ids = match repo::scan_page(exec, &slug, run.scan_cursor.as_deref(), PAGE_SIZE).await {
@@ -64,10 +61,17 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
                 source_cursor: None,
                 delay_seconds: 0,
             };
-            advanced(repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len())
+            advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len()).await
         }
         "sources" => {
-            let ids = repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await?;
+            let ids = match repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await {
+                Ok(ids) => ids,
+                Err(Error::Backend(msg)) if msg.contains("no such table") => {
+                    repo::end(exec, run).await?;
+                    return Ok(StepOutcome::Finished);
+                }
+                Err(e) => return Err(e),
+            };
             let done = ids.len() < PAGE_SIZE as usize;
             let next = Advance {
                 phase: if done { "barrier" } else { "sources" },
@@ -75,7 +79,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
                 source_cursor: ids.last().map(String::as_str).or(run.source_cursor.as_deref()),
                 delay_seconds: 0,
             };
-            advanced(repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len())
+            advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len()).await
         }
         _ => {
             if repo::finalize(exec, run).await? {
@@ -90,5 +94,18 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
             repo::release(exec, run, &wait).await?;
             Ok(StepOutcome::Waiting)
         }
+    }
+}
+
+/// Maps the outcome of a scan or orphan step. A lost guard ends the run when it no longer owns
+/// its collection's coverage (collection deleted, run superseded); otherwise the run is retried
+/// when its lease expires.
+async fn advanced<E: Executor>(exec: &E, run: &Run, res: Result<(), Error>, n: usize) -> Result<StepOutcome, Error> {
+    match res {
+        Ok(()) => Ok(StepOutcome::Queued { n }),
+        Err(Error::Stale) => {
+            Ok(if repo::end(exec, run).await? { StepOutcome::Finished } else { StepOutcome::Conflict })
+        }
+        Err(e) => Err(e),
     }
 }

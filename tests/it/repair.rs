@@ -185,3 +185,14 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         );
     }
 }
+
+#[test]
+fn a_run_whose_collection_is_deleted_ends() {
+    let api = Api::new();
+    stale_collection(&api, 3);
+    data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
+    let r = api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    drain(&api.db);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
+}

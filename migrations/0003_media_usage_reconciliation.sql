@@ -10,6 +10,7 @@ CREATE TABLE _emdash_media_usage_reconciliations (
   scan_cursor TEXT,
   source_cursor TEXT,
   state TEXT NOT NULL DEFAULT 'pending',
+  attempt_count INTEGER NOT NULL DEFAULT 0,
   next_attempt_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
   lease_token TEXT,
   lease_expires_at TEXT,

@@ -296,26 +296,20 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         Some(slug) => vec![schema::load(ctx, &slug, "collection").await?],
         None => crate::repo::schema::load(ctx.exec, None).await?,
     };
-    let mut started = 0usize;
-    for c in &targets {
-        if repair_repo::begin(ctx.exec, c).await? {
-            started += 1;
-        } else if targets.len() == 1 {
-            return Err(ApiError::new(
-                404,
-                "COLLECTION_NOT_FOUND",
-                format!("Collection '{}' is not actively indexed", c.slug),
-            ));
-        }
-    }
     let clock = FnClock(ctx.config.clock.unwrap_or(|| 0.0));
+    // Starting the runs counts against the same budget as the work done after it.
     let metered = Metered::new(ctx.exec, clock);
+    let ids: Vec<&str> = targets.iter().map(|c| c.id.as_str()).collect();
+    let started = repair_repo::begin(&metered, &ids).await?;
+    if started == 0 && scope.as_deref() == Some("collection") {
+        let slug = targets.first().map(|c| c.slug.as_str()).unwrap_or_default();
+        return Err(ApiError::new(404, "COLLECTION_NOT_FOUND", format!("Collection '{slug}' is not actively indexed")));
+    }
     let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget.unwrap_or(TickBudget::DEFAULT)).await;
     if let Some(e) = report.error {
         ctx.log(format!("repair request stopped early: {e}"));
     }
     let (_, rows) = coverage(ctx).await?;
-    let ids: Vec<&str> = targets.iter().map(|c| c.id.as_str()).collect();
     let mine: Vec<&repo::CoverageRow> = rows.iter().filter(|r| ids.contains(&r.collection_id.as_str())).collect();
     let cov: Vec<CollectionCoverage> = mine
         .iter()
@@ -335,6 +329,10 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
                 "status": c.effective(),
                 "reconciliationRequired": c.reconciliation_required,
                 "lastErrorCode": r.last_error_code,
+                "indexedSourceCount": r.indexed_source_count,
+                "failedSourceCount": r.failed_source_count,
+                "startedAt": r.started_at,
+                "completedAt": r.completed_at,
             })
         })
         .collect();
@@ -343,7 +341,9 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         json!({
             "status": aggregate(&cov),
             "started": started,
-            "statements": report.statements,
+            "statements": metered.usage().statements,
+            "indexedSourceCount": mine.iter().filter_map(|r| r.indexed_source_count).sum::<i64>(),
+            "failedSourceCount": mine.iter().filter_map(|r| r.failed_source_count).sum::<i64>(),
             "collections": collections,
         }),
     ))

@@ -3,15 +3,13 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::schema::Collection;
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
 use crate::model::ident::Ident;
 use crate::sql::{render, Fragment};
 
-const GUARD_BEGIN: &str = include_str!("../sql/repair/guard_begin.sql");
-const UPSERT_RUN: &str = include_str!("../sql/repair/upsert_run.sql");
+const UPSERT_RUNS: &str = include_str!("../sql/repair/upsert_runs.sql");
 const BEGIN_STATUS: &str = include_str!("../sql/repair/begin_status.sql");
 const CLAIM_RUN: &str = include_str!("../sql/repair/claim_run.sql");
 const SCAN_PAGE: &str = include_str!("../sql/repair/scan_page.sql");
@@ -21,21 +19,17 @@ const ENQUEUE_WORK: &str = include_str!("../sql/repair/enqueue_work.sql");
 const ADVANCE_RUN: &str = include_str!("../sql/repair/advance_run.sql");
 const FINALIZE_STATUS: &str = include_str!("../sql/repair/finalize_status.sql");
 const END_RUN: &str = include_str!("../sql/repair/end_run.sql");
+const FAIL_RUN: &str = include_str!("../sql/repair/fail_run.sql");
 
-/// Starts (or restarts) a run for a collection: coverage `running` under a new run token with
-/// reconciliation required. `false` when the collection is not actively indexed.
-pub async fn begin<E: Executor>(exec: &E, c: &Collection) -> Result<bool, Error> {
-    let token = ids::new_id();
-    let guard = Guard::new(GUARD_BEGIN).bind(c.id.as_str()).bind(c.slug.as_str());
-    let stmts = vec![
-        Statement::new(UPSERT_RUN).bind(c.id.as_str()).bind(c.slug.as_str()).bind(token.as_str()),
-        Statement::new(BEGIN_STATUS).bind(c.id.as_str()).bind(token.as_str()),
-    ];
-    match guarded_batch(exec, guard, stmts).await {
-        Ok(_) => Ok(true),
-        Err(Error::Stale) => Ok(false),
-        Err(e) => Err(e),
-    }
+/// Starts (or restarts) a run for each of `collection_ids` whose capture is active, in one
+/// atomic batch of two statements whatever their number: coverage `running` under a new run
+/// token, reconciliation required. Returns how many runs started.
+pub async fn begin<E: Executor>(exec: &E, collection_ids: &[&str]) -> Result<u64, Error> {
+    let ids = json!(collection_ids).to_string();
+    let outcomes = exec
+        .batch(vec![Statement::new(UPSERT_RUNS).bind(ids.as_str()), Statement::new(BEGIN_STATUS).bind(ids.as_str())])
+        .await?;
+    Ok(outcomes.get(1).map_or(0, |o| o.changes))
 }
 
 /// A claimed run.
@@ -48,6 +42,8 @@ pub struct Run {
     pub scan_cursor: Option<String>,
     pub source_cursor: Option<String>,
     pub lease_token: Option<String>,
+    /// Claims since the run last made progress.
+    pub attempt_count: i64,
 }
 
 /// Claims the next due run with a 60 s lease.
@@ -72,18 +68,24 @@ pub async fn scan_page<E: Executor>(
     Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
-/// The next page of content ids that have sources but no entry any more.
+/// The next page of content ids that have sources, after `cursor`: every id read (to move the
+/// cursor) with whether its entry is gone.
 pub async fn orphan_page<E: Executor>(
     exec: &E,
     run: &Run,
     slug: &Ident,
     cursor: Option<&str>,
     limit: u32,
-) -> Result<Vec<String>, Error> {
+) -> Result<Vec<(String, bool)>, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+        orphan: i64,
+    }
     let sql = render(ORPHAN_PAGE, &[("table", &Fragment::content_table(slug))]);
     let stmt = Statement::new(sql).bind(run.collection_id.as_str()).bind(cursor).bind(i64::from(limit));
-    let rows: Vec<Id> = exec.query(stmt).await?;
-    Ok(rows.into_iter().map(|r| r.id).collect())
+    let rows: Vec<Row> = exec.query(stmt).await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.orphan != 0)).collect())
 }
 
 /// Where a run goes next.
@@ -93,6 +95,8 @@ pub struct Advance<'a> {
     pub scan_cursor: Option<&'a str>,
     pub source_cursor: Option<&'a str>,
     pub delay_seconds: i64,
+    /// The step made progress: the attempt count starts over.
+    pub progressed: bool,
 }
 
 fn advance_statement(run: &Run, a: &Advance<'_>) -> Statement {
@@ -103,6 +107,7 @@ fn advance_statement(run: &Run, a: &Advance<'_>) -> Statement {
         .bind(a.scan_cursor)
         .bind(a.source_cursor)
         .bind(a.delay_seconds)
+        .bind(a.progressed)
 }
 
 /// Queues `content_ids` for projection and advances the run, atomically and only while the run
@@ -149,6 +154,20 @@ pub async fn finalize<E: Executor>(exec: &E, run: &Run) -> Result<bool, Error> {
 /// Puts a run back to wait (the barrier polls every `delay_seconds`).
 pub async fn release<E: Executor>(exec: &E, run: &Run, a: &Advance<'_>) -> Result<(), Error> {
     exec.execute(advance_statement(run, a)).await.map(drop)
+}
+
+/// Gives up on a run that keeps failing: coverage `failed` (`MEDIA_USAGE_REPAIR_FAILED`, still
+/// requiring reconciliation), and the run ends.
+pub async fn fail<E: Executor>(exec: &E, run: &Run) -> Result<(), Error> {
+    exec.batch(vec![
+        Statement::new(FAIL_RUN).bind(run.collection_id.as_str()).bind(run.run_token.as_str()),
+        Statement::new(END_RUN)
+            .bind(run.collection_id.as_str())
+            .bind(run.lease_token.clone())
+            .bind(run.run_token.as_str()),
+    ])
+    .await
+    .map(drop)
 }
 
 /// Ends a run whose collection is gone (or whose status no longer carries its token).

@@ -339,6 +339,10 @@ pub struct CoverageRow {
     pub reconciliation_required: Option<i64>,
     pub last_error_code: Option<String>,
     pub schema_version: Option<i64>,
+    pub indexed_source_count: Option<i64>,
+    pub failed_source_count: Option<i64>,
+    pub started_at: Option<String>,
+    pub completed_at: Option<String>,
 }
 
 pub async fn coverage_rows<E: Executor>(exec: &E) -> Result<Vec<CoverageRow>, Error> {

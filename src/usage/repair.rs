@@ -38,7 +38,14 @@ pub async fn step_next<E: Executor>(exec: &E) -> Result<Option<StepOutcome>, Err
     step(exec, &run).await.map(Some)
 }
 
+/// Claims a run may take without progress before it is given up as failed.
+pub const MAX_ATTEMPTS: i64 = 5;
+
 async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
+    if run.attempt_count > MAX_ATTEMPTS {
+        repo::fail(exec, run).await?;
+        return Ok(StepOutcome::Finished);
+    }
     let Ok(slug) = Ident::parse(&run.collection_slug) else {
         repo::end(exec, run).await?;
         return Ok(StepOutcome::Finished);
@@ -60,24 +67,27 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
                 scan_cursor: ids.last().map(String::as_str).or(run.scan_cursor.as_deref()),
                 source_cursor: None,
                 delay_seconds: 0,
+                progressed: true,
             };
             advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len()).await
         }
         "sources" => {
-            let ids = match repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await {
-                Ok(ids) => ids,
+            let page = match repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await {
+                Ok(page) => page,
                 Err(Error::Backend(msg)) if msg.contains("no such table") => {
                     repo::end(exec, run).await?;
                     return Ok(StepOutcome::Finished);
                 }
                 Err(e) => return Err(e),
             };
-            let done = ids.len() < PAGE_SIZE as usize;
+            let done = page.len() < PAGE_SIZE as usize;
+            let ids: Vec<String> = page.iter().filter(|(_, orphan)| *orphan).map(|(id, _)| id.clone()).collect();
             let next = Advance {
                 phase: if done { "barrier" } else { "sources" },
                 scan_cursor: run.scan_cursor.as_deref(),
-                source_cursor: ids.last().map(String::as_str).or(run.source_cursor.as_deref()),
+                source_cursor: page.last().map(|(id, _)| id.as_str()).or(run.source_cursor.as_deref()),
                 delay_seconds: 0,
+                progressed: true,
             };
             advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len()).await
         }
@@ -90,6 +100,8 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
                 scan_cursor: run.scan_cursor.as_deref(),
                 source_cursor: run.source_cursor.as_deref(),
                 delay_seconds: BARRIER_POLL_SECONDS,
+                // Waiting for the queue is not a failure.
+                progressed: true,
             };
             repo::release(exec, run, &wait).await?;
             Ok(StepOutcome::Waiting)

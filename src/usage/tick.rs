@@ -99,7 +99,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         }
         let spent = exec.usage().statements;
         if spent + STEP_RESERVE + LOG_STATEMENTS > budget.max_statements || clock.now_ms() - started >= budget.max_ms {
-            if report.jobs + report.repair_steps > 0 {
+            if report.jobs + report.repair_steps > 0 && report.outcome != "error" {
                 report.outcome = "budget";
             }
             break;
@@ -133,15 +133,18 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         match ran {
             Ok(None) => idle[k] = true,
             Ok(Some(())) => {
-                report.outcome = "progress";
+                if report.outcome != "error" {
+                    report.outcome = "progress";
+                }
                 if !report.lanes.contains(&lane.name()) {
                     report.lanes.push(lane.name());
                 }
             }
+            // One lane's failure must not starve the others: note it, rest that lane, go on.
             Err(e) => {
                 report.outcome = "error";
-                report.error = Some(e.to_string());
-                break;
+                report.error.get_or_insert_with(|| format!("{} lane: {e}", lane.name()));
+                idle[k] = true;
             }
         }
     }

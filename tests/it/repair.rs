@@ -143,16 +143,12 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         let api = Api::new();
         stale_collection(&api, 4);
         // A bare run, so the crashed tick below does the run's steps itself.
-        block_on(media_usage_worker::repo::repair::begin(
-            &api.db,
-            &block_on(media_usage_worker::repo::schema::find(
-                &api.db,
-                &media_usage_worker::model::ident::Ident::parse("posts").unwrap(),
-            ))
-            .unwrap()
-            .unwrap(),
-        ))
-        .unwrap();
+        let cid: String = api
+            .db
+            .connection()
+            .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
         let faulty = Faulty::new(&api.db, Some(fail_at));
         let clock = MonotonicClock::default();
         let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
@@ -194,5 +190,101 @@ fn a_run_whose_collection_is_deleted_ends() {
     let r = api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None);
     assert_eq!(r.status, 200, "{}", r.body);
     drain(&api.db);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
+}
+
+#[test]
+fn scans_and_orphan_passes_page_past_their_page_size() {
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "P", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    // 1,001 entries and 501 orphaned sources, all written without capture.
+    let mut sql = String::new();
+    for i in 0..1001 {
+        sql.push_str(&format!("INSERT INTO ec_posts (id, slug, hero) VALUES ('e{i:04}', 's{i}', 'm{i}');"));
+    }
+    lost_write(&api, &sql);
+    let cid: String = api
+        .db
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
+        .unwrap();
+    let mut orphans = String::new();
+    for i in 0..501 {
+        orphans.push_str(&format!(
+            "INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version, source_completeness)
+             VALUES ('content:{cid}:gone{i:04}:columns', '{cid}', 'posts', 'gone{i:04}', 'columns', 'g', 1, 'complete');
+             INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
+             VALUES ('o{i}', 'content:{cid}:gone{i:04}:columns', 'g', 'hero', 'hero', 'image_field', 'orphan', 'orphan');"
+        ));
+    }
+    api.db.connection().execute_batch(&orphans).unwrap();
+    let budget = TickBudget { max_statements: 1000, max_ms: 60_000.0 };
+    data(&api.post("/admin/media-usage/repair", &json!({"scope": "all"})));
+    for _ in 0..100 {
+        block_on(tick::drain(&api.db, &MonotonicClock::default(), budget, 50)).unwrap();
+        if scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") == 0 {
+            break;
+        }
+        api.db
+            .connection()
+            .execute_batch(
+                "UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z'",
+            )
+            .unwrap();
+    }
+    assert_eq!(status(&api)["status"], "complete");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id LIKE 'm%'"), 1001);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id = 'orphan'"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources WHERE content_id LIKE 'gone%'"), 0);
+}
+
+#[test]
+fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
+    let api = Api::new();
+    stale_collection(&api, 2);
+    let cid: String = api
+        .db
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
+    // Every claim of the run dies before it makes progress.
+    for _ in 0..7 {
+        api.db
+            .connection()
+            .execute_batch(
+                "UPDATE _emdash_media_usage_reconciliations SET state = 'leased', attempt_count = attempt_count + 1,
+                   lease_expires_at = '2000-01-01T00:00:00.000Z', next_attempt_at = '2000-01-01T00:00:00.000Z'",
+            )
+            .unwrap();
+    }
+    let outcome = block_on(media_usage_worker::usage::repair::step_next(&api.db)).unwrap();
+    assert_eq!(outcome, Some(media_usage_worker::usage::repair::StepOutcome::Finished));
+    let st = status(&api);
+    assert_eq!(st["status"], "failed");
+    assert_eq!(st["collections"][0]["lastErrorCode"], "MEDIA_USAGE_REPAIR_FAILED");
+    assert_eq!(st["collections"][0]["reconciliationRequired"], true);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
+}
+
+#[test]
+fn a_schema_change_mid_run_ends_the_run_and_leaves_coverage_stale() {
+    let api = Api::new();
+    stale_collection(&api, 2);
+    let cid: String = api
+        .db
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
+    data(&api.post("/schema/collections/posts/fields", &json!({"slug": "cover", "type": "image"})));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 1, "the run is mid-way");
+    drain(&api.db);
+    let st = status(&api);
+    assert_eq!(st["status"], "stale");
+    assert_eq!(st["collections"][0]["reconciliationRequired"], true);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
 }

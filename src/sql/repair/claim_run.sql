@@ -2,6 +2,7 @@ UPDATE _emdash_media_usage_reconciliations
 SET state = 'leased',
     lease_token = ?1,
     lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+60 seconds'),
+    attempt_count = attempt_count + 1,
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE rowid = (
   SELECT rid FROM (

@@ -6,8 +6,15 @@ SET status = CASE
     completed_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
     reconciliation_required = 0,
     cursor = NULL,
-    last_error_code = (SELECT last_error_code FROM _emdash_media_usage_work
-                       WHERE collection_id = ?1 AND state = 'failed' ORDER BY updated_at DESC LIMIT 1),
+    last_error_code = coalesce(
+      (SELECT last_error_code FROM _emdash_media_usage_work
+       WHERE collection_id = ?1 AND state = 'failed' ORDER BY updated_at DESC LIMIT 1),
+      (SELECT last_error_code FROM _emdash_media_usage_sources
+       WHERE collection_id = ?1 AND source_completeness = 'failed' ORDER BY updated_at DESC LIMIT 1)),
+    indexed_source_count = (SELECT count(*) FROM _emdash_media_usage_sources
+                            WHERE collection_id = ?1 AND source_completeness = 'complete'),
+    failed_source_count = (SELECT count(*) FROM _emdash_media_usage_sources
+                           WHERE collection_id = ?1 AND source_completeness = 'failed'),
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE adapter_id = 'content-media' AND scope_type = 'collection' AND collection_id = ?1
   AND capture_state = 'active' AND status = 'running' AND cursor = ?2

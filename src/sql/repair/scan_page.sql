@@ -1,1 +1,1 @@
-SELECT id FROM {table} WHERE ?1 IS NULL OR id > ?1 ORDER BY id LIMIT ?2
+SELECT id FROM {table} WHERE id > coalesce(?1, '') ORDER BY id LIMIT ?2

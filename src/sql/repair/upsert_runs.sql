@@ -1,5 +1,11 @@
 INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token)
-VALUES (?1, ?2, ?3)
+SELECT c.id, c.slug, lower(hex(randomblob(16)))
+FROM json_each(?1) AS j
+JOIN _emdash_collections AS c ON c.id = j.value
+JOIN _emdash_media_usage_index_status AS st
+  ON st.adapter_id = 'content-media' AND st.scope_type = 'collection'
+ AND st.collection_id = c.id AND st.scope_key = c.slug AND st.capture_state = 'active'
+WHERE true
 ON CONFLICT (collection_id) DO UPDATE SET
   collection_slug = excluded.collection_slug,
   run_token = excluded.run_token,
@@ -7,6 +13,7 @@ ON CONFLICT (collection_id) DO UPDATE SET
   scan_cursor = NULL,
   source_cursor = NULL,
   state = 'pending',
+  attempt_count = 0,
   next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
   lease_token = NULL,
   lease_expires_at = NULL,

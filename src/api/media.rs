@@ -95,30 +95,36 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         };
     }
     repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
-    match usage_repo::delete_media_if_unused(ctx.exec, id).await? {
-        SafeDelete::Deleted => Ok((200, json!({"deleted": true, "id": id}))),
-        SafeDelete::Missing => Err(not_found()),
-        SafeDelete::Refused => {
-            let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
-            match entries.first().map(|e| e.total) {
-                Some(count) if count > 0 => {
-                    let list: Vec<Json> = entries
-                        .iter()
-                        .map(|e| json!({"collection": e.collection_slug, "contentId": e.content_id, "slug": e.content_slug}))
-                        .collect();
-                    Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
-                        .with_details(json!({"count": count, "entries": list})))
-                }
-                _ => {
-                    let (status, _) = super::usage::coverage(ctx).await?;
-                    Err(ApiError::new(
-                        409,
-                        "MEDIA_USAGE_COVERAGE_INCOMPLETE",
-                        "The media usage index cannot prove this media unused; retry when coverage is complete",
-                    )
-                    .with_details(json!({"coverage": {"status": status}})))
-                }
-            }
+    // Two tries: if the guard refused but the re-check finds neither a reference nor incomplete
+    // coverage, what blocked it went away in between; try once more rather than guess a reason.
+    for _ in 0..2 {
+        match usage_repo::delete_media_if_unused(ctx.exec, id).await? {
+            SafeDelete::Deleted => return Ok((200, json!({"deleted": true, "id": id}))),
+            SafeDelete::Missing => return Err(not_found()),
+            SafeDelete::Refused => {}
+        }
+        let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
+        if let Some(count) = entries.first().map(|e| e.total).filter(|n| *n > 0) {
+            let list: Vec<Json> = entries
+                .iter()
+                .map(|e| json!({"collection": e.collection_slug, "contentId": e.content_id, "slug": e.content_slug}))
+                .collect();
+            return Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
+                .with_details(json!({"count": count, "entries": list})));
+        }
+        let (status, _) = super::usage::coverage(ctx).await?;
+        if status != "complete" {
+            return Err(coverage_incomplete(status));
         }
     }
+    Err(coverage_incomplete("complete"))
+}
+
+fn coverage_incomplete(status: &str) -> ApiError {
+    ApiError::new(
+        409,
+        "MEDIA_USAGE_COVERAGE_INCOMPLETE",
+        "The media usage index cannot prove this media unused; retry when coverage is complete",
+    )
+    .with_details(json!({"coverage": {"status": status}}))
 }

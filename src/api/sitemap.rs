@@ -50,13 +50,13 @@ pub async fn collection<E: Executor>(ctx: &Ctx<'_, E>, param: &str) -> Result<Re
     let slug = Ident::parse(slug).map_err(|_| not_found())?;
     let c = schema::find(ctx.exec, &slug).await?.ok_or_else(not_found)?;
     let offset = u64::from(page - 1) * u64::from(MAX_URLS_PER_FILE);
-    let entries = repo::entries(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await?;
+    let (entries, found) = repo::page(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await?;
     if entries.is_empty() && page > 1 {
         return Err(not_found());
     }
     let mut images: HashMap<String, Vec<String>> = HashMap::new();
     if let Some(media_url) = &ctx.config.media_public_url {
-        for img in repo::images(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await? {
+        for img in found {
             images.entry(img.content_id).or_default().push(image_url(media_url, &img.storage_key));
         }
     }

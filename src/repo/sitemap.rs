@@ -17,18 +17,31 @@ pub struct PublishedCount {
     pub n: i64,
 }
 
-/// Published, non-trashed entries per collection, in one statement (a `UNION ALL` of one small
-/// query per collection; ~120 bytes each, far below the statement size limit for any registry
-/// that fits D1's column and table limits).
+/// Arms per `UNION ALL` statement: SQLite allows 500 terms in a compound select, and 400 arms
+/// of ~120 bytes stay far below D1's 100 KB statement limit.
+const ARMS_PER_STATEMENT: usize = 400;
+
+/// Published, non-trashed entries per collection: one small count per collection, joined by
+/// `UNION ALL` into as few statements as the limits allow, run as one batch.
 pub async fn published_counts<E: Executor>(exec: &E, collections: &[Collection]) -> Result<Vec<PublishedCount>, Error> {
-    if collections.is_empty() {
+    let stmts: Vec<Statement> = collections
+        .chunks(ARMS_PER_STATEMENT)
+        .map(|chunk| {
+            let arms: Vec<String> = chunk
+                .iter()
+                .map(|c| render(COUNT_PUBLISHED_ARM, &[("name", &Fragment::literal(&c.slug)), ("table", &c.table())]))
+                .collect();
+            Statement::new(arms.join("\nUNION ALL\n"))
+        })
+        .collect();
+    if stmts.is_empty() {
         return Ok(Vec::new());
     }
-    let arms: Vec<String> = collections
-        .iter()
-        .map(|c| render(COUNT_PUBLISHED_ARM, &[("name", &Fragment::literal(&c.slug)), ("table", &c.table())]))
-        .collect();
-    exec.query(Statement::new(arms.join("\nUNION ALL\n"))).await
+    let mut out = Vec::new();
+    for outcome in exec.batch(stmts).await? {
+        out.extend(outcome.decode::<PublishedCount>()?);
+    }
+    Ok(out)
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -39,25 +52,28 @@ pub struct SitemapEntry {
     pub updated_at: String,
 }
 
-/// One page of published, non-trashed entries, by id.
-pub async fn entries<E: Executor>(
+/// One page of published, non-trashed entries (by id) and the local images their live
+/// (`columns`) projections use, read in one batch so both come from the same snapshot.
+pub async fn page<E: Executor>(
     exec: &E,
     c: &Collection,
     limit: u32,
     offset: u64,
-) -> Result<Vec<SitemapEntry>, Error> {
-    let sql = render(ENTRIES_PAGE, &[("table", &c.table())]);
-    exec.query(Statement::new(sql).bind(i64::from(limit)).bind(offset as i64)).await
+) -> Result<(Vec<SitemapEntry>, Vec<EntryImage>), Error> {
+    let entries =
+        Statement::new(render(ENTRIES_PAGE, &[("table", &c.table())])).bind(i64::from(limit)).bind(offset as i64);
+    let images = Statement::new(render(PAGE_IMAGES, &[("table", &c.table())]))
+        .bind(c.id.as_str())
+        .bind(i64::from(limit))
+        .bind(offset as i64);
+    let outcomes = exec.batch(vec![entries, images]).await?;
+    let entries = outcomes.first().map(|o| o.decode()).transpose()?.unwrap_or_default();
+    let images = outcomes.get(1).map(|o| o.decode()).transpose()?.unwrap_or_default();
+    Ok((entries, images))
 }
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct EntryImage {
     pub content_id: String,
     pub storage_key: String,
-}
-
-/// The local images the live (`columns`) projections of that page of entries use.
-pub async fn images<E: Executor>(exec: &E, c: &Collection, limit: u32, offset: u64) -> Result<Vec<EntryImage>, Error> {
-    let sql = render(PAGE_IMAGES, &[("table", &c.table())]);
-    exec.query(Statement::new(sql).bind(c.id.as_str()).bind(i64::from(limit)).bind(offset as i64)).await
 }

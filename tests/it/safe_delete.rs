@@ -90,3 +90,16 @@ fn force_is_for_admins_and_deletes_regardless() {
     let r = api.call("DELETE", &format!("/media/{m}?force=true"), Some(ADMIN), None);
     assert_eq!(data(&r)["deleted"], true);
 }
+
+#[test]
+fn in_use_wins_over_incomplete_coverage_and_force_still_needs_the_scope() {
+    let api = setup();
+    let m = media(&api, "f.png");
+    let id = entry(&api, "a", &m);
+    // Coverage incomplete as well: a captured write not yet projected.
+    api.db.connection().execute_batch(&format!("UPDATE ec_posts SET slug = 'b' WHERE id = '{id}'")).unwrap();
+    assert_eq!(code(&api.delete(&format!("/media/{m}"))), "MEDIA_IN_USE");
+    let admin_without_scope = api.token("admin", &["media:read"]);
+    let r = api.call("DELETE", &format!("/media/{m}?force=true"), Some(&admin_without_scope), None);
+    assert_eq!((r.status, code(&r)), (403, "INSUFFICIENT_SCOPE".into()));
+}

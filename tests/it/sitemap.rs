@@ -80,3 +80,17 @@ fn unknown_or_out_of_range_sitemaps_are_404() {
         "an empty first page is a valid empty urlset"
     );
 }
+
+#[test]
+fn the_index_copes_with_more_collections_than_one_compound_select_allows() {
+    let api = Api::new();
+    for i in 0..505 {
+        data(&api.post("/schema/collections", &json!({"slug": format!("c{i}"), "label": "C"})));
+    }
+    data(&api.post("/content/c504", &json!({"slug": "last", "status": "published", "data": {}})));
+    data(&api.post("/content/c0", &json!({"slug": "first", "status": "published", "data": {}})));
+    let r = api.call("GET", "/sitemap.xml", None, None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body.matches("<sitemap>").count(), 2);
+    assert!(r.body.contains("sitemap-c504.xml") && r.body.contains("sitemap-c0.xml"));
+}

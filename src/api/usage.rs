@@ -34,14 +34,7 @@ pub async fn after_write<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, content_
 /// Overall coverage and the per-collection rows it was computed from.
 pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(&'static str, Vec<repo::CoverageRow>), ApiError> {
     let rows = repo::coverage_rows(ctx.exec).await?;
-    let cov: Vec<CollectionCoverage> = rows
-        .iter()
-        .map(|r| CollectionCoverage {
-            status: r.status.clone(),
-            reconciliation_required: r.reconciliation_required.unwrap_or(0) != 0,
-            schema_version: r.schema_version,
-        })
-        .collect();
+    let cov: Vec<CollectionCoverage> = rows.iter().map(|r| r.coverage()).collect();
     Ok((aggregate(&cov), rows))
 }
 
@@ -50,12 +43,7 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
     let collections: Vec<Json> = rows
         .iter()
         .map(|r| {
-            let effective = CollectionCoverage {
-                status: r.status.clone(),
-                reconciliation_required: r.reconciliation_required.unwrap_or(0) != 0,
-                schema_version: r.schema_version,
-            }
-            .effective();
+            let effective = r.coverage().effective();
             json!({
                 "collection": r.collection,
                 "collectionId": r.collection_id,
@@ -311,14 +299,7 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     }
     let (_, rows) = coverage(ctx).await?;
     let mine: Vec<&repo::CoverageRow> = rows.iter().filter(|r| ids.contains(&r.collection_id.as_str())).collect();
-    let cov: Vec<CollectionCoverage> = mine
-        .iter()
-        .map(|r| CollectionCoverage {
-            status: r.status.clone(),
-            reconciliation_required: r.reconciliation_required.unwrap_or(0) != 0,
-            schema_version: r.schema_version,
-        })
-        .collect();
+    let cov: Vec<CollectionCoverage> = mine.iter().map(|r| r.coverage()).collect();
     let collections: Vec<Json> = mine
         .iter()
         .zip(&cov)

@@ -345,6 +345,17 @@ pub struct CoverageRow {
     pub completed_at: Option<String>,
 }
 
+impl CoverageRow {
+    /// The coverage this row states, for aggregation.
+    pub fn coverage(&self) -> crate::usage::coverage::CollectionCoverage {
+        crate::usage::coverage::CollectionCoverage {
+            status: self.status.clone(),
+            reconciliation_required: self.reconciliation_required.unwrap_or(0) != 0,
+            schema_version: self.schema_version,
+        }
+    }
+}
+
 pub async fn coverage_rows<E: Executor>(exec: &E) -> Result<Vec<CoverageRow>, Error> {
     exec.query(Statement::new(COVERAGE_ROWS)).await
 }

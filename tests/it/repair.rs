@@ -34,6 +34,10 @@ fn drain(db: &SqliteExecutor) {
     panic!("repair runs did not finish");
 }
 
+fn collection_id(api: &Api) -> String {
+    api.db.connection().query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0)).unwrap()
+}
+
 fn status(api: &Api) -> Json {
     data(&api.get("/admin/media-usage/status"))
 }
@@ -143,11 +147,7 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         let api = Api::new();
         stale_collection(&api, 4);
         // A bare run, so the crashed tick below does the run's steps itself.
-        let cid: String = api
-            .db
-            .connection()
-            .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
-            .unwrap();
+        let cid = collection_id(&api);
         assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
         let faulty = Faulty::new(&api.db, Some(fail_at));
         let clock = MonotonicClock::default();
@@ -206,11 +206,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
         sql.push_str(&format!("INSERT INTO ec_posts (id, slug, hero) VALUES ('e{i:04}', 's{i}', 'm{i}');"));
     }
     lost_write(&api, &sql);
-    let cid: String = api
-        .db
-        .connection()
-        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
-        .unwrap();
+    let cid = collection_id(&api);
     let mut orphans = String::new();
     for i in 0..501 {
         orphans.push_str(&format!(
@@ -245,11 +241,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
 fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
     let api = Api::new();
     stale_collection(&api, 2);
-    let cid: String = api
-        .db
-        .connection()
-        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
-        .unwrap();
+    let cid = collection_id(&api);
     assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
     // Every claim of the run dies before it makes progress.
     for _ in 0..7 {
@@ -274,11 +266,7 @@ fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
 fn a_schema_change_mid_run_ends_the_run_and_leaves_coverage_stale() {
     let api = Api::new();
     stale_collection(&api, 2);
-    let cid: String = api
-        .db
-        .connection()
-        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
-        .unwrap();
+    let cid = collection_id(&api);
     assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
     data(&api.post("/schema/collections/posts/fields", &json!({"slug": "cover", "type": "image"})));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 1, "the run is mid-way");

@@ -220,3 +220,22 @@ test("D1 keeps exactly one generation per source and no guard rows", async () =>
   assert.equal(orphans.n, 0);
   assert.equal((await rows(w, "SELECT * FROM _emdash_batch_guard")).length, 0);
 });
+
+test("the smallest supported tick budget (10 statements) still makes progress and stays within it", async () => {
+  const c = await collection(FIELDS);
+  for (let i = 0; i < 3; i++) await entry(c, `b${i}`, { hero: `b${i}` });
+  await w.db.prepare(`UPDATE "ec_${c.slug}" SET hero = 'small-' || hero`).run();
+  await w.reconfigure({ MEDIA_USAGE_TICK_MAX_QUERIES: "10" });
+  try {
+    for (let i = 0; i < 10; i++) {
+      if ((await rows(w, "SELECT 1 FROM _emdash_media_usage_work WHERE state <> 'failed'")).length === 0) break;
+      await w.scheduled();
+      const tick = ok(await w.get("/admin/media-usage/ticks?limit=1")).items[0];
+      assert.ok(tick.statements <= 10, JSON.stringify(tick));
+    }
+  } finally {
+    await w.reconfigure({});
+  }
+  const [n] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage WHERE media_id LIKE 'small-%'");
+  assert.equal(n.n, 3);
+});

@@ -16,4 +16,8 @@ pub const ALL: &[Migration] = &[
         name: "0003_media_usage_reconciliation.sql",
         sql: include_str!("../migrations/0003_media_usage_reconciliation.sql"),
     },
+    Migration {
+        name: "0004_media_usage_read_views.sql",
+        sql: include_str!("../migrations/0004_media_usage_read_views.sql"),
+    },
 ];

@@ -1,14 +1,7 @@
 INSERT INTO _emdash_batch_guard (id)
 SELECT CASE WHEN
   -- No current occurrence of a registered collection references the media ...
-  NOT EXISTS (
-    SELECT 1
-    FROM _emdash_media_usage AS u
-    CROSS JOIN _emdash_media_usage_sources AS s
-    CROSS JOIN _emdash_collections AS c
-    WHERE u.media_id = ?2
-      AND s.source_key = u.source_key AND s.current_generation = u.generation
-      AND c.id = s.collection_id AND c.slug = s.collection_slug)
+  NOT EXISTS (SELECT 1 FROM _emdash_media_usage_current WHERE media_id = ?2)
   -- ... and coverage proves it: every registered collection is complete, with nothing pending.
   AND NOT EXISTS (
     SELECT 1

@@ -1,21 +1,9 @@
 WITH occ AS (
-  SELECT s.collection_slug, s.content_id, s.source_variant, s.content_slug, s.content_title,
-         s.content_status, s.locale, s.content_deleted_at,
-         u.field_slug, u.field_path, u.occurrence_index, u.reference_type
-  -- CROSS JOIN fixes the join order: start from the media's occurrences (indexed by media_id),
-  -- whatever statistics the planner has.
-  FROM _emdash_media_usage AS u
-  CROSS JOIN _emdash_media_usage_sources AS s
-  CROSS JOIN _emdash_collections AS c
-  WHERE u.media_id = ?1
-    AND s.source_key = u.source_key AND s.current_generation = u.generation
-    AND c.id = s.collection_id AND c.slug = s.collection_slug
-    AND s.source_type = 'content' AND s.identity_version = 1
-    AND (s.source_variant = 'draft_overlay'
-         OR s.content_status = 'published'
-         OR NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources AS d
-                        WHERE d.source_key = 'content:' || s.collection_id || ':' || s.content_id || ':draft_overlay'
-                          AND d.current_generation IS NOT NULL))
+  SELECT collection_slug, content_id, source_variant, content_slug, content_title,
+         content_status, locale, content_deleted_at,
+         field_slug, field_path, occurrence_index, reference_type
+  FROM _emdash_media_usage_eligible
+  WHERE media_id = ?1
 ),
 page AS (
   SELECT DISTINCT collection_slug, content_id FROM occ

@@ -37,7 +37,7 @@ const LIST_WORK: &str = include_str!("../sql/usage/list_work.sql");
 const GET_WORK: &str = include_str!("../sql/usage/get_work.sql");
 const GUARD_RETRY_WORK: &str = include_str!("../sql/usage/guard_retry_work.sql");
 const BUMP_EPOCH: &str = include_str!("../sql/usage/bump_epoch.sql");
-const REOPEN_WORK: &str = include_str!("../sql/usage/reopen_work.sql");
+const ENQUEUE_WORK: &str = include_str!("../sql/usage/enqueue_work.sql");
 const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
 const MEDIA_USAGE_ENTRIES: &str = include_str!("../sql/usage/media_usage_entries.sql");
 const DELETE_MEDIA: &str = include_str!("../sql/media/delete.sql");
@@ -443,10 +443,10 @@ pub async fn retry_work<E: Executor>(
         .bind(observed.map(|w| w.state.clone()));
     let stmts = vec![
         Statement::new(BUMP_EPOCH).bind(c.id.as_str()),
-        Statement::new(REOPEN_WORK).bind(c.id.as_str()).bind(content_id).bind(c.slug.as_str()),
+        Statement::new(ENQUEUE_WORK).bind(c.id.as_str()).bind(c.slug.as_str()).bind(json!([content_id]).to_string()),
     ];
     match guarded_batch(exec, guard, stmts).await {
-        Ok(outcomes) => outcomes.get(1).map(|o| o.first::<WorkRow>()).transpose().map(Option::flatten),
+        Ok(_) => Ok(get_work(exec, &c.id, content_id).await?.map(|w| w.row)),
         Err(Error::Stale) => Ok(None),
         Err(e) => Err(e),
     }

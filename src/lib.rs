@@ -6,6 +6,9 @@
 //!   guarded batches, metering and fault injection; the native SQLite backend.
 //! - [`sql`]: the only way to put identifiers into SQL templates.
 //! - [`repo`]: statements built from `src/sql/**.sql`, per area.
+//! - [`usage`]: the media usage index: extraction, projection, coverage, repair, collection
+//!   deletion and the cron tick.
+//! - [`lifecycle`]: collection create / add field / delete, composed from `repo` and `usage`.
 //! - [`api`]: the HTTP contract as plain functions of (request, executor).
 //! - `edge` (wasm32 only): the worker entrypoints, the D1 executor and the clock.
 
@@ -13,6 +16,7 @@ pub mod api;
 pub mod clock;
 pub mod exec;
 pub mod ids;
+pub mod lifecycle;
 pub mod migrations;
 pub mod model;
 pub mod repo;

@@ -20,4 +20,5 @@ pub const ALL: &[Migration] = &[
         name: "0004_media_usage_read_views.sql",
         sql: include_str!("../migrations/0004_media_usage_read_views.sql"),
     },
+    Migration { name: "0005_state_checks.sql", sql: include_str!("../migrations/0005_state_checks.sql") },
 ];

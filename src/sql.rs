@@ -25,9 +25,22 @@ impl Fragment {
         Fragment(format!("\"{prefix}{}{suffix}\"", ident.as_str()))
     }
 
-    /// A quoted name made of a fixed prefix, bytes rendered as hex, and a fixed suffix.
-    pub fn digest_name(prefix: &'static str, bytes: &[u8], suffix: &'static str) -> Fragment {
-        Fragment(format!("\"{prefix}{}{suffix}\"", hex::encode(bytes)))
+    /// A quoted generated name (a trigger name made from a digest): lowercase letters, digits
+    /// and underscores only; anything else is a programming error caught by tests.
+    ///
+    /// # Panics
+    /// When `name` has any other character.
+    pub fn digest_name(name: &str) -> Fragment {
+        assert!(
+            name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            "not a generated name: {name:?}"
+        );
+        Fragment(format!("\"{name}\""))
+    }
+
+    /// A fixed piece of SQL from an embedded `.sql` file (a shared predicate), never input.
+    pub fn static_sql(sql: &'static str) -> Fragment {
+        Fragment(sql.trim_end().to_owned())
     }
 
     /// `, "a", "b"` (leading comma; empty for no columns).

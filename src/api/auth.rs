@@ -72,7 +72,13 @@ mod tests {
     #[test]
     fn the_bearer_scheme_is_case_insensitive() {
         let exec = SqliteExecutor::open_in_memory().unwrap();
-        let config = Config { admin_token_hash: Some(hash_token("secret")), ..Config::default() };
+        let config = Config {
+            admin_token_hash: Some(hash_token("secret")),
+            site_url: None,
+            media_public_url: None,
+            tick_budget: crate::usage::tick::TickBudget::DEFAULT,
+            clock: || 0.0,
+        };
         for header in ["Bearer secret", "bearer secret", "BEARER  secret "] {
             let p = block_on(authenticate(&exec, &config, Some(header))).unwrap();
             assert_eq!(p.map(|p| p.role), Some(Role::Admin), "{header}");

@@ -8,10 +8,10 @@ use super::schema;
 use super::usage;
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor, Row, Value};
+use crate::model::collection::Collection;
 use crate::model::content::{check_locale, check_slug, item_json, parse_rev, rev_token, Status};
 use crate::model::ident::Ident;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
-use crate::repo::schema::Collection;
 
 fn not_found() -> ApiError {
     ApiError::not_found("Entry not found")

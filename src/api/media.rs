@@ -6,8 +6,9 @@ use super::error::ApiError;
 use super::input::{self, json_body, Issues, Obj};
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor};
+use crate::model::state::CoverageStatus;
 use crate::repo::media::{self as repo, Media, NewMedia};
-use crate::repo::usage::{self as usage_repo, SafeDelete};
+use crate::repo::reads::{self as usage_repo, SafeDelete};
 
 pub fn media_json(m: &Media) -> Json {
     json!({
@@ -113,14 +114,14 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
                 .with_details(json!({"count": count, "entries": list})));
         }
         let (status, _) = super::usage::coverage(ctx).await?;
-        if status != "complete" {
+        if status != CoverageStatus::Complete {
             return Err(coverage_incomplete(status));
         }
     }
-    Err(coverage_incomplete("complete"))
+    Err(coverage_incomplete(CoverageStatus::Complete))
 }
 
-fn coverage_incomplete(status: &str) -> ApiError {
+fn coverage_incomplete(status: CoverageStatus) -> ApiError {
     ApiError::new(
         409,
         "MEDIA_USAGE_COVERAGE_INCOMPLETE",

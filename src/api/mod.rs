@@ -82,8 +82,8 @@ impl Response {
     }
 }
 
-/// Deployment settings the handlers need.
-#[derive(Debug, Clone, Default)]
+/// Deployment settings the handlers need. No defaults: the edge (or a test) states them.
+#[derive(Debug, Clone)]
 pub struct Config {
     /// SHA-256 of `EMDASH_ADMIN_TOKEN`, if set.
     pub admin_token_hash: Option<[u8; 32]>,
@@ -91,11 +91,11 @@ pub struct Config {
     pub site_url: Option<String>,
     /// `MEDIA_PUBLIC_URL`: where stored media is served, for sitemap image URLs.
     pub media_public_url: Option<String>,
-    /// The per-tick budget; a repair request does at most this much work itself.
-    pub tick_budget: Option<crate::usage::tick::TickBudget>,
-    /// An elapsed-time clock for that budget (milliseconds); without one only the statement
-    /// budget applies.
-    pub clock: Option<fn() -> f64>,
+    /// The per-tick budget; a repair request does at most this much work itself, and a
+    /// collection deletion starts its cleanup batch from it.
+    pub tick_budget: crate::usage::tick::TickBudget,
+    /// An elapsed-time clock (milliseconds) for that budget.
+    pub clock: fn() -> f64,
 }
 
 /// Everything a handler may use.

@@ -7,9 +7,11 @@ use super::input::{json_body, query_flag, Issues, Obj};
 use super::{Ctx, Reply, Request};
 use crate::exec::Executor;
 use crate::ids;
+use crate::lifecycle::{self, AddFieldError, CreateError, DeleteError};
+use crate::model::collection::Collection;
 use crate::model::field::{Field, FieldType, SubField, MAX_FIELDS, MAX_SUB_FIELDS, SYSTEM_COLUMNS};
 use crate::model::ident::{Ident, MAX_FIELD_SLUG};
-use crate::repo::schema::{self as repo, AddFieldError, Collection, CreateError, DeleteError, NewCollection};
+use crate::repo::schema::{self as repo, NewCollection};
 
 /// Parses a collection slug from a path parameter (400 when malformed).
 pub fn parse_slug(raw: &str, path: &str) -> Result<Ident, ApiError> {
@@ -170,7 +172,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         return Err(ApiError::internal("validated collection input is incomplete"));
     };
     let new = NewCollection { slug, label, fields };
-    match repo::create(ctx.exec, &new).await {
+    match lifecycle::create(ctx.exec, &new).await {
         Ok(c) => Ok((201, json!({"item": collection_json(&c)}))),
         Err(CreateError::Exists) => {
             Err(ApiError::new(409, "COLLECTION_EXISTS", format!("Collection '{}' already exists", new.slug)))
@@ -192,7 +194,7 @@ pub async fn add_field<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request)
     if c.field(field.slug.as_str()).is_some() {
         return Err(ApiError::conflict(format!("Field '{}' already exists", field.slug)));
     }
-    match repo::add_field(ctx.exec, &c, &field).await {
+    match lifecycle::add_field(ctx.exec, &c, &field).await {
         Ok(()) => Ok((201, json!({"item": field_json(&field)}))),
         Err(AddFieldError::Conflict) => Err(ApiError::conflict("The collection changed; retry")),
         Err(AddFieldError::Db(e)) => Err(e.into()),
@@ -202,7 +204,7 @@ pub async fn add_field<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request)
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request) -> Result<Reply, ApiError> {
     let c = load(ctx, slug, "slug").await?;
     let force = query_flag(req, "force");
-    match repo::delete(ctx.exec, &c, force).await {
+    match lifecycle::delete(ctx.exec, &c, force).await {
         Ok(()) => Ok((200, json!({"deleted": true, "slug": c.slug.as_str()}))),
         Err(DeleteError::HasContent) => Err(ApiError::new(
             400,

@@ -11,13 +11,16 @@ use crate::clock::FnClock;
 use crate::exec::meter::Metered;
 use crate::exec::Executor;
 use crate::model::auth::Role;
+use crate::model::collection::Collection;
+use crate::model::state::{CaptureState, CoverageStatus, QueueState};
+use crate::repo::capture::{self, CoverageRow};
 use crate::repo::media as media_repo;
+use crate::repo::reads::{self, UsageRow};
 use crate::repo::repair as repair_repo;
-use crate::repo::schema::Collection;
-use crate::repo::usage::{self as repo, UsageRow, WorkRow};
+use crate::repo::work::{self, WorkRow};
 use crate::usage::coverage::{aggregate, CollectionCoverage};
 use crate::usage::project;
-use crate::usage::tick::{self, TickBudget};
+use crate::usage::tick;
 
 /// Projects the entry a request just wrote, so "Used in" is current when the response returns.
 /// A failure here never fails the write: the work row stays queued for the cron tick.
@@ -32,9 +35,9 @@ pub async fn after_write<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, content_
 }
 
 /// Overall coverage and the per-collection rows it was computed from.
-pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(&'static str, Vec<repo::CoverageRow>), ApiError> {
-    let rows = repo::coverage_rows(ctx.exec).await?;
-    let cov: Vec<CollectionCoverage> = rows.iter().map(|r| r.coverage()).collect();
+pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(CoverageStatus, Vec<CoverageRow>), ApiError> {
+    let rows = capture::coverage_rows(ctx.exec).await?;
+    let cov: Vec<CollectionCoverage> = rows.iter().map(CollectionCoverage::from).collect();
     Ok((aggregate(&cov), rows))
 }
 
@@ -43,7 +46,7 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
     let collections: Vec<Json> = rows
         .iter()
         .map(|r| {
-            let effective = r.coverage().effective();
+            let effective = CollectionCoverage::from(r).effective();
             json!({
                 "collection": r.collection,
                 "collectionId": r.collection_id,
@@ -64,8 +67,8 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
 pub async fn usage_summary<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str) -> Result<Json, ApiError> {
     let (overall, _) = coverage(ctx).await?;
     let may_read_drafts = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
-    let count = if overall == "complete" && may_read_drafts {
-        Some(repo::count_entries(ctx.exec, media_id).await?)
+    let count = if overall == CoverageStatus::Complete && may_read_drafts {
+        Some(reads::count_entries(ctx.exec, media_id).await?)
     } else {
         None
     };
@@ -80,7 +83,7 @@ pub async fn media_usage<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str, req: &Re
     issues.finish()?;
     media_repo::get(ctx.exec, media_id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
     let (overall, _) = coverage(ctx).await?;
-    let rows = repo::usage_page(ctx.exec, media_id, after, limit + 1).await?;
+    let rows = reads::usage_page(ctx.exec, media_id, after, limit + 1).await?;
     let mut entries = group_entries(rows);
     let next = input::paginate(&mut entries, limit, |e| (e.collection.clone(), e.content_id.clone()));
     let items: Vec<Json> = entries.iter().map(EntryUsage::to_json).collect();
@@ -170,16 +173,20 @@ fn work_json(w: &WorkRow) -> Json {
     })
 }
 
-const WORK_STATES: &[&str] = &["pending", "retry", "leased", "failed"];
-
 /// `GET /admin/media-usage/work?collection=&state=&limit=&cursor=`.
 pub async fn list_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
     let mut issues = Issues::default();
     let limit = input::limit(req, &mut issues);
-    let state = query(req, "state");
-    if state.is_some_and(|s| !WORK_STATES.contains(&s)) {
-        issues.add("state", "Expected pending, retry, leased or failed");
-    }
+    let state = match query(req, "state") {
+        None => None,
+        Some(raw) => {
+            let parsed = QueueState::parse(raw);
+            if parsed.is_none() {
+                issues.add("state", "Expected pending, retry, leased or failed");
+            }
+            parsed
+        }
+    };
     let collection = query(req, "collection");
     if collection.is_none() {
         issues.add("collection", "Required");
@@ -187,7 +194,7 @@ pub async fn list_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<R
     let after = input::cursor(req, &mut issues)?;
     issues.finish()?;
     let c = schema::load(ctx, collection.unwrap_or_default(), "collection").await?;
-    let mut rows = repo::list_work(ctx.exec, &c.id, state, after, limit).await?;
+    let mut rows = work::list_work(ctx.exec, &c.id, state, after, limit).await?;
     let next = input::paginate(&mut rows, limit, |w| (w.updated_at.clone(), w.content_id.clone()));
     Ok((200, json!({"items": rows.iter().map(work_json).collect::<Vec<_>>(), "nextCursor": next})))
 }
@@ -208,26 +215,26 @@ pub async fn retry_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<
     let (_, rows) = coverage(ctx).await?;
     let current = rows
         .iter()
-        .find(|r| r.collection_id == collection_id && r.capture_state.as_deref() == Some("active"))
+        .find(|r| r.collection_id == collection_id && r.capture_state == Some(CaptureState::Active))
         .ok_or_else(|| ApiError::new(404, "COLLECTION_NOT_FOUND", "No actively indexed collection has this id"))?;
     let slug = schema::parse_slug(&current.collection, "collectionId")?;
     let c = crate::repo::schema::find(ctx.exec, &slug)
         .await?
         .filter(|c| c.id == collection_id)
         .ok_or_else(|| ApiError::collection_not_found(&current.collection))?;
-    let observed = repo::get_work(ctx.exec, &c.id, &content_id).await?;
+    let observed = work::get_work(ctx.exec, &c.id, &content_id).await?;
     if let Some(w) = &observed {
-        if w.row.state == "pending" {
+        if w.row.state == QueueState::Pending {
             return Ok((200, json!({"changed": false, "item": work_json(&w.row)})));
         }
-        if w.row.state == "leased" && w.lease_live == Some(1) {
+        if w.row.state == QueueState::Leased && w.lease_live == Some(1) {
             return Err(ApiError::new(409, "WORK_LEASE_ACTIVE", "The work item is being processed")
                 .with_details(json!({"leaseExpiresAt": w.row.lease_expires_at})));
         }
     } else if crate::repo::content::get(ctx.exec, &c, &content_id).await?.is_none() {
         return Err(ApiError::not_found("No work item or entry with this id"));
     }
-    match repo::retry_work(ctx.exec, &c, &content_id, observed.as_ref().map(|w| &w.row)).await? {
+    match work::retry_work(ctx.exec, &c, &content_id, observed.as_ref().map(|w| &w.row)).await? {
         Some(row) => Ok((200, json!({"changed": true, "item": work_json(&row)}))),
         None => Err(ApiError::new(409, "WORK_CHANGED", "The work item changed; reload and retry")),
     }
@@ -242,7 +249,7 @@ pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
         None => None,
     };
     issues.finish()?;
-    let mut rows = repo::list_ticks(ctx.exec, before, limit).await?;
+    let mut rows = crate::repo::ticks::list_ticks(ctx.exec, before, limit).await?;
     let next = input::paginate(&mut rows, limit, |t| (t.started_at.clone(), t.id.to_string()));
     let items: Vec<Json> = rows
         .iter()
@@ -284,7 +291,7 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         Some(slug) => vec![schema::load(ctx, &slug, "collection").await?],
         None => crate::repo::schema::load(ctx.exec, None).await?,
     };
-    let clock = FnClock(ctx.config.clock.unwrap_or(|| 0.0));
+    let clock = FnClock(ctx.config.clock);
     // Starting the runs counts against the same budget as the work done after it.
     let metered = Metered::new(ctx.exec, clock);
     let ids: Vec<&str> = targets.iter().map(|c| c.id.as_str()).collect();
@@ -293,13 +300,13 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         let slug = targets.first().map(|c| c.slug.as_str()).unwrap_or_default();
         return Err(ApiError::new(404, "COLLECTION_NOT_FOUND", format!("Collection '{slug}' is not actively indexed")));
     }
-    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget.unwrap_or(TickBudget::DEFAULT)).await;
+    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget).await;
     if let Some(e) = report.error {
         ctx.log(format!("repair request stopped early: {e}"));
     }
     let (_, rows) = coverage(ctx).await?;
-    let mine: Vec<&repo::CoverageRow> = rows.iter().filter(|r| ids.contains(&r.collection_id.as_str())).collect();
-    let cov: Vec<CollectionCoverage> = mine.iter().map(|r| r.coverage()).collect();
+    let mine: Vec<&CoverageRow> = rows.iter().filter(|r| ids.contains(&r.collection_id.as_str())).collect();
+    let cov: Vec<CollectionCoverage> = mine.iter().map(|r| CollectionCoverage::from(*r)).collect();
     let collections: Vec<Json> = mine
         .iter()
         .zip(&cov)

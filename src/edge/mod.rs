@@ -37,8 +37,8 @@ fn config(env: &Env) -> api::Config {
         admin_token_hash: var(env, "EMDASH_ADMIN_TOKEN").map(|t| hash_token(&t)),
         site_url: var(env, "SITE_URL"),
         media_public_url: var(env, "MEDIA_PUBLIC_URL"),
-        tick_budget: Some(budget(env)),
-        clock: Some(js_sys::Date::now),
+        tick_budget: budget(env),
+        clock: js_sys::Date::now,
     }
 }
 

@@ -11,7 +11,11 @@ use crate::clock::Clock;
 /// Cumulative cost of the statements issued through a [`Metered`] executor.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Usage {
+    /// Statements sent, every statement of a batch counted.
     pub statements: u64,
+    /// Statement results the backend returned (D1 returns one, with its meta, per statement
+    /// that ran): equals `statements` unless a statement failed.
+    pub results: u64,
     pub binds: u64,
     pub sql_bytes: u64,
     pub rows_read: u64,
@@ -59,6 +63,7 @@ impl<E: Executor, C: Clock> Metered<E, C> {
 
     fn record(&self, outcomes: &[Outcome], started: f64) {
         let mut u = self.usage.borrow_mut();
+        u.results += outcomes.len() as u64;
         for o in outcomes {
             u.rows_read += o.rows_read;
             u.rows_written += o.rows_written;

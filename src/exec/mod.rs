@@ -172,6 +172,10 @@ pub enum Error {
     /// The fault injector failed this statement (tests and `MEDIA_USAGE_FAULT_AFTER_STATEMENTS`).
     #[error("injected fault at statement {0}")]
     Fault(u64),
+    /// A statement named a table that does not exist (a content table dropped by a collection
+    /// deletion while a request or job still held its name).
+    #[error("no such table: {0}")]
+    NoSuchTable(String),
     /// A row did not have the shape the caller expected.
     #[error("row decode failed: {0}")]
     Decode(String),
@@ -190,6 +194,8 @@ pub fn classify(message: &str) -> Error {
         Error::Unique(message.to_owned())
     } else if lower.contains("constraint failed") {
         Error::Constraint(message.to_owned())
+    } else if lower.contains("no such table") {
+        Error::NoSuchTable(message.to_owned())
     } else {
         Error::Backend(message.to_owned())
     }
@@ -261,6 +267,7 @@ mod tests {
         assert!(matches!(classify("NOT NULL constraint failed: media.filename"), Error::Constraint(_)));
         assert!(matches!(classify("UNIQUE constraint failed: media.storage_key"), Error::Unique(_)));
         assert!(matches!(classify("media usage capture inactive"), Error::CaptureInactive));
-        assert!(matches!(classify("no such table: x"), Error::Backend(_)));
+        assert!(matches!(classify("D1_ERROR: no such table: ec_posts: SQLITE_ERROR"), Error::NoSuchTable(_)));
+        assert!(matches!(classify("no such column: x"), Error::Backend(_)));
     }
 }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value as Json};
 use super::field::Field;
 use crate::exec::Row;
 
-/// Longest content slug (DESIGN §8).
+/// Longest content slug.
 pub const MAX_CONTENT_SLUG: usize = 200;
 /// Longest locale tag.
 pub const MAX_LOCALE: usize = 35;

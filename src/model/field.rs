@@ -78,7 +78,7 @@ impl FieldType {
         }
     }
 
-    /// SQLite column type (DESIGN §8): JSON-bearing fields are stored as JSON text.
+    /// SQLite column type: JSON-bearing fields are stored as JSON text.
     pub fn column_type(self) -> &'static str {
         match self {
             FieldType::Number => "REAL",
@@ -218,7 +218,7 @@ impl Field {
     }
 }
 
-/// Parses a stored string as JSON when it starts with `{` or `[` (reference §3.2); otherwise it
+/// Parses a stored string as JSON when it starts with `{` or `[` (the stored form of JSON-bearing fields); otherwise it
 /// is a plain string (a legacy media id).
 pub fn parse_json_like(s: &str) -> Json {
     let t = s.trim_start();

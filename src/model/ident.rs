@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-/// Longest collection slug (D1 guard limit, reference §2.1).
+/// Longest collection slug (so `ec_<slug>` and the names derived from it stay short).
 pub const MAX_COLLECTION_SLUG: usize = 63;
 /// Longest field slug.
 pub const MAX_FIELD_SLUG: usize = 63;

@@ -3,10 +3,10 @@
 
 use serde::Deserialize;
 
-use super::schema::Collection;
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Row, Statement, Value};
 use crate::ids;
+use crate::model::collection::Collection;
 use crate::model::ident::Ident;
 use crate::sql::{render, Fragment};
 

@@ -1,10 +1,14 @@
 //! Repository: builds statements from the `.sql` files in `src/sql/` and runs them through an
 //! [`Executor`](crate::exec::Executor). The only module that knows table layouts.
 
+pub mod capture;
 pub mod content;
 pub mod media;
+pub mod projection;
+pub mod reads;
 pub mod repair;
 pub mod schema;
 pub mod sitemap;
+pub mod ticks;
 pub mod tokens;
-pub mod usage;
+pub mod work;

@@ -7,6 +7,7 @@ use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
 use crate::model::ident::Ident;
+use crate::model::state::RepairPhase;
 use crate::sql::{render, Fragment};
 
 const UPSERT_RUNS: &str = include_str!("../sql/repair/upsert_runs.sql");
@@ -38,7 +39,7 @@ pub struct Run {
     pub collection_id: String,
     pub collection_slug: String,
     pub run_token: String,
-    pub phase: String,
+    pub phase: RepairPhase,
     pub scan_cursor: Option<String>,
     pub source_cursor: Option<String>,
     pub lease_token: Option<String>,
@@ -91,7 +92,7 @@ pub async fn orphan_page<E: Executor>(
 /// Where a run goes next.
 #[derive(Debug, Clone)]
 pub struct Advance<'a> {
-    pub phase: &'static str,
+    pub phase: RepairPhase,
     pub scan_cursor: Option<&'a str>,
     pub source_cursor: Option<&'a str>,
     pub delay_seconds: i64,

@@ -2,14 +2,12 @@
 
 use serde::Deserialize;
 
-use crate::exec::guard::{guarded_batch, Guard};
+use crate::exec::guard::Guard;
 use crate::exec::{Error, Executor, Statement};
-use crate::ids;
+use crate::model::collection::Collection;
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
-use crate::repo::usage;
 use crate::sql::{render, Fragment};
-use crate::usage::extract::is_extraction_field;
 
 const SELECT_COLLECTIONS: &str = include_str!("../sql/schema/select_collections.sql");
 const GUARD_COLLECTION_ABSENT: &str = include_str!("../sql/schema/guard_collection_absent.sql");
@@ -24,27 +22,6 @@ const GUARD_COLLECTION_DELETABLE: &str = include_str!("../sql/schema/guard_colle
 const DELETE_COLLECTION: &str = include_str!("../sql/schema/delete_collection.sql");
 const DROP_CONTENT_TABLE: &str = include_str!("../sql/schema/drop_content_table.sql");
 const CONTENT_EXISTS: &str = include_str!("../sql/schema/content_exists.sql");
-
-/// A registered collection with its fields in display order.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Collection {
-    pub id: String,
-    pub slug: Ident,
-    pub label: String,
-    pub created_at: String,
-    pub updated_at: String,
-    pub fields: Vec<Field>,
-}
-
-impl Collection {
-    pub fn table(&self) -> Fragment {
-        Fragment::content_table(&self.slug)
-    }
-
-    pub fn field(&self, slug: &str) -> Option<&Field> {
-        self.fields.iter().find(|f| f.slug.as_str() == slug)
-    }
-}
 
 #[derive(Debug, Deserialize)]
 struct CollectionFieldRow {
@@ -114,15 +91,6 @@ pub struct NewCollection {
     pub fields: Vec<Field>,
 }
 
-/// Why a collection could not be created.
-#[derive(Debug, thiserror::Error)]
-pub enum CreateError {
-    #[error("a collection or table with this slug already exists")]
-    Exists,
-    #[error(transparent)]
-    Db(#[from] Error),
-}
-
 /// Inserts field rows from one JSON array, so any number of fields is one statement.
 fn insert_fields<'a>(collection_id: &str, fields: impl IntoIterator<Item = &'a Field>) -> Statement {
     let rows: Vec<serde_json::Value> = fields
@@ -163,42 +131,15 @@ pub fn creation_guard(slug: &Ident) -> Guard {
     Guard::new(GUARD_COLLECTION_ABSENT).bind(slug.as_str()).bind(format!("ec_{}", slug.as_str()))
 }
 
-/// Creates a collection atomically: registry row, fields, table and index, plus its coverage
-/// row (`complete`, capture `active`) and its three capture triggers; or nothing.
-pub async fn create<E: Executor>(exec: &E, new: &NewCollection) -> Result<Collection, CreateError> {
-    let id = ids::new_id();
-    let mut stmts = create_statements(&id, new);
-    stmts.extend(usage::capture_statements(&id, &new.slug)?);
-    match guarded_batch(exec, creation_guard(&new.slug), stmts).await {
-        Ok(_) => {}
-        Err(Error::Stale | Error::Unique(_)) => return Err(CreateError::Exists),
-        Err(e) => return Err(e.into()),
-    }
-    find(exec, &new.slug).await?.ok_or_else(|| CreateError::Db(Error::Backend("created collection vanished".into())))
-}
-
-/// Why a field could not be added.
-#[derive(Debug, thiserror::Error)]
-pub enum AddFieldError {
-    #[error("the collection changed or the field already exists")]
-    Conflict,
-    #[error(transparent)]
-    Db(#[from] Error),
-}
-
 /// The statements that add a field (registry row, column, collection touch).
 pub fn add_field_statements(collection: &Collection, field: &Field) -> Vec<Statement> {
     let table = collection.table();
     let column = Fragment::column_def(&field.slug, field.field_type.column_type());
-    let mut stmts = vec![
+    vec![
         insert_fields(&collection.id, [field]),
         Statement::new(render(ADD_CONTENT_COLUMN, &[("table", &table), ("column", &column)])),
         Statement::new(TOUCH_COLLECTION).bind(collection.id.as_str()),
-    ];
-    if is_extraction_field(field) {
-        stmts.push(usage::invalidate_for_schema_change(collection));
-    }
-    stmts
+    ]
 }
 
 /// The guard for adding a field: the collection identity still exists, its capture is active
@@ -210,56 +151,30 @@ pub fn add_field_guard(collection: &Collection, field: &Field) -> Guard {
         .bind(field.slug.as_str())
 }
 
-/// Adds a field: registry row and table column together, or nothing.
-pub async fn add_field<E: Executor>(exec: &E, collection: &Collection, field: &Field) -> Result<(), AddFieldError> {
-    match guarded_batch(exec, add_field_guard(collection, field), add_field_statements(collection, field)).await {
-        Ok(_) => Ok(()),
-        Err(Error::Stale | Error::Unique(_)) => Err(AddFieldError::Conflict),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// Whether the collection has any entry that is not in the trash.
-pub async fn has_live_content<E: Executor>(exec: &E, collection: &Collection) -> Result<bool, Error> {
+pub async fn has_live_content<E: Executor>(exec: &E, slug: &Ident) -> Result<bool, Error> {
     #[derive(Deserialize)]
     struct Row {
         has_content: i64,
     }
-    let sql = render(CONTENT_EXISTS, &[("table", &collection.table())]);
+    let sql = render(CONTENT_EXISTS, &[("table", &Fragment::content_table(slug))]);
     let row: Option<Row> = exec.query_first(Statement::new(sql)).await?;
     Ok(row.is_some_and(|r| r.has_content != 0))
 }
 
-/// Why a collection could not be deleted.
-#[derive(Debug, thiserror::Error)]
-pub enum DeleteError {
-    #[error("the collection has entries that are not in the trash")]
-    HasContent,
-    #[error("the collection no longer exists")]
-    Gone,
-    #[error(transparent)]
-    Db(#[from] Error),
-}
-
-/// Deletes a collection's registry row (fields cascade) and drops its table in one batch,
-/// refusing (unless `force`) while non-trashed entries exist.
-pub async fn delete<E: Executor>(exec: &E, collection: &Collection, force: bool) -> Result<(), DeleteError> {
-    let table = collection.table();
-    let guard = Guard::new(render(GUARD_COLLECTION_DELETABLE, &[("table", &table)]))
+/// The guard for deleting a collection: its exact identity is registered and (unless `force`)
+/// it has no entry outside the trash.
+pub fn deletion_guard(collection: &Collection, force: bool) -> Guard {
+    Guard::new(render(GUARD_COLLECTION_DELETABLE, &[("table", &collection.table())]))
         .bind(collection.id.as_str())
         .bind(collection.slug.as_str())
-        .bind(force);
-    let mut stmts = vec![
+        .bind(force)
+}
+
+/// The statements that delete a collection's registry row (fields cascade) and drop its table.
+pub fn delete_statements(collection: &Collection) -> Vec<Statement> {
+    vec![
         Statement::new(DELETE_COLLECTION).bind(collection.id.as_str()).bind(collection.slug.as_str()),
-        Statement::new(render(DROP_CONTENT_TABLE, &[("table", &table)])),
-    ];
-    stmts.extend(usage::forget_collection(&collection.id));
-    match guarded_batch(exec, guard, stmts).await {
-        Ok(_) => Ok(()),
-        Err(Error::Stale) => match find(exec, &collection.slug).await? {
-            Some(c) if c.id == collection.id => Err(DeleteError::HasContent),
-            _ => Err(DeleteError::Gone),
-        },
-        Err(e) => Err(e.into()),
-    }
+        Statement::new(render(DROP_CONTENT_TABLE, &[("table", &collection.table())])),
+    ]
 }

@@ -3,8 +3,8 @@
 
 use serde::Deserialize;
 
-use super::schema::Collection;
 use crate::exec::{Error, Executor, Statement};
+use crate::model::collection::Collection;
 use crate::sql::{render, Fragment};
 
 const COUNT_PUBLISHED_ARM: &str = include_str!("../sql/sitemap/count_published_arm.sql");

@@ -1,15 +1,16 @@
-//! Coverage: how far the index can be trusted, per collection and overall (reference §4.3,
-//! §10 item 68). Aggregation fails closed: anything unknown or unfinished keeps it from being
-//! `complete`.
+//! Coverage: how far the index can be trusted, per collection and overall. Aggregation fails
+//! closed: anything unknown or unfinished keeps it from being `complete`.
 
 use super::snapshot::SCHEMA_VERSION;
+use crate::model::state::CoverageStatus;
+use crate::repo::capture::CoverageRow;
 
 /// The coverage of one collection as read from its status row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectionCoverage {
-    /// `never|running|complete|partial|failed|stale`, or `None` when the collection has no
-    /// status row (a table that predates capture).
-    pub status: Option<String>,
+    /// The stored status, or `None` when the collection has no status row (a table that
+    /// predates capture). A stored word this code does not know reads as `Unknown`.
+    pub status: Option<CoverageStatus>,
     pub reconciliation_required: bool,
     /// The content source schema version the coverage was built for.
     pub schema_version: Option<i64>,
@@ -17,75 +18,81 @@ pub struct CollectionCoverage {
 
 impl CollectionCoverage {
     /// The status a reader should believe: `complete` with a pending reconciliation, or built for
-    /// another source schema version, is `stale`; a missing row is `never`; an unknown word is
-    /// `unknown`.
-    pub fn effective(&self) -> &'static str {
-        match self.status.as_deref() {
-            None => "never",
-            Some("complete") if self.reconciliation_required => "stale",
-            Some("complete") if self.schema_version.is_some_and(|v| v != SCHEMA_VERSION) => "stale",
-            Some("complete") => "complete",
-            Some("never") => "never",
-            Some("running") => "running",
-            Some("partial") => "partial",
-            Some("failed") => "failed",
-            Some("stale") => "stale",
-            Some(_) => "unknown",
+    /// another source schema version, is `stale`; a missing row is `never`.
+    pub fn effective(&self) -> CoverageStatus {
+        match self.status {
+            None => CoverageStatus::Never,
+            Some(CoverageStatus::Complete)
+                if self.reconciliation_required || self.schema_version.is_some_and(|v| v != SCHEMA_VERSION) =>
+            {
+                CoverageStatus::Stale
+            }
+            Some(s) => s,
         }
     }
 }
 
-/// The overall coverage of all registered collections.
-pub fn aggregate(collections: &[CollectionCoverage]) -> &'static str {
-    let statuses: Vec<&str> = collections.iter().map(CollectionCoverage::effective).collect();
-    let all = |s: &str| statuses.iter().all(|x| *x == s);
-    let any = |s: &str| statuses.contains(&s);
-    if statuses.is_empty() || all("complete") {
-        "complete"
-    } else if any("unknown") {
-        "unknown"
-    } else if any("running") {
-        "running"
-    } else if all("never") {
-        "never"
-    } else if all("failed") {
-        "failed"
-    } else if any("stale") {
-        "stale"
+impl From<&CoverageRow> for CollectionCoverage {
+    fn from(row: &CoverageRow) -> Self {
+        CollectionCoverage {
+            status: row.status,
+            reconciliation_required: row.reconciliation_required.unwrap_or(0) != 0,
+            schema_version: row.schema_version,
+        }
+    }
+}
+
+/// The overall coverage of all registered collections: `complete` only if every one is (or
+/// there are none); any unknown or running collection decides it; otherwise the weakest.
+pub fn aggregate(collections: &[CollectionCoverage]) -> CoverageStatus {
+    use CoverageStatus::{Complete, Failed, Never, Partial, Running, Stale, Unknown};
+    let statuses: Vec<CoverageStatus> = collections.iter().map(CollectionCoverage::effective).collect();
+    let all = |s: CoverageStatus| statuses.iter().all(|x| *x == s);
+    let any = |s: CoverageStatus| statuses.contains(&s);
+    if statuses.is_empty() || all(Complete) {
+        Complete
+    } else if any(Unknown) {
+        Unknown
+    } else if any(Running) {
+        Running
+    } else if all(Never) {
+        Never
+    } else if all(Failed) {
+        Failed
+    } else if any(Stale) {
+        Stale
     } else {
-        "partial"
+        Partial
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use CoverageStatus::*;
 
-    fn c(status: &str, reconciliation_required: bool) -> CollectionCoverage {
-        CollectionCoverage { status: Some(status.into()), reconciliation_required, schema_version: Some(1) }
+    fn c(status: CoverageStatus, reconciliation_required: bool) -> CollectionCoverage {
+        CollectionCoverage { status: Some(status), reconciliation_required, schema_version: Some(1) }
     }
 
     #[test]
-    fn scenario_68_aggregation() {
-        assert_eq!(aggregate(&[]), "complete");
-        assert_eq!(aggregate(&[c("complete", false), c("complete", false)]), "complete");
-        assert_eq!(aggregate(&[c("complete", false), c("never", false)]), "partial");
-        assert_eq!(aggregate(&[c("complete", false), c("running", false)]), "running");
-        assert_eq!(aggregate(&[c("complete", true)]), "stale");
-        assert_eq!(aggregate(&[c("complete", false), c("bogus", false)]), "unknown");
-        assert_eq!(aggregate(&[c("never", false), c("never", false)]), "never");
-        assert_eq!(aggregate(&[c("failed", false), c("failed", false)]), "failed");
-        assert_eq!(aggregate(&[c("failed", false), c("complete", false)]), "partial");
-        assert_eq!(aggregate(&[c("stale", false), c("partial", false)]), "stale");
+    fn aggregation_fails_closed() {
+        assert_eq!(aggregate(&[]), Complete);
+        assert_eq!(aggregate(&[c(Complete, false), c(Complete, false)]), Complete);
+        assert_eq!(aggregate(&[c(Complete, false), c(Never, false)]), Partial);
+        assert_eq!(aggregate(&[c(Complete, false), c(Running, false)]), Running);
+        assert_eq!(aggregate(&[c(Complete, true)]), Stale);
+        assert_eq!(aggregate(&[c(Complete, false), c(Unknown, false)]), Unknown);
+        assert_eq!(aggregate(&[c(Never, false), c(Never, false)]), Never);
+        assert_eq!(aggregate(&[c(Failed, false), c(Failed, false)]), Failed);
+        assert_eq!(aggregate(&[c(Failed, false), c(Complete, false)]), Partial);
+        assert_eq!(aggregate(&[c(Stale, false), c(Partial, false)]), Stale);
         assert_eq!(
             aggregate(&[CollectionCoverage { status: None, reconciliation_required: false, schema_version: None }]),
-            "never"
+            Never
         );
-        let old = CollectionCoverage {
-            status: Some("complete".into()),
-            reconciliation_required: false,
-            schema_version: Some(0),
-        };
-        assert_eq!(aggregate(&[old]), "stale");
+        let old =
+            CollectionCoverage { status: Some(Complete), reconciliation_required: false, schema_version: Some(0) };
+        assert_eq!(aggregate(&[old]), Stale);
     }
 }

@@ -1,4 +1,4 @@
-//! Extraction of media references from an entry's field values (reference §3.1, §3.3).
+//! Extraction of media references from an entry's field values.
 //! Pure: field definitions and JSON values in, occurrences out.
 
 use serde::Serialize;
@@ -126,7 +126,8 @@ pub fn media_kind(mime: &str) -> &'static str {
     }
 }
 
-/// Whether `id` is a usable asset id for `provider` (reference §3.3 "Id validity").
+/// Whether `id` is a usable asset id for `provider`: a trimmed, non-empty string that is not
+/// URL-like and, for local media, not a path.
 pub fn valid_id(id: &str, provider: &str) -> bool {
     let id = id.trim();
     if id.is_empty() || id.starts_with("//") || id.starts_with("/_emdash/api/media/file/") || is_url_like(id) {

@@ -1,4 +1,4 @@
-//! Projection fingerprints (reference §3.5): SHA-256 over canonical JSON (keys sorted at every
+//! Projection fingerprints: SHA-256 over canonical JSON (keys sorted at every
 //! level) of the extraction schema, the source metadata and the sorted occurrences.
 
 use serde_json::{json, Value as Json};

@@ -1,5 +1,6 @@
 //! The media usage index: extraction of media references from content (pure), projection
-//! fingerprints, snapshots, coverage aggregation, the projection job and the cron tick.
+//! fingerprints, snapshots, coverage aggregation, the projection job, and repair,
+//! and the cron tick.
 
 pub mod coverage;
 pub mod extract;

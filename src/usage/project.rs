@@ -1,4 +1,4 @@
-//! The projection job (reference §4): claim an entry's work row, load the entry, build its
+//! The projection job: claim an entry's work row, load the entry, build its
 //! snapshots, admit the change under the per-claim limits, and publish it in one guarded batch.
 //! Every outcome leaves the index either as it was or fully at the new projection.
 
@@ -11,11 +11,12 @@ use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
-use crate::repo::usage::{self as repo, LoadedEntry, Observed, ObservedSource, Publish, WorkRow};
+use crate::repo::projection::{self, LoadedEntry, Observed, ObservedSource, Publish};
+use crate::repo::work::{self, WorkRow};
 
-/// Occurrence rows one claim may write or delete (reference §4.5).
+/// Occurrence rows one claim may write or delete.
 pub const MAX_UNITS_PER_CLAIM: usize = 12;
-/// Projection bytes one claim may write (reference §4.5).
+/// Projection bytes one claim may write.
 pub const MAX_BYTES_PER_CLAIM: usize = 512 * 1024;
 /// Attempts before a job fails for good.
 pub const MAX_ATTEMPTS: i64 = 5;
@@ -217,7 +218,7 @@ async fn record_failure<E: Executor>(
     always_terminal: bool,
 ) -> Result<JobOutcome, Error> {
     let terminal = always_terminal || work.attempt_count >= MAX_ATTEMPTS;
-    repo::fail(exec, work, terminal, retry_delay_seconds(work.attempt_count), code).await?;
+    work::fail(exec, work, terminal, retry_delay_seconds(work.attempt_count), code).await?;
     Ok(JobOutcome::Failed { code, terminal })
 }
 
@@ -229,34 +230,34 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
         return record_failure(exec, work, "MEDIA_USAGE_PROCESSING_FAILED", true).await;
     }
     let Ok(slug) = Ident::parse(&work.collection_slug) else {
-        return Ok(if repo::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
+        return Ok(if work::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
     };
     let keys = [
         source_key(&work.collection_id, &work.content_id, Variant::Columns),
         source_key(&work.collection_id, &work.content_id, Variant::DraftOverlay),
     ];
-    let loaded = match repo::load_entry(exec, &slug, &work.collection_id, &work.content_id, [&keys[0], &keys[1]]).await
-    {
-        Ok(l) => l,
-        Err(Error::Backend(msg)) if msg.contains("no such table") => {
-            // The content table is gone: the collection was deleted (or is being deleted).
-            return Ok(if repo::delete_obsolete(exec, work).await? {
-                JobOutcome::Obsolete
-            } else {
-                JobOutcome::Conflict
-            });
-        }
-        Err(Error::Decode(_)) => return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await,
-        Err(e) => return Err(e),
-    };
+    let loaded =
+        match projection::load_entry(exec, &slug, &work.collection_id, &work.content_id, [&keys[0], &keys[1]]).await {
+            Ok(l) => l,
+            Err(Error::NoSuchTable(_)) => {
+                // The content table is gone: the collection was deleted (or is being deleted).
+                return Ok(if work::delete_obsolete(exec, work).await? {
+                    JobOutcome::Obsolete
+                } else {
+                    JobOutcome::Conflict
+                });
+            }
+            Err(Error::Decode(_)) => return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await,
+            Err(e) => return Err(e),
+        };
     if loaded.registry_slug.as_deref() != Some(work.collection_slug.as_str()) {
-        return Ok(if repo::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
+        return Ok(if work::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
     }
     let publish = match plan(&work.collection_id, &work.collection_slug, &loaded) {
         Plan::ResourceLimit => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
         Plan::BadSchema(code) => return record_failure(exec, work, code, false).await,
         Plan::Unchanged => {
-            repo::complete_unchanged(exec, work).await?;
+            work::complete_unchanged(exec, work).await?;
             return Ok(JobOutcome::Unchanged);
         }
         Plan::Write(p) => p,
@@ -274,7 +275,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
         sources_signature: &loaded.sources_signature,
     };
     let changed = publish.sources.len() + publish.delete_keys.len();
-    match repo::publish(exec, &observed, &publish).await {
+    match projection::publish(exec, &observed, &publish).await {
         Ok(()) => Ok(JobOutcome::Published { changed }),
         Err(Error::Stale) => Ok(JobOutcome::Conflict),
         Err(e) => Err(e),
@@ -283,7 +284,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
 
 /// Claims and processes the next due job (or the given entry's); `None` when nothing is due.
 pub async fn process_next<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<Option<JobOutcome>, Error> {
-    let Some(work) = repo::claim(exec, key).await? else { return Ok(None) };
+    let Some(work) = work::claim(exec, key).await? else { return Ok(None) };
     process(exec, &work).await.map(Some)
 }
 

@@ -9,6 +9,7 @@
 
 use crate::exec::{Error, Executor};
 use crate::model::ident::Ident;
+use crate::model::state::RepairPhase;
 use crate::repo::repair::{self as repo, Advance, Run};
 
 /// Entries queued per scan step (one JSON parameter; one statement).
@@ -51,11 +52,11 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
         return Ok(StepOutcome::Finished);
     };
 
-    match run.phase.as_str() {
-        "scan" => {
+    match run.phase {
+        RepairPhase::Scan => {
             let ids = match repo::scan_page(exec, &slug, run.scan_cursor.as_deref(), PAGE_SIZE).await {
                 Ok(ids) => ids,
-                Err(Error::Backend(msg)) if msg.contains("no such table") => {
+                Err(Error::NoSuchTable(_)) => {
                     repo::end(exec, run).await?;
                     return Ok(StepOutcome::Finished);
                 }
@@ -63,7 +64,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
             };
             let done = ids.len() < PAGE_SIZE as usize;
             let next = Advance {
-                phase: if done { "sources" } else { "scan" },
+                phase: if done { RepairPhase::Sources } else { RepairPhase::Scan },
                 scan_cursor: ids.last().map(String::as_str).or(run.scan_cursor.as_deref()),
                 source_cursor: None,
                 delay_seconds: 0,
@@ -71,10 +72,10 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
             };
             advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len()).await
         }
-        "sources" => {
+        RepairPhase::Sources => {
             let page = match repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await {
                 Ok(page) => page,
-                Err(Error::Backend(msg)) if msg.contains("no such table") => {
+                Err(Error::NoSuchTable(_)) => {
                     repo::end(exec, run).await?;
                     return Ok(StepOutcome::Finished);
                 }
@@ -83,7 +84,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
             let done = page.len() < PAGE_SIZE as usize;
             let ids: Vec<String> = page.iter().filter(|(_, orphan)| *orphan).map(|(id, _)| id.clone()).collect();
             let next = Advance {
-                phase: if done { "barrier" } else { "sources" },
+                phase: if done { RepairPhase::Barrier } else { RepairPhase::Sources },
                 scan_cursor: run.scan_cursor.as_deref(),
                 source_cursor: page.last().map(|(id, _)| id.as_str()).or(run.source_cursor.as_deref()),
                 delay_seconds: 0,
@@ -91,12 +92,12 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
             };
             advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len()).await
         }
-        _ => {
+        RepairPhase::Barrier => {
             if repo::finalize(exec, run).await? {
                 return Ok(StepOutcome::Finished);
             }
             let wait = Advance {
-                phase: "barrier",
+                phase: RepairPhase::Barrier,
                 scan_cursor: run.scan_cursor.as_deref(),
                 source_cursor: run.source_cursor.as_deref(),
                 delay_seconds: BARRIER_POLL_SECONDS,

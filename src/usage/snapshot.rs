@@ -1,4 +1,4 @@
-//! Snapshots of an entry for projection (reference §3.2): the `columns` variant from the live
+//! Snapshots of an entry for projection: the `columns` variant from the live
 //! row and, when a draft revision exists, the `draft_overlay` variant (columns with the draft
 //! laid over them), each with its source metadata, occurrences and fingerprint.
 
@@ -30,6 +30,13 @@ impl Variant {
 /// `content:<collectionId>:<contentId>:<variant>`.
 pub fn source_key(collection_id: &str, content_id: &str, variant: Variant) -> String {
     format!("content:{collection_id}:{content_id}:{}", variant.as_str())
+}
+
+/// The half-open range `[low, high)` holding every source key of a collection: keys embed the
+/// collection id, so its occurrences are found by range even when their source row is gone.
+/// (`;` is the character after `:`.)
+pub fn source_key_range(collection_id: &str) -> (String, String) {
+    (format!("content:{collection_id}:"), format!("content:{collection_id};"))
 }
 
 /// The metadata stored with a source row.
@@ -102,7 +109,7 @@ fn text(row: &Row, key: &str) -> Option<String> {
     }
 }
 
-/// The field data of the live row, with JSON-bearing text parsed (reference §3.2).
+/// The field data of the live row, with JSON-bearing text parsed.
 fn column_data(fields: &[Field], row: &Row) -> Map<String, Json> {
     fields
         .iter()

@@ -1,23 +1,23 @@
-//! The scheduled tick: run lanes while the tick's statement and time budgets allow, then record
-//! the tick. Budgets are configuration (D1 plans differ), checked before each job against the
-//! metered count, so a tick never issues more statements than configured.
+//! The scheduled tick: run lanes in rotation while the tick's statement and time budgets allow,
+//! then record the tick. Budgets are configuration (D1 plans differ), checked before each step
+//! against the metered count, so a tick never issues more statements than configured.
+
+use serde_json::json;
 
 use super::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
-use super::repair::{self, StepOutcome, STEP_MAX_STATEMENTS};
+use super::repair::{self, StepOutcome as RepairStep, STEP_MAX_STATEMENTS as REPAIR_STEP_MAX_STATEMENTS};
 use crate::clock::Clock;
 use crate::exec::meter::Metered;
 use crate::exec::{Error, Executor};
-use crate::repo::usage::{self as repo, TickLog};
+use crate::model::state::TickOutcome;
+use crate::repo::ticks::{self as repo, TickLog};
 
 /// The smallest statement budget a tick accepts (one job plus the tick's own log write).
 pub const MIN_TICK_STATEMENTS: u64 = 10;
 /// Statements the tick's own log write costs.
 pub const LOG_STATEMENTS: u64 = 1;
-/// Statements reserved before each step of any lane: the larger of a job and a repair step.
-pub const STEP_RESERVE: u64 =
-    if JOB_MAX_STATEMENTS > STEP_MAX_STATEMENTS { JOB_MAX_STATEMENTS } else { STEP_MAX_STATEMENTS };
-/// An upper bound on jobs per tick, whatever the budget.
-pub const MAX_JOBS_PER_TICK: u32 = 10_000;
+/// An upper bound on steps per tick, whatever the budget.
+pub const MAX_STEPS_PER_TICK: u32 = 10_000;
 
 /// A tick's budget.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,24 +30,26 @@ impl TickBudget {
     /// The defaults of `wrangler.toml`: 40 statements, 2.5 s.
     pub const DEFAULT: TickBudget = TickBudget { max_statements: 40, max_ms: 2500.0 };
 
+    /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`.
+    pub fn new(max_statements: u64, max_ms: f64) -> TickBudget {
+        TickBudget { max_statements: max_statements.max(MIN_TICK_STATEMENTS), max_ms }
+    }
+
     /// Reads `MEDIA_USAGE_TICK_MAX_QUERIES` / `MEDIA_USAGE_TICK_MAX_MS`: defaults 40 and 2500,
     /// statements raised to the supported minimum of 10.
     pub fn from_settings(max_queries: Option<&str>, max_ms: Option<&str>) -> TickBudget {
-        let max_statements =
-            max_queries.and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(40).max(MIN_TICK_STATEMENTS);
+        let max_statements = max_queries.and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(40);
         let max_ms = max_ms.and_then(|s| s.trim().parse::<f64>().ok()).filter(|m| *m > 0.0).unwrap_or(2500.0);
-        TickBudget { max_statements, max_ms }
+        TickBudget::new(max_statements, max_ms)
     }
 }
 
 /// What a tick did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TickReport {
-    /// Lanes that ran, in order.
+    /// Lanes that made progress, in the order they first did.
     pub lanes: Vec<&'static str>,
-    /// `idle` (nothing due), `progress` (work done), `budget` (stopped by the budget with work
-    /// possibly left) or `error`.
-    pub outcome: &'static str,
+    pub outcome: TickOutcome,
     pub jobs: u32,
     pub failed_jobs: u32,
     pub conflicts: u32,
@@ -57,96 +59,173 @@ pub struct TickReport {
     pub error: Option<String>,
 }
 
-/// The lanes a tick rotates through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Lane {
+impl TickReport {
+    fn new() -> TickReport {
+        TickReport {
+            lanes: Vec::new(),
+            outcome: TickOutcome::Idle,
+            jobs: 0,
+            failed_jobs: 0,
+            conflicts: 0,
+            repair_steps: 0,
+            statements: 0,
+            error: None,
+        }
+    }
+
+    fn note_error(&mut self, lane: &str, e: impl std::fmt::Display) {
+        self.outcome = TickOutcome::Error;
+        self.error.get_or_insert_with(|| format!("{lane} lane: {e}"));
+    }
+}
+
+/// One lane of the tick: a kind of background work advanced one bounded step at a time.
+#[derive(Debug)]
+pub enum Lane {
+    /// Projection jobs from the work queue.
     Work,
+    /// Repair runs.
     Repair,
 }
 
+/// What a lane step did for the rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stepped {
+    Progress,
+    /// Progress that gave the work lane something to do again (a repair scan queued entries).
+    ProgressWakingWork,
+}
+
 impl Lane {
-    fn name(self) -> &'static str {
+    /// The lanes of a tick, in rotation order.
+    pub fn all() -> Vec<Lane> {
+        vec![Lane::Work, Lane::Repair]
+    }
+
+    pub fn name(&self) -> &'static str {
         match self {
             Lane::Work => "work",
             Lane::Repair => "repair",
         }
     }
+
+    /// The most statements one step of this lane issues.
+    pub fn reserve(&self) -> u64 {
+        match self {
+            Lane::Work => JOB_MAX_STATEMENTS,
+            Lane::Repair => REPAIR_STEP_MAX_STATEMENTS,
+        }
+    }
+
+    /// Statements finishing this lane will cost when the tick ends (releasing what it holds).
+    pub fn release_cost(&self) -> u64 {
+        0
+    }
+
+    /// Runs one step; `None` when the lane has nothing due.
+    async fn step_next<E: Executor, K: Clock>(
+        &mut self,
+        exec: &E,
+        _clock: &K,
+        _budget: &TickBudget,
+        report: &mut TickReport,
+    ) -> Result<Option<Stepped>, Error> {
+        match self {
+            Lane::Work => Ok(project::process_next(exec, None).await?.map(|outcome| {
+                report.jobs += 1;
+                match outcome {
+                    JobOutcome::Failed { .. } => report.failed_jobs += 1,
+                    JobOutcome::Conflict => report.conflicts += 1,
+                    _ => {}
+                }
+                Stepped::Progress
+            })),
+            Lane::Repair => Ok(repair::step_next(exec).await?.map(|step| {
+                report.repair_steps += 1;
+                if matches!(step, RepairStep::Queued { n } if n > 0) {
+                    Stepped::ProgressWakingWork
+                } else {
+                    Stepped::Progress
+                }
+            })),
+        }
+    }
+
+    /// Releases what the lane holds (the tick is over).
+    async fn finish<E: Executor>(&mut self, _exec: &E) -> Result<(), Error> {
+        Ok(())
+    }
 }
 
-/// Runs the lanes in rotation (projection work, repair runs) while the budget allows one more
-/// step of either, without recording a tick. The repair request uses this directly.
+/// A lane and where it stands in this tick.
+struct Slot {
+    lane: Lane,
+    /// Nothing due (or it failed): skipped for the rest of the tick.
+    idle: bool,
+    /// Its next step does not fit the budget any more.
+    out_of_budget: bool,
+}
+
+/// Runs the lanes in rotation while the budget allows another step of one of them, without
+/// recording a tick. The repair request uses this directly.
 pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
     budget: TickBudget,
 ) -> TickReport {
     let started = clock.now_ms();
-    let mut report = TickReport {
-        lanes: Vec::new(),
-        outcome: "idle",
-        jobs: 0,
-        failed_jobs: 0,
-        conflicts: 0,
-        repair_steps: 0,
-        statements: 0,
-        error: None,
-    };
-    let lanes = [Lane::Work, Lane::Repair];
-    let mut idle = [false; 2];
-    for i in 0..MAX_JOBS_PER_TICK as usize {
-        if idle.iter().all(|x| *x) {
+    let mut report = TickReport::new();
+    let mut slots: Vec<Slot> =
+        Lane::all().into_iter().map(|lane| Slot { lane, idle: false, out_of_budget: false }).collect();
+    let mut stopped_by_budget = false;
+    for turn in 0..MAX_STEPS_PER_TICK as usize {
+        if slots.iter().all(|s| s.idle || s.out_of_budget) {
+            stopped_by_budget = slots.iter().any(|s| s.out_of_budget && !s.idle);
             break;
         }
-        let spent = exec.usage().statements;
-        if spent + STEP_RESERVE + LOG_STATEMENTS > budget.max_statements || clock.now_ms() - started >= budget.max_ms {
-            if report.jobs + report.repair_steps > 0 && report.outcome != "error" {
-                report.outcome = "budget";
-            }
+        if clock.now_ms() - started >= budget.max_ms {
+            stopped_by_budget = true;
             break;
         }
-        let k = i % lanes.len();
-        if idle[k] {
+        let k = turn % slots.len();
+        if slots[k].idle || slots[k].out_of_budget {
             continue;
         }
-        let lane = lanes[k];
-        let ran = match lane {
-            Lane::Work => project::process_next(exec, None).await.map(|o| {
-                o.map(|outcome| {
-                    report.jobs += 1;
-                    match outcome {
-                        JobOutcome::Failed { .. } => report.failed_jobs += 1,
-                        JobOutcome::Conflict => report.conflicts += 1,
-                        _ => {}
-                    }
-                })
-            }),
-            Lane::Repair => repair::step_next(exec).await.map(|o| {
-                o.map(|step| {
-                    report.repair_steps += 1;
-                    // A scan step queues entries: the work lane has something to do again.
-                    if matches!(step, StepOutcome::Queued { n } if n > 0) {
-                        idle[0] = false;
-                    }
-                })
-            }),
-        };
-        match ran {
-            Ok(None) => idle[k] = true,
-            Ok(Some(())) => {
-                if report.outcome != "error" {
-                    report.outcome = "progress";
+        let held: u64 = slots.iter().map(|s| s.lane.release_cost()).sum();
+        let spent = exec.usage().statements;
+        if spent + slots[k].lane.reserve() + held + LOG_STATEMENTS > budget.max_statements {
+            slots[k].out_of_budget = true;
+            continue;
+        }
+        let slot = &mut slots[k];
+        match slot.lane.step_next(exec, clock, &budget, &mut report).await {
+            Ok(None) => slot.idle = true,
+            Ok(Some(stepped)) => {
+                if report.outcome == TickOutcome::Idle {
+                    report.outcome = TickOutcome::Progress;
                 }
-                if !report.lanes.contains(&lane.name()) {
-                    report.lanes.push(lane.name());
+                let name = slot.lane.name();
+                if !report.lanes.contains(&name) {
+                    report.lanes.push(name);
+                }
+                if stepped == Stepped::ProgressWakingWork {
+                    slots.iter_mut().filter(|s| matches!(s.lane, Lane::Work)).for_each(|s| s.idle = false);
                 }
             }
             // One lane's failure must not starve the others: note it, rest that lane, go on.
             Err(e) => {
-                report.outcome = "error";
-                report.error.get_or_insert_with(|| format!("{} lane: {e}", lane.name()));
-                idle[k] = true;
+                report.note_error(slot.lane.name(), &e);
+                slot.idle = true;
             }
         }
+    }
+    for slot in &mut slots {
+        if let Err(e) = slot.lane.finish(exec).await {
+            report.note_error(slot.lane.name(), &e);
+        }
+    }
+    if stopped_by_budget && report.outcome == TickOutcome::Progress {
+        report.outcome = TickOutcome::Budget;
     }
     if report.lanes.is_empty() {
         report.lanes.push(Lane::Work.name());
@@ -163,29 +242,37 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &
     report.statements = usage.statements + LOG_STATEMENTS;
     let log = TickLog {
         lane: report.lanes.join(","),
-        outcome: report.outcome.to_owned(),
+        outcome: report.outcome,
         statements: report.statements,
         rows_written: usage.rows_written + 1,
         duration_ms: (clock.now_ms() - started).max(0.0).round() as u64,
         details: Some(
-            serde_json::json!({
+            json!({
                 "jobs": report.jobs,
                 "failedJobs": report.failed_jobs,
                 "conflicts": report.conflicts,
                 "repairSteps": report.repair_steps,
+                // What the database reported for the statements before the log write.
+                "d1": {
+                    "results": usage.results,
+                    "rowsRead": usage.rows_read,
+                    "rowsWritten": usage.rows_written,
+                    "maxBinds": usage.max_binds,
+                    "maxSqlBytes": usage.max_sql_bytes,
+                },
                 "error": report.error.as_ref().map(|_| "see worker logs"),
             })
             .to_string(),
         ),
     };
     if let Err(e) = repo::insert_tick(exec, &log).await {
-        report.outcome = "error";
-        report.error.get_or_insert_with(|| format!("tick log write failed: {e}"));
+        report.note_error("tick log", format!("write failed: {e}"));
     }
     report
 }
 
-/// Runs ticks until one finds nothing due (tests and tools); at most `max_ticks`.
+/// Runs ticks until one finds nothing due (tests and tools); at most `max_ticks`. Returns the
+/// number of ticks run.
 pub async fn drain<E: Executor, C: Clock>(
     exec: &E,
     clock: &C,
@@ -198,7 +285,7 @@ pub async fn drain<E: Executor, C: Clock>(
         if let Some(e) = report.error {
             return Err(Error::Backend(e));
         }
-        if report.outcome == "idle" {
+        if report.outcome == TickOutcome::Idle {
             return Ok(n + 1);
         }
     }
@@ -211,11 +298,16 @@ mod tests {
 
     #[test]
     fn budgets_default_and_clamp() {
-        assert_eq!(TickBudget::from_settings(None, None), TickBudget { max_statements: 40, max_ms: 2500.0 });
+        assert_eq!(TickBudget::from_settings(None, None), TickBudget::DEFAULT);
         assert_eq!(TickBudget::from_settings(Some("3"), Some("x")).max_statements, 10);
-        assert_eq!(
-            TickBudget::from_settings(Some("1000"), Some("100")),
-            TickBudget { max_statements: 1000, max_ms: 100.0 }
-        );
+        let b = TickBudget::from_settings(Some("1000"), Some("100"));
+        assert_eq!((b.max_statements, b.max_ms), (1000, 100.0));
+    }
+
+    #[test]
+    fn every_lane_can_step_in_a_tick_of_the_smallest_budget() {
+        for lane in Lane::all() {
+            assert!(lane.reserve() + LOG_STATEMENTS <= MIN_TICK_STATEMENTS, "{} needs {}", lane.name(), lane.reserve());
+        }
     }
 }

@@ -8,6 +8,7 @@ mod repair;
 mod safe_delete;
 mod sitemap;
 mod sql_files;
+mod states;
 mod support;
 mod tidy;
 mod usage;

@@ -17,7 +17,7 @@ fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
 /// Runs ticks until the queue and every repair run are done; a waiting run's barrier is made
 /// due at once instead of after its poll delay.
 fn drain(db: &SqliteExecutor) {
-    drain_with(db, TickBudget { max_statements: 40, max_ms: 60_000.0 });
+    drain_with(db, TickBudget::new(40, 60_000.0));
 }
 
 fn drain_with(db: &SqliteExecutor, budget: TickBudget) {
@@ -155,7 +155,7 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         let faulty = Faulty::new(&api.db, Some(fail_at));
         let clock = MonotonicClock::default();
         let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
-        let _ = block_on(tick::run(&metered, &clock, TickBudget { max_statements: 40, max_ms: 60_000.0 }));
+        let _ = block_on(tick::run(&metered, &clock, TickBudget::new(40, 60_000.0)));
         // The crashed isolate's leases run out; later ticks finish the run.
         drain(&api.db);
         assert_eq!(status(&api)["status"], "complete", "fail_at {fail_at}");
@@ -202,7 +202,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
         ));
     }
     api.db.connection().execute_batch(&orphans).unwrap();
-    let budget = TickBudget { max_statements: 1000, max_ms: 60_000.0 };
+    let budget = TickBudget::new(1000, 60_000.0);
     data(&api.post("/admin/media-usage/repair", &json!({"scope": "all"})));
     drain_with(&api.db, budget);
     assert_eq!(status(&api)["status"], "complete");

@@ -64,3 +64,14 @@ fn the_embedded_migrations_are_the_migrations_directory() {
         assert_eq!(on_disk, m.sql);
     }
 }
+
+#[test]
+fn every_sql_file_is_used_by_the_code() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let code: String =
+        files_with_extension(&root.join("src"), "rs").iter().map(|f| fs::read_to_string(f).unwrap()).collect();
+    for file in files_with_extension(&root.join("src/sql"), "sql") {
+        let rel = file.strip_prefix(root.join("src")).unwrap().to_string_lossy().replace('\\', "/");
+        assert!(code.contains(&format!("\"../{rel}\"")), "{rel} is not included by any source file");
+    }
+}

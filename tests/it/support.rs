@@ -4,12 +4,25 @@ use futures::executor::block_on;
 use media_usage_worker::api::{self, Config, Request, Response};
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::model::auth::hash_token;
+use media_usage_worker::usage::tick::TickBudget;
 use serde_json::Value as Json;
 
 pub const ADMIN: &str = "native-admin-token";
 
 pub fn db() -> SqliteExecutor {
     SqliteExecutor::open_in_memory().expect("in-memory database")
+}
+
+/// The deployment settings of the native tests: the admin token, a site and media origin, the
+/// default tick budget, and a clock that never advances (budgets count statements only).
+pub fn config() -> Config {
+    Config {
+        admin_token_hash: Some(hash_token(ADMIN)),
+        site_url: Some("https://site.example".into()),
+        media_public_url: Some("https://cdn.example/media/".into()),
+        tick_budget: TickBudget::DEFAULT,
+        clock: || 0.0,
+    }
 }
 
 /// Calls the API handlers directly, as the edge would.
@@ -20,15 +33,7 @@ pub struct Api {
 
 impl Api {
     pub fn new() -> Api {
-        Api {
-            db: db(),
-            config: Config {
-                admin_token_hash: Some(hash_token(ADMIN)),
-                site_url: Some("https://site.example".into()),
-                media_public_url: Some("https://cdn.example/media/".into()),
-                ..Config::default()
-            },
-        }
+        Api { db: db(), config: config() }
     }
 
     pub fn call(&self, method: &str, path_and_query: &str, token: Option<&str>, body: Option<&[u8]>) -> Response {

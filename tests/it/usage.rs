@@ -4,13 +4,12 @@
 use std::cell::Cell;
 
 use futures::executor::block_on;
-use media_usage_worker::api::{self, Config, Request, Response};
+use media_usage_worker::api::{self, Request, Response};
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
-use media_usage_worker::model::auth::hash_token;
 use media_usage_worker::usage::project::{self, JobOutcome};
 use media_usage_worker::usage::tick::{self, TickBudget};
 use serde_json::{json, Value as Json};
@@ -262,7 +261,7 @@ fn collection_id(api: &Api) -> String {
 }
 
 fn drain(db: &SqliteExecutor) -> u32 {
-    let budget = TickBudget { max_statements: 40, max_ms: 60_000.0 };
+    let budget = TickBudget::new(40, 60_000.0);
     block_on(tick::drain(db, &MonotonicClock::default(), budget, 100)).unwrap()
 }
 
@@ -398,11 +397,7 @@ fn a_crash_at_every_statement_leaves_old_or_new_and_the_next_tick_completes() {
                 body: body.to_string().into_bytes(),
                 ..Request::default()
             };
-            block_on(api::handle(
-                &faulty,
-                &Config { admin_token_hash: Some(hash_token(ADMIN)), ..Config::default() },
-                &req,
-            ))
+            block_on(api::handle(&faulty, &crate::support::config(), &req))
         };
         let r1 = call("PUT", &format!("/content/posts/{id}"), json!({"data": {"gallery": gallery(4, "new")}}));
         let r2 = call("PUT", &format!("/content/posts/{id}"), json!({"draft": true, "data": {"hero": "d0"}}));
@@ -455,13 +450,13 @@ fn the_tick_drains_pending_work_within_its_budget_and_logs_itself() {
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 5);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report = block_on(tick::run(&metered, &clock, TickBudget { max_statements: 10, max_ms: 60_000.0 }));
+    let report = block_on(tick::run(&metered, &clock, TickBudget::new(10, 60_000.0)));
     assert_eq!(report.jobs, 1, "budget 10 admits exactly one job");
     assert!(metered.usage().statements <= 10, "{:?}", metered.usage());
     assert_eq!(report.statements, metered.usage().statements);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report = block_on(tick::run(&metered, &clock, TickBudget { max_statements: 40, max_ms: 60_000.0 }));
+    let report = block_on(tick::run(&metered, &clock, TickBudget::new(40, 60_000.0)));
     assert!(report.jobs >= 3, "{report:?}");
     assert!(metered.usage().statements <= 40);
     drain(&api.db);
@@ -591,7 +586,7 @@ fn a_job_whose_holders_keep_dying_fails_visibly_instead_of_looping() {
     let id = create(&api, "dies", "published", json!({"hero": "m"}));
     api.db.connection().execute_batch(&format!("UPDATE ec_posts SET hero = 'n' WHERE id = '{id}'")).unwrap();
     for attempt in 1..=5 {
-        let work = block_on(media_usage_worker::repo::usage::claim(&api.db, None)).unwrap().unwrap();
+        let work = block_on(media_usage_worker::repo::work::claim(&api.db, None)).unwrap().unwrap();
         assert_eq!(work.attempt_count, attempt);
         // The holder dies without recording anything; its lease runs out.
         api.db
@@ -611,10 +606,10 @@ fn a_live_lease_cannot_be_claimed_twice() {
     let id = create(&api, "l", "published", json!({"hero": "m"}));
     api.db.connection().execute_batch(&format!("UPDATE ec_posts SET hero = 'n' WHERE id = '{id}'")).unwrap();
     let cid = collection_id(&api);
-    let first = block_on(media_usage_worker::repo::usage::claim(&api.db, Some((&cid, &id)))).unwrap();
+    let first = block_on(media_usage_worker::repo::work::claim(&api.db, Some((&cid, &id)))).unwrap();
     assert!(first.is_some());
-    assert!(block_on(media_usage_worker::repo::usage::claim(&api.db, Some((&cid, &id)))).unwrap().is_none());
-    assert!(block_on(media_usage_worker::repo::usage::claim(&api.db, None)).unwrap().is_none());
+    assert!(block_on(media_usage_worker::repo::work::claim(&api.db, Some((&cid, &id)))).unwrap().is_none());
+    assert!(block_on(media_usage_worker::repo::work::claim(&api.db, None)).unwrap().is_none());
 }
 
 #[test]

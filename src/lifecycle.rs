@@ -1,0 +1,92 @@
+//! The collection lifecycle: creating a collection together with its capture (coverage row and
+//! capture triggers), adding a field together with the coverage invalidation it causes, and
+//! deleting a collection with its coverage row, queued work and repair runs.
+//!
+//! These compose the registry statements of [`repo::schema`] with the capture statements of
+//! [`repo::capture`] into single atomic batches, one layer above both, so neither repository
+//! module needs the other.
+
+use crate::exec::guard::guarded_batch;
+use crate::exec::{Error, Executor};
+use crate::ids;
+use crate::model::collection::Collection;
+use crate::model::field::Field;
+use crate::repo::{capture, schema};
+use crate::usage::extract::is_extraction_field;
+
+/// Why a collection could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// The slug is taken: by a registered collection, an existing table, or a deletion of a
+    /// collection with this slug that has not finished.
+    #[error("a collection, table or unfinished deletion with this slug exists")]
+    Exists,
+    #[error(transparent)]
+    Db(#[from] Error),
+}
+
+/// Creates a collection atomically: registry row, fields, table and index, plus its coverage
+/// row (`complete`, capture `active`) and its three capture triggers; or nothing. The guard
+/// inside the batch refuses a taken slug, including one reserved by a deletion in progress.
+pub async fn create<E: Executor>(exec: &E, new: &schema::NewCollection) -> Result<Collection, CreateError> {
+    let id = ids::new_id();
+    let mut stmts = schema::create_statements(&id, new);
+    stmts.extend(capture::capture_statements(&id, &new.slug)?);
+    match guarded_batch(exec, schema::creation_guard(&new.slug), stmts).await {
+        Ok(_) => {}
+        Err(Error::Stale | Error::Unique(_)) => return Err(CreateError::Exists),
+        Err(e) => return Err(e.into()),
+    }
+    schema::find(exec, &new.slug)
+        .await?
+        .ok_or_else(|| CreateError::Db(Error::Backend("the created collection vanished".into())))
+}
+
+/// Why a field could not be added.
+#[derive(Debug, thiserror::Error)]
+pub enum AddFieldError {
+    #[error("the collection changed or the field already exists")]
+    Conflict,
+    #[error(transparent)]
+    Db(#[from] Error),
+}
+
+/// Adds a field: registry row and table column together, plus (for a field that can hold
+/// media references) the coverage invalidation it causes; or nothing.
+pub async fn add_field<E: Executor>(exec: &E, collection: &Collection, field: &Field) -> Result<(), AddFieldError> {
+    let mut stmts = schema::add_field_statements(collection, field);
+    if is_extraction_field(field) {
+        stmts.push(capture::invalidate_for_schema_change(collection));
+    }
+    match guarded_batch(exec, schema::add_field_guard(collection, field), stmts).await {
+        Ok(_) => Ok(()),
+        Err(Error::Stale | Error::Unique(_)) => Err(AddFieldError::Conflict),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Why a collection could not be deleted.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteError {
+    #[error("the collection has entries that are not in the trash")]
+    HasContent,
+    #[error("the collection no longer exists")]
+    Gone,
+    #[error(transparent)]
+    Db(#[from] Error),
+}
+
+/// Deletes a collection's registry row (fields cascade), its table, coverage row, queued work
+/// and repair runs in one batch, refusing (unless `force`) while non-trashed entries exist.
+pub async fn delete<E: Executor>(exec: &E, collection: &Collection, force: bool) -> Result<(), DeleteError> {
+    let mut stmts = schema::delete_statements(collection);
+    stmts.extend(capture::forget_statements(&collection.id));
+    match guarded_batch(exec, schema::deletion_guard(collection, force), stmts).await {
+        Ok(_) => Ok(()),
+        Err(Error::Stale) => match schema::find(exec, &collection.slug).await? {
+            Some(c) if c.id == collection.id => Err(DeleteError::HasContent),
+            _ => Err(DeleteError::Gone),
+        },
+        Err(e) => Err(e.into()),
+    }
+}

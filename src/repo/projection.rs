@@ -1,0 +1,168 @@
+//! Projection load and publish: everything a job reads about an entry in one statement, and the
+//! one guarded batch that publishes its new projection.
+
+use serde::Deserialize;
+use serde_json::{json, Value as Json};
+
+use super::work::{completion, WorkRow};
+use crate::exec::guard::{guarded_batch, Guard};
+use crate::exec::{Error, Executor, Row, Statement};
+use crate::model::ident::Ident;
+use crate::sql::{render, Fragment};
+
+const LOAD_ENTRY: &str = include_str!("../sql/usage/load_entry.sql");
+const GUARD_PUBLISH: &str = include_str!("../sql/usage/guard_publish.sql");
+const INSERT_OCCURRENCES: &str = include_str!("../sql/usage/insert_occurrences.sql");
+const UPSERT_SOURCES: &str = include_str!("../sql/usage/upsert_sources.sql");
+const DELETE_SOURCES: &str = include_str!("../sql/usage/delete_sources.sql");
+
+/// A stored source as observed before projecting.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct ObservedSource {
+    pub source_key: String,
+    pub current_generation: Option<String>,
+    pub source_fingerprint: Option<String>,
+    pub source_completeness: String,
+    pub last_error_code: Option<String>,
+    /// Occurrences of the current generation, counted up to 13.
+    pub occurrence_count: i64,
+}
+
+/// Everything a projection job reads, in one statement.
+#[derive(Debug, Clone)]
+pub struct LoadedEntry {
+    /// The content row, or `None` when the entry no longer exists.
+    pub row: Option<Row>,
+    pub revision_id: Option<String>,
+    pub revision_collection: Option<String>,
+    pub revision_entry_id: Option<String>,
+    pub revision_data: Option<String>,
+    /// The registry slug of the collection id, `None` when the collection is gone.
+    pub registry_slug: Option<String>,
+    pub fields: Vec<FieldRow>,
+    pub observed: Vec<ObservedSource>,
+    /// An opaque signature of the observed source rows, compared again at publish time.
+    pub sources_signature: String,
+}
+
+/// A field row as loaded with the entry.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FieldRow {
+    pub id: String,
+    pub slug: String,
+    pub label: String,
+    #[serde(rename = "type")]
+    pub field_type: String,
+    pub required: i64,
+    pub validation: Option<String>,
+    pub sort_order: i64,
+}
+
+fn take_str(row: &mut Row, key: &str) -> Option<String> {
+    match row.remove(key) {
+        Some(Json::String(s)) => Some(s),
+        _ => None,
+    }
+}
+
+fn take_json<T: serde::de::DeserializeOwned>(row: &mut Row, key: &str) -> Result<T, Error> {
+    let raw = take_str(row, key).unwrap_or_else(|| "[]".into());
+    serde_json::from_str(&raw).map_err(|e| Error::Decode(format!("{key}: {e}")))
+}
+
+/// Loads an entry, its draft revision, its collection's fields and its observed sources.
+pub async fn load_entry<E: Executor>(
+    exec: &E,
+    table_slug: &Ident,
+    collection_id: &str,
+    content_id: &str,
+    source_keys: [&str; 2],
+) -> Result<LoadedEntry, Error> {
+    let sql = render(LOAD_ENTRY, &[("table", &Fragment::content_table(table_slug))]);
+    let stmt = Statement::new(sql).bind(collection_id).bind(content_id).bind(source_keys[0]).bind(source_keys[1]);
+    let mut row = exec
+        .run(stmt)
+        .await?
+        .rows
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Decode("the entry load returned no row".into()))?;
+    let revision_id = take_str(&mut row, "__rev_id");
+    let revision_collection = take_str(&mut row, "__rev_collection");
+    let revision_entry_id = take_str(&mut row, "__rev_entry_id");
+    let revision_data = take_str(&mut row, "__rev_data");
+    let registry_slug = take_str(&mut row, "__registry_slug");
+    let fields = take_json(&mut row, "__fields")?;
+    let observed = take_json(&mut row, "__sources")?;
+    let sources_signature = take_str(&mut row, "__sources_sig").unwrap_or_else(|| "[]".into());
+    let present = row.get("id").is_some_and(|v| !v.is_null());
+    Ok(LoadedEntry {
+        row: present.then_some(row),
+        revision_id,
+        revision_collection,
+        revision_entry_id,
+        revision_data,
+        registry_slug,
+        fields,
+        observed,
+        sources_signature,
+    })
+}
+
+/// What a publish batch writes.
+#[derive(Debug, Clone, Default)]
+pub struct Publish {
+    /// Occurrence objects for `insert_occurrences.sql`.
+    pub occurrences: Vec<Json>,
+    /// Source objects for `upsert_sources.sql`.
+    pub sources: Vec<Json>,
+    /// Source keys to delete (their occurrences go with them).
+    pub delete_keys: Vec<String>,
+    /// A draft-revision error to record on coverage.
+    pub draft_error: Option<&'static str>,
+}
+
+/// The CAS inputs of a publish: what the job observed.
+#[derive(Debug, Clone)]
+pub struct Observed<'a> {
+    pub work: &'a WorkRow,
+    pub table_slug: &'a Ident,
+    pub content_version: Option<i64>,
+    pub content_updated_at: Option<String>,
+    pub draft_revision_id: Option<String>,
+    pub live_revision_id: Option<String>,
+    pub source_keys: [&'a str; 2],
+    pub sources_signature: &'a str,
+}
+
+/// Publishes a projection in one guarded batch: new occurrences, source rows (superseded
+/// generations go with them), deleted sources, the work row and coverage; or nothing, with
+/// [`Error::Stale`], when anything observed changed.
+pub async fn publish<E: Executor>(exec: &E, o: &Observed<'_>, p: &Publish) -> Result<(), Error> {
+    let table = Fragment::content_table(o.table_slug);
+    let guard = Guard::new(render(GUARD_PUBLISH, &[("table", &table)]))
+        .bind(o.work.collection_id.as_str())
+        .bind(o.work.content_id.as_str())
+        .bind(o.work.lease_token.clone())
+        .bind(o.work.work_version)
+        .bind(o.work.collection_slug.as_str())
+        .bind(o.content_version)
+        .bind(o.content_updated_at.clone())
+        .bind(o.draft_revision_id.clone())
+        .bind(o.live_revision_id.clone())
+        .bind(o.source_keys[0])
+        .bind(o.source_keys[1])
+        .bind(o.sources_signature);
+    let mut stmts = Vec::new();
+    if !p.occurrences.is_empty() {
+        stmts.push(Statement::new(INSERT_OCCURRENCES).bind(Json::Array(p.occurrences.clone()).to_string()));
+    }
+    if !p.sources.is_empty() {
+        stmts.push(Statement::new(UPSERT_SOURCES).bind(Json::Array(p.sources.clone()).to_string()));
+    }
+    if !p.delete_keys.is_empty() {
+        stmts.push(Statement::new(DELETE_SOURCES).bind(json!(p.delete_keys).to_string()));
+    }
+    stmts.extend(completion(o.work, p.draft_error));
+    guarded_batch(exec, guard, stmts).await.map(drop)
+}

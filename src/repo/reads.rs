@@ -1,0 +1,89 @@
+//! The read paths: "Used in" pages, usage counts, and the safe media delete, all starting from
+//! the occurrences' media index through the `_emdash_media_usage_current` and `…_eligible` views.
+
+use serde::Deserialize;
+
+use crate::exec::guard::{guarded_batch, Guard};
+use crate::exec::{Error, Executor, Statement};
+
+const USAGE_PAGE: &str = include_str!("../sql/usage/usage_page.sql");
+const COUNT_ENTRIES: &str = include_str!("../sql/usage/count_entries.sql");
+const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
+const MEDIA_USAGE_ENTRIES: &str = include_str!("../sql/usage/media_usage_entries.sql");
+const DELETE_MEDIA: &str = include_str!("../sql/media/delete.sql");
+
+/// One eligible occurrence of a media item, with its entry's display metadata.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UsageRow {
+    pub collection_slug: String,
+    pub content_id: String,
+    pub source_variant: String,
+    pub content_slug: Option<String>,
+    pub content_title: Option<String>,
+    pub content_status: Option<String>,
+    pub locale: Option<String>,
+    pub content_deleted_at: Option<String>,
+    pub field_slug: String,
+    pub field_path: String,
+    pub occurrence_index: i64,
+    pub reference_type: String,
+}
+
+/// The occurrences of up to `limit` entries that use `media_id`, after `(collection, content)`.
+pub async fn usage_page<E: Executor>(
+    exec: &E,
+    media_id: &str,
+    after: Option<(String, String)>,
+    limit: u32,
+) -> Result<Vec<UsageRow>, Error> {
+    let (c, id) = after.unzip();
+    exec.query(Statement::new(USAGE_PAGE).bind(media_id).bind(c).bind(id).bind(i64::from(limit))).await
+}
+
+/// Distinct non-trashed entries whose current projection uses `media_id`.
+pub async fn count_entries<E: Executor>(exec: &E, media_id: &str) -> Result<i64, Error> {
+    #[derive(Deserialize)]
+    struct N {
+        n: i64,
+    }
+    let n: Option<N> = exec.query_first(Statement::new(COUNT_ENTRIES).bind(media_id)).await?;
+    Ok(n.map_or(0, |n| n.n))
+}
+
+/// How a safe media delete ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SafeDelete {
+    Deleted,
+    /// No such media row.
+    Missing,
+    /// A current occurrence references it, or coverage cannot prove it unused.
+    Refused,
+}
+
+/// Deletes a media row only if, at that instant, no current occurrence references it and every
+/// collection's coverage is complete: the check and the delete are one guarded batch.
+pub async fn delete_media_if_unused<E: Executor>(exec: &E, media_id: &str) -> Result<SafeDelete, Error> {
+    let guard = Guard::new(GUARD_MEDIA_UNUSED).bind(media_id);
+    match guarded_batch(exec, guard, vec![Statement::new(DELETE_MEDIA).bind(media_id)]).await {
+        Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeDelete::Deleted),
+        Ok(_) => Ok(SafeDelete::Missing),
+        Err(Error::Stale) => Ok(SafeDelete::Refused),
+        Err(e) => Err(e),
+    }
+}
+
+/// An entry whose current projection references a media item.
+#[derive(Debug, Clone, Deserialize)]
+pub struct UsingEntry {
+    pub collection_slug: String,
+    pub content_id: String,
+    pub content_slug: Option<String>,
+    /// How many distinct entries reference the media (the same on every row).
+    pub total: i64,
+}
+
+/// Up to `limit` entries (of registered collections, trashed included) whose current projection
+/// references the media, with the total count.
+pub async fn entries_using_media<E: Executor>(exec: &E, media_id: &str, limit: u32) -> Result<Vec<UsingEntry>, Error> {
+    exec.query(Statement::new(MEDIA_USAGE_ENTRIES).bind(media_id).bind(i64::from(limit))).await
+}

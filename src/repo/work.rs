@@ -1,0 +1,162 @@
+//! The durable work queue: one row per entry whose projection is due, claimed under a lease.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::exec::guard::{guarded_batch, Guard};
+use crate::exec::{Error, Executor, Statement};
+use crate::ids;
+use crate::model::collection::Collection;
+use crate::model::state::QueueState;
+
+const CLAIM_WORK: &str = include_str!("../sql/usage/claim_work.sql");
+const CLAIM_ENTRY_WORK: &str = include_str!("../sql/usage/claim_entry_work.sql");
+const COMPLETE_WORK: &str = include_str!("../sql/usage/complete_work.sql");
+const RECORD_SUCCESS: &str = include_str!("../sql/usage/record_success.sql");
+const FAIL_WORK: &str = include_str!("../sql/usage/fail_work.sql");
+const RECORD_FAILURE: &str = include_str!("../sql/usage/record_failure.sql");
+const DELETE_OBSOLETE_WORK: &str = include_str!("../sql/usage/delete_obsolete_work.sql");
+const LIST_WORK: &str = include_str!("../sql/usage/list_work.sql");
+const GET_WORK: &str = include_str!("../sql/usage/get_work.sql");
+const GUARD_RETRY_WORK: &str = include_str!("../sql/usage/guard_retry_work.sql");
+const BUMP_EPOCH: &str = include_str!("../sql/usage/bump_epoch.sql");
+const ENQUEUE_WORK: &str = include_str!("../sql/usage/enqueue_work.sql");
+
+/// A work queue row.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct WorkRow {
+    pub collection_id: String,
+    pub content_id: String,
+    pub collection_slug: String,
+    pub change_epoch: i64,
+    pub work_version: i64,
+    pub state: QueueState,
+    pub attempt_count: i64,
+    pub next_attempt_at: String,
+    pub lease_token: Option<String>,
+    pub lease_expires_at: Option<String>,
+    pub last_attempted_at: Option<String>,
+    pub last_error_code: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// Claims the next due work row (or the given entry's, if due) with a fresh 60 s lease. An
+/// expired lease counts as a due row: its holder died.
+pub async fn claim<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<Option<WorkRow>, Error> {
+    let stmt = match key {
+        Some((cid, content)) => Statement::new(CLAIM_ENTRY_WORK).bind(ids::new_id()).bind(cid).bind(content),
+        None => Statement::new(CLAIM_WORK).bind(ids::new_id()),
+    };
+    exec.query_first(stmt).await
+}
+
+/// The statements that end a successful job: the work row goes, coverage is updated.
+pub fn completion(work: &WorkRow, draft_error: Option<&'static str>) -> [Statement; 2] {
+    [
+        Statement::new(COMPLETE_WORK)
+            .bind(work.collection_id.as_str())
+            .bind(work.content_id.as_str())
+            .bind(work.lease_token.clone())
+            .bind(work.work_version),
+        Statement::new(RECORD_SUCCESS).bind(work.collection_id.as_str()).bind(draft_error),
+    ]
+}
+
+/// Completes a job that changes nothing in the index (the projection is unchanged).
+pub async fn complete_unchanged<E: Executor>(exec: &E, work: &WorkRow) -> Result<(), Error> {
+    exec.batch(completion(work, None).into()).await.map(drop)
+}
+
+/// Records a failed attempt: `retry` after `delay_seconds`, or `failed` when terminal (then
+/// coverage turns `partial`).
+pub async fn fail<E: Executor>(
+    exec: &E,
+    work: &WorkRow,
+    terminal: bool,
+    delay_seconds: i64,
+    code: &str,
+) -> Result<(), Error> {
+    let mut stmts = vec![Statement::new(FAIL_WORK)
+        .bind(work.collection_id.as_str())
+        .bind(work.content_id.as_str())
+        .bind(work.lease_token.clone())
+        .bind(work.work_version)
+        .bind(terminal)
+        .bind(delay_seconds)
+        .bind(code)];
+    if terminal {
+        stmts.push(
+            Statement::new(RECORD_FAILURE)
+                .bind(work.collection_id.as_str())
+                .bind(work.content_id.as_str())
+                .bind(work.work_version)
+                .bind(code),
+        );
+    }
+    exec.batch(stmts).await.map(drop)
+}
+
+/// Drops a work row whose collection no longer exists with that identity.
+pub async fn delete_obsolete<E: Executor>(exec: &E, work: &WorkRow) -> Result<bool, Error> {
+    let stmt = Statement::new(DELETE_OBSOLETE_WORK)
+        .bind(work.collection_id.as_str())
+        .bind(work.content_id.as_str())
+        .bind(work.lease_token.clone())
+        .bind(work.collection_slug.as_str());
+    Ok(exec.execute(stmt).await? > 0)
+}
+
+/// Work rows of a collection, newest first.
+pub async fn list_work<E: Executor>(
+    exec: &E,
+    collection_id: &str,
+    state: Option<QueueState>,
+    after: Option<(String, String)>,
+    limit: u32,
+) -> Result<Vec<WorkRow>, Error> {
+    let (at, id) = after.unzip();
+    exec.query(Statement::new(LIST_WORK).bind(collection_id).bind(state).bind(at).bind(id).bind(i64::from(limit) + 1))
+        .await
+}
+
+/// A work row with whether its lease is live by the database clock.
+#[derive(Debug, Clone, Deserialize)]
+pub struct WorkWithLease {
+    #[serde(flatten)]
+    pub row: WorkRow,
+    pub lease_live: Option<i64>,
+}
+
+pub async fn get_work<E: Executor>(
+    exec: &E,
+    collection_id: &str,
+    content_id: &str,
+) -> Result<Option<WorkWithLease>, Error> {
+    exec.query_first(Statement::new(GET_WORK).bind(collection_id).bind(content_id)).await
+}
+
+/// Reopens (or creates) an entry's work row as `pending` and bumps the coverage epoch, only if
+/// the row is still as observed; `None` when it changed meanwhile.
+pub async fn retry_work<E: Executor>(
+    exec: &E,
+    c: &Collection,
+    content_id: &str,
+    observed: Option<&WorkRow>,
+) -> Result<Option<WorkRow>, Error> {
+    let guard = Guard::new(GUARD_RETRY_WORK)
+        .bind(c.id.as_str())
+        .bind(c.slug.as_str())
+        .bind(content_id)
+        .bind(observed.map(|w| w.work_version))
+        .bind(observed.map(|w| w.state));
+    let stmts = vec![
+        Statement::new(BUMP_EPOCH).bind(c.id.as_str()),
+        Statement::new(ENQUEUE_WORK).bind(c.id.as_str()).bind(c.slug.as_str()).bind(json!([content_id]).to_string()),
+    ];
+    match guarded_batch(exec, guard, stmts).await {
+        Ok(_) => Ok(get_work(exec, &c.id, content_id).await?.map(|w| w.row)),
+        Err(Error::Stale) => Ok(None),
+        Err(e) => Err(e),
+    }
+}

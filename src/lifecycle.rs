@@ -1,6 +1,6 @@
 //! The collection lifecycle: creating a collection together with its capture (coverage row and
 //! capture triggers), adding a field together with the coverage invalidation it causes, and
-//! deleting a collection with its coverage row, queued work and repair runs.
+//! deleting a collection through its tombstone.
 //!
 //! These compose the registry statements of [`repo::schema`] with the capture statements of
 //! [`repo::capture`] into single atomic batches, one layer above both, so neither repository
@@ -13,6 +13,8 @@ use crate::model::collection::Collection;
 use crate::model::field::Field;
 use crate::repo::{capture, schema};
 use crate::usage::extract::is_extraction_field;
+
+pub use crate::usage::deletion::{request as delete, RequestOutcome as DeleteOutcome};
 
 /// Why a collection could not be created.
 #[derive(Debug, thiserror::Error)]
@@ -61,32 +63,6 @@ pub async fn add_field<E: Executor>(exec: &E, collection: &Collection, field: &F
     match guarded_batch(exec, schema::add_field_guard(collection, field), stmts).await {
         Ok(_) => Ok(()),
         Err(Error::Stale | Error::Unique(_)) => Err(AddFieldError::Conflict),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Why a collection could not be deleted.
-#[derive(Debug, thiserror::Error)]
-pub enum DeleteError {
-    #[error("the collection has entries that are not in the trash")]
-    HasContent,
-    #[error("the collection no longer exists")]
-    Gone,
-    #[error(transparent)]
-    Db(#[from] Error),
-}
-
-/// Deletes a collection's registry row (fields cascade), its table, coverage row, queued work
-/// and repair runs in one batch, refusing (unless `force`) while non-trashed entries exist.
-pub async fn delete<E: Executor>(exec: &E, collection: &Collection, force: bool) -> Result<(), DeleteError> {
-    let mut stmts = schema::delete_statements(collection);
-    stmts.extend(capture::forget_statements(&collection.id));
-    match guarded_batch(exec, schema::deletion_guard(collection, force), stmts).await {
-        Ok(_) => Ok(()),
-        Err(Error::Stale) => match schema::find(exec, &collection.slug).await? {
-            Some(c) if c.id == collection.id => Err(DeleteError::HasContent),
-            _ => Err(DeleteError::Gone),
-        },
         Err(e) => Err(e.into()),
     }
 }

@@ -21,4 +21,5 @@ pub const ALL: &[Migration] = &[
         sql: include_str!("../migrations/0004_media_usage_read_views.sql"),
     },
     Migration { name: "0005_state_checks.sql", sql: include_str!("../migrations/0005_state_checks.sql") },
+    Migration { name: "0006_collection_deletion.sql", sql: include_str!("../migrations/0006_collection_deletion.sql") },
 ];

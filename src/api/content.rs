@@ -17,12 +17,15 @@ fn not_found() -> ApiError {
     ApiError::not_found("Entry not found")
 }
 
-/// Maps write failures: a taken (slug, locale) is a 409, anything else is internal.
+/// Maps write failures: a taken (slug, locale) is a 409; a content table dropped by a
+/// collection deletion after the request found the collection is the capture fence's 409 (the
+/// collection was fenced before its table went); anything else as usual.
 fn write_error(e: exec::Error) -> ApiError {
     match e {
         exec::Error::Unique(msg) if msg.contains(".slug") => {
             ApiError::conflict("An entry with this slug already exists in this locale")
         }
+        exec::Error::NoSuchTable(_) => exec::Error::CaptureInactive.into(),
         other => other.into(),
     }
 }
@@ -211,7 +214,7 @@ async fn save_draft<E: Executor>(
     if let Some(s) = slug {
         draft.insert("_slug".into(), Json::String(s));
     }
-    match repo::save_draft(ctx.exec, c, id, version, &Json::Object(draft)).await? {
+    match repo::save_draft(ctx.exec, c, id, version, &Json::Object(draft)).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, c, id).await;
             Ok(item_reply(200, &row, c))
@@ -261,7 +264,7 @@ async fn transition<E: Executor>(
     t: Transition,
 ) -> Result<Reply, ApiError> {
     let c = schema::load(ctx, collection, "collection").await?;
-    match repo::transition(ctx.exec, &c, id, t).await? {
+    match repo::transition(ctx.exec, &c, id, t).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, &c, id).await;
             Ok(item_reply(200, &row, &c))
@@ -289,7 +292,7 @@ pub async fn delete<E: Executor>(
         return transition(ctx, collection, id, Transition::Trash).await;
     }
     let c = schema::load(ctx, collection, "collection").await?;
-    if repo::delete(ctx.exec, &c, id).await? {
+    if repo::delete(ctx.exec, &c, id).await.map_err(write_error)? {
         usage::after_write(ctx, &c, id).await;
         Ok((200, json!({"deleted": true, "id": id})))
     } else {

@@ -126,6 +126,10 @@ impl From<exec::Error> for ApiError {
                 "MEDIA_USAGE_CAPTURE_INACTIVE",
                 "Content writes to this collection are fenced: its media usage capture is not active",
             ),
+            // A content table dropped by a collection deletion while this request ran.
+            exec::Error::NoSuchTable(_) => {
+                ApiError::new(404, "COLLECTION_NOT_FOUND", "The collection no longer exists")
+            }
             other => ApiError::internal(other.to_string()),
         }
     }

@@ -25,6 +25,21 @@ impl Issues {
         self.0.is_empty()
     }
 
+    /// The validated value, or `Err(VALIDATION_ERROR)` when anything was reported. A missing
+    /// value without an issue is reported as one (its reader should have said why).
+    pub fn finish_with<T>(mut self, value: Option<T>) -> Result<T, ApiError> {
+        match value {
+            Some(v) if self.0.is_empty() => Ok(v),
+            Some(_) => Err(ApiError::validation(self.0)),
+            None => {
+                if self.0.is_empty() {
+                    self.add("", "Invalid request");
+                }
+                Err(ApiError::validation(self.0))
+            }
+        }
+    }
+
     /// `Err(VALIDATION_ERROR)` when anything was reported.
     pub fn finish(self) -> Result<(), ApiError> {
         if self.0.is_empty() {

@@ -3,6 +3,7 @@
 
 pub mod auth;
 pub mod content;
+pub mod deletions;
 pub mod error;
 pub mod input;
 pub mod media;
@@ -177,6 +178,8 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
         Op::UsageWork => usage::list_work(&ctx, req).await?,
         Op::UsageWorkRetry => usage::retry_work(&ctx, req).await?,
         Op::UsageRepair => usage::repair(&ctx, req).await?,
+        Op::ListDeletions => deletions::list(&ctx, req).await?,
+        Op::RetryDeletion => deletions::retry(&ctx, req).await?,
     };
     let mut response = Response::data(status, data);
     response.log = ctx.log.into_inner();

@@ -36,6 +36,8 @@ pub enum Op {
     UsageWork,
     UsageWorkRetry,
     UsageRepair,
+    ListDeletions,
+    RetryDeletion,
     SitemapIndex,
     SitemapCollection,
 }
@@ -83,6 +85,8 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/admin/media-usage/work", Op::UsageWork),
     r("POST", "/_emdash/api/admin/media-usage/work/retry", Op::UsageWorkRetry),
     r("POST", "/_emdash/api/admin/media-usage/repair", Op::UsageRepair),
+    r("GET", "/_emdash/api/admin/media-usage/collection-deletions", Op::ListDeletions),
+    r("POST", "/_emdash/api/admin/media-usage/collection-deletions/retry", Op::RetryDeletion),
 ];
 
 /// Who may call an operation.
@@ -117,7 +121,9 @@ pub fn access(op: Op, req: &Request) -> Access {
         | Op::UsageTicks
         | Op::UsageWork
         | Op::UsageWorkRetry
-        | Op::UsageRepair => Need(Role::Admin, Scope::Admin),
+        | Op::UsageRepair
+        | Op::ListDeletions
+        | Op::RetryDeletion => Need(Role::Admin, Scope::Admin),
     }
 }
 

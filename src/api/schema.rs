@@ -7,7 +7,7 @@ use super::input::{json_body, query_flag, Issues, Obj};
 use super::{Ctx, Reply, Request};
 use crate::exec::Executor;
 use crate::ids;
-use crate::lifecycle::{self, AddFieldError, CreateError, DeleteError};
+use crate::lifecycle::{self, AddFieldError, CreateError, DeleteOutcome};
 use crate::model::collection::Collection;
 use crate::model::field::{Field, FieldType, SubField, MAX_FIELDS, MAX_SUB_FIELDS, SYSTEM_COLUMNS};
 use crate::model::ident::{Ident, MAX_FIELD_SLUG};
@@ -167,10 +167,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             }
         }
     }
-    issues.finish()?;
-    let (Some(slug), Some(label)) = (slug, label) else {
-        return Err(ApiError::internal("validated collection input is incomplete"));
-    };
+    let (slug, label) = issues.finish_with(slug.zip(label))?;
     let new = NewCollection { slug, label, fields };
     match lifecycle::create(ctx.exec, &new).await {
         Ok(c) => Ok((201, json!({"item": collection_json(&c)}))),
@@ -189,8 +186,7 @@ pub async fn add_field<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request)
     if c.fields.len() >= MAX_FIELDS {
         issues.add("", format!("A collection has at most {MAX_FIELDS} fields"));
     }
-    issues.finish()?;
-    let field = field.ok_or_else(|| ApiError::internal("validated field input is incomplete"))?;
+    let field = issues.finish_with(field)?;
     if c.field(field.slug.as_str()).is_some() {
         return Err(ApiError::conflict(format!("Field '{}' already exists", field.slug)));
     }
@@ -201,17 +197,48 @@ pub async fn add_field<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request)
     }
 }
 
-pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request) -> Result<Reply, ApiError> {
-    let c = load(ctx, slug, "slug").await?;
+/// `DELETE /schema/collections/{slug}[?force=true]`: runs the deletion's front phases (fence,
+/// registry, table) and leaves the cleanup to cron ticks. Repeating it once the front phases
+/// are done changes nothing and answers 200.
+pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, raw: &str, req: &Request) -> Result<Reply, ApiError> {
+    let slug = parse_slug(raw, "slug")?;
     let force = query_flag(req, "force");
-    match lifecycle::delete(ctx.exec, &c, force).await {
-        Ok(()) => Ok((200, json!({"deleted": true, "slug": c.slug.as_str()}))),
-        Err(DeleteError::HasContent) => Err(ApiError::new(
+    match lifecycle::delete(ctx.exec, &slug, force, ctx.config.tick_budget.cleanup).await? {
+        DeleteOutcome::Deleted { collection_id } => {
+            Ok((200, json!({"deleted": true, "slug": slug.as_str(), "collectionId": collection_id})))
+        }
+        DeleteOutcome::NotFound => Err(ApiError::collection_not_found(slug.as_str())),
+        DeleteOutcome::HasContent => Err(ApiError::new(
             400,
             "COLLECTION_HAS_CONTENT",
-            format!("Collection '{}' has entries; delete them or pass force=true", c.slug),
+            format!("Collection '{slug}' has entries that are not in the trash; trash them or pass force=true"),
         )),
-        Err(DeleteError::Gone) => Err(ApiError::collection_not_found(c.slug.as_str())),
-        Err(DeleteError::Db(e)) => Err(e.into()),
+        DeleteOutcome::InProgress { tombstone: t, lease_live } => Err(ApiError::conflict(if lease_live {
+            format!("Collection '{slug}' is being deleted by another request (phase {})", t.phase)
+        } else {
+            format!(
+                "The deletion of collection '{slug}' is waiting ({}, phase {}); see the collection-deletions list",
+                t.state, t.phase
+            )
+        })
+        .with_details(json!({
+            "collectionId": t.collection_id,
+            "phase": t.phase,
+            "state": t.state,
+            "nextAttemptAt": t.next_attempt_at,
+            "leaseExpiresAt": t.lease_expires_at,
+        }))),
+        DeleteOutcome::IdentityConflict => Err(ApiError::conflict(format!(
+            "A collection registered as '{slug}' is not the one whose deletion is in progress"
+        ))),
+        DeleteOutcome::CaptureInactive => Err(ApiError::new(
+            409,
+            "MEDIA_USAGE_CAPTURE_INACTIVE",
+            format!("Collection '{slug}' is not actively indexed, so its writes cannot be fenced for deletion"),
+        )),
+        DeleteOutcome::Interrupted { phase } => Err(ApiError::conflict(format!(
+            "The deletion of collection '{slug}' lost its lease at phase {phase}; the cron tick resumes it"
+        ))
+        .with_details(json!({"phase": phase}))),
     }
 }

@@ -40,10 +40,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             }
         }
     }
-    issues.finish()?;
-    let (Some(name), Some(role)) = (name, role) else {
-        return Err(ApiError::internal("validated token input is incomplete"));
-    };
+    let (name, role) = issues.finish_with(name.zip(role))?;
     let token = format!("{TOKEN_PREFIX}{}", ids::new_secret());
     let id = repo::insert(ctx.exec, &name, &hex::encode(hash_token(&token)), role, &scopes).await?;
     Ok((

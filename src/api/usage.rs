@@ -59,7 +59,22 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
             })
         })
         .collect();
-    Ok((200, json!({"status": overall, "collections": collections})))
+    let deletions: Vec<Json> = crate::repo::deletion::in_progress(ctx.exec, 100)
+        .await?
+        .iter()
+        .map(|t| {
+            json!({
+                "collection": t.collection_slug,
+                "collectionId": t.collection_id,
+                "phase": t.phase,
+                "state": t.state,
+                "attemptCount": t.attempt_count,
+                "nextAttemptAt": t.next_attempt_at,
+                "lastErrorCode": t.last_error_code,
+            })
+        })
+        .collect();
+    Ok((200, json!({"status": overall, "collections": collections, "deletions": deletions})))
 }
 
 /// The `usage` block of `GET /media/{id}?includeUsage=1`: a count only when coverage is
@@ -208,10 +223,7 @@ pub async fn retry_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<
     };
     let collection_id = obj.string(&mut issues, "collectionId", true, 1, 2048);
     let content_id = obj.string(&mut issues, "contentId", true, 1, 2048);
-    issues.finish()?;
-    let (Some(collection_id), Some(content_id)) = (collection_id, content_id) else {
-        return Err(ApiError::internal("validated retry input is incomplete"));
-    };
+    let (collection_id, content_id) = issues.finish_with(collection_id.zip(content_id))?;
     let (_, rows) = coverage(ctx).await?;
     let current = rows
         .iter()

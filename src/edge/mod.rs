@@ -11,6 +11,7 @@ use crate::api;
 use crate::exec::fault::Faulty;
 use crate::exec::meter::Metered;
 use crate::model::auth::hash_token;
+use crate::usage::deletion::CleanupBatch;
 use crate::usage::tick::{self, TickBudget};
 
 /// The executor stack every invocation uses.
@@ -47,6 +48,10 @@ fn budget(env: &Env) -> TickBudget {
         var(env, "MEDIA_USAGE_TICK_MAX_QUERIES").as_deref(),
         var(env, "MEDIA_USAGE_TICK_MAX_MS").as_deref(),
     )
+    .with_cleanup(CleanupBatch::from_settings(
+        var(env, "MEDIA_USAGE_CLEANUP_BATCH_ROWS").as_deref(),
+        var(env, "MEDIA_USAGE_STATEMENT_TARGET_MS").as_deref(),
+    ))
 }
 
 #[event(start)]

@@ -5,4 +5,5 @@ pub mod collection;
 pub mod content;
 pub mod field;
 pub mod ident;
+pub mod source;
 pub mod state;

@@ -2,7 +2,8 @@
 //!
 //! Each is decoded from its column (an unknown word is a decode error, never a fallback
 //! branch), written back through [`as_str`](QueueState::as_str), and pinned in the database by a
-//! check trigger (migration `0005`), so neither side can drift alone.
+//! `CHECK` constraint or a check trigger (migrations `0005` and `0006`), so neither side can
+//! drift alone.
 
 use std::fmt;
 
@@ -134,6 +135,40 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// The phase of a collection deletion, in the order they run. The first three run inside the
+    /// DELETE request (and are resumed by the tick after a crash); the rest are cleanup by ticks.
+    DeletionPhase {
+        /// Fence content writes: capture state `active` → `deleting`.
+        Fence = "fence",
+        /// Delete the registry row (its fields cascade): the collection disappears from the API.
+        Registry = "registry",
+        /// Drop the content table.
+        Table = "table",
+        /// Delete the collection's queued work and its entries' revisions.
+        Work = "work",
+        /// Delete its occurrences, then its source rows.
+        Sources = "sources",
+        /// Delete its repair runs and its coverage row.
+        Status = "status",
+        /// Verify nothing is left and delete the tombstone: the slug is free again.
+        Finalize = "finalize",
+    }
+}
+
+impl DeletionPhase {
+    /// The phases run inside the DELETE request.
+    pub fn is_front(self) -> bool {
+        matches!(self, DeletionPhase::Fence | DeletionPhase::Registry | DeletionPhase::Table)
+    }
+
+    /// The phase after this one (`None` after `finalize`).
+    pub fn next(self) -> Option<DeletionPhase> {
+        let i = Self::ALL.iter().position(|p| *p == self)?;
+        Self::ALL.get(i + 1).copied()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +181,17 @@ mod tests {
             assert_eq!(serde_json::from_str::<QueueState>(&json).unwrap(), *s);
         }
         assert!(serde_json::from_str::<RepairPhase>("\"finalise\"").is_err());
+        assert!(serde_json::from_str::<DeletionPhase>("\"Fence\"").is_err());
         assert_eq!(TickOutcome::parse("budget"), Some(TickOutcome::Budget));
+    }
+
+    #[test]
+    fn deletion_phases_run_in_order() {
+        let order: Vec<&str> = DeletionPhase::ALL.iter().map(|p| p.as_str()).collect();
+        assert_eq!(order, ["fence", "registry", "table", "work", "sources", "status", "finalize"]);
+        assert_eq!(DeletionPhase::Table.next(), Some(DeletionPhase::Work));
+        assert_eq!(DeletionPhase::Finalize.next(), None);
+        let front: Vec<DeletionPhase> = DeletionPhase::ALL.iter().copied().filter(|p| p.is_front()).collect();
+        assert_eq!(front, [DeletionPhase::Fence, DeletionPhase::Registry, DeletionPhase::Table]);
     }
 }

@@ -13,9 +13,6 @@ use crate::sql::{render, Fragment};
 const CAPTURE_TRIGGER: &str = include_str!("../sql/usage/capture_trigger.sql");
 const INSERT_STATUS: &str = include_str!("../sql/usage/insert_status.sql");
 const INVALIDATE_FOR_SCHEMA_CHANGE: &str = include_str!("../sql/usage/invalidate_for_schema_change.sql");
-const DELETE_COLLECTION_STATUS: &str = include_str!("../sql/usage/delete_collection_status.sql");
-const DELETE_COLLECTION_WORK: &str = include_str!("../sql/usage/delete_collection_work.sql");
-const DELETE_COLLECTION_RUNS: &str = include_str!("../sql/usage/delete_collection_runs.sql");
 const COVERAGE_ROWS: &str = include_str!("../sql/usage/coverage_rows.sql");
 
 /// The three capture triggers (after insert, update, delete): suffix, event, row alias.
@@ -66,15 +63,6 @@ pub fn invalidate_for_schema_change(c: &Collection) -> Statement {
     Statement::new(render(INVALIDATE_FOR_SCHEMA_CHANGE, &[("table", &c.table())]))
         .bind(c.id.as_str())
         .bind(c.slug.as_str())
-}
-
-/// Removes a deleted collection's coverage row, queued work and repair runs.
-pub fn forget_statements(collection_id: &str) -> Vec<Statement> {
-    vec![
-        Statement::new(DELETE_COLLECTION_STATUS).bind(collection_id),
-        Statement::new(DELETE_COLLECTION_WORK).bind(collection_id),
-        Statement::new(DELETE_COLLECTION_RUNS).bind(collection_id),
-    ]
 }
 
 /// One registered collection's coverage row (all `None` when it has no status row).

@@ -18,9 +18,6 @@ const CREATE_CONTENT_LIST_INDEX: &str = include_str!("../sql/schema/create_conte
 const GUARD_FIELD_ADDABLE: &str = include_str!("../sql/schema/guard_field_addable.sql");
 const ADD_CONTENT_COLUMN: &str = include_str!("../sql/schema/add_content_column.sql");
 const TOUCH_COLLECTION: &str = include_str!("../sql/schema/touch_collection.sql");
-const GUARD_COLLECTION_DELETABLE: &str = include_str!("../sql/schema/guard_collection_deletable.sql");
-const DELETE_COLLECTION: &str = include_str!("../sql/schema/delete_collection.sql");
-const DROP_CONTENT_TABLE: &str = include_str!("../sql/schema/drop_content_table.sql");
 const CONTENT_EXISTS: &str = include_str!("../sql/schema/content_exists.sql");
 
 #[derive(Debug, Deserialize)]
@@ -160,21 +157,4 @@ pub async fn has_live_content<E: Executor>(exec: &E, slug: &Ident) -> Result<boo
     let sql = render(CONTENT_EXISTS, &[("table", &Fragment::content_table(slug))]);
     let row: Option<Row> = exec.query_first(Statement::new(sql)).await?;
     Ok(row.is_some_and(|r| r.has_content != 0))
-}
-
-/// The guard for deleting a collection: its exact identity is registered and (unless `force`)
-/// it has no entry outside the trash.
-pub fn deletion_guard(collection: &Collection, force: bool) -> Guard {
-    Guard::new(render(GUARD_COLLECTION_DELETABLE, &[("table", &collection.table())]))
-        .bind(collection.id.as_str())
-        .bind(collection.slug.as_str())
-        .bind(force)
-}
-
-/// The statements that delete a collection's registry row (fields cascade) and drop its table.
-pub fn delete_statements(collection: &Collection) -> Vec<Statement> {
-    vec![
-        Statement::new(DELETE_COLLECTION).bind(collection.id.as_str()).bind(collection.slug.as_str()),
-        Statement::new(render(DROP_CONTENT_TABLE, &[("table", &collection.table())])),
-    ]
 }

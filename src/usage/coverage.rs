@@ -1,7 +1,7 @@
 //! Coverage: how far the index can be trusted, per collection and overall. Aggregation fails
 //! closed: anything unknown or unfinished keeps it from being `complete`.
 
-use super::snapshot::SCHEMA_VERSION;
+use crate::model::source::SCHEMA_VERSION;
 use crate::model::state::CoverageStatus;
 use crate::repo::capture::CoverageRow;
 

@@ -5,7 +5,7 @@ use serde_json::{json, Value as Json};
 use sha2::{Digest, Sha256};
 
 use super::extract::{ExtractionField, Occurrence};
-use super::snapshot::SourceMeta;
+use crate::model::source::SourceMeta;
 
 /// Prefix of every v1 fingerprint.
 pub const PREFIX: &str = "media-usage-projection:v1:sha256:";

@@ -1,8 +1,9 @@
 //! The media usage index: extraction of media references from content (pure), projection
-//! fingerprints, snapshots, coverage aggregation, the projection job, and repair,
-//! and the cron tick.
+//! fingerprints, snapshots, coverage aggregation, the projection job, repair, collection
+//! deletion and the cron tick.
 
 pub mod coverage;
+pub mod deletion;
 pub mod extract;
 pub mod fingerprint;
 pub mod project;

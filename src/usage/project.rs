@@ -6,11 +6,12 @@ use serde_json::{json, Value as Json};
 
 use super::extract::extraction_fields;
 use super::fingerprint::is_v1;
-use super::snapshot::{entry_snapshots, source_key, DraftSnapshot, RevisionRow, Snapshot, SourceMeta, Variant};
+use super::snapshot::{entry_snapshots, DraftSnapshot, RevisionRow, Snapshot};
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
+use crate::model::source::{source_key, SourceMeta, Variant};
 use crate::repo::projection::{self, LoadedEntry, Observed, ObservedSource, Publish};
 use crate::repo::work::{self, WorkRow};
 
@@ -222,6 +223,12 @@ async fn record_failure<E: Executor>(
     Ok(JobOutcome::Failed { code, terminal })
 }
 
+/// Drops the work row of a collection that no longer exists with this identity (`Conflict` when
+/// the collection is still registered, or the row changed hands).
+async fn obsolete<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome, Error> {
+    Ok(if work::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict })
+}
+
 /// Processes one claimed work row.
 pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome, Error> {
     // Claimed more often than it may be attempted: earlier holders died or lost the row without
@@ -230,7 +237,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
         return record_failure(exec, work, "MEDIA_USAGE_PROCESSING_FAILED", true).await;
     }
     let Ok(slug) = Ident::parse(&work.collection_slug) else {
-        return Ok(if work::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
+        return obsolete(exec, work).await;
     };
     let keys = [
         source_key(&work.collection_id, &work.content_id, Variant::Columns),
@@ -239,19 +246,13 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
     let loaded =
         match projection::load_entry(exec, &slug, &work.collection_id, &work.content_id, [&keys[0], &keys[1]]).await {
             Ok(l) => l,
-            Err(Error::NoSuchTable(_)) => {
-                // The content table is gone: the collection was deleted (or is being deleted).
-                return Ok(if work::delete_obsolete(exec, work).await? {
-                    JobOutcome::Obsolete
-                } else {
-                    JobOutcome::Conflict
-                });
-            }
+            // The content table is gone: the collection was deleted (or is being deleted).
+            Err(Error::NoSuchTable(_)) => return obsolete(exec, work).await,
             Err(Error::Decode(_)) => return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await,
             Err(e) => return Err(e),
         };
     if loaded.registry_slug.as_deref() != Some(work.collection_slug.as_str()) {
-        return Ok(if work::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict });
+        return obsolete(exec, work).await;
     }
     let publish = match plan(&work.collection_id, &work.collection_slug, &loaded) {
         Plan::ResourceLimit => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
@@ -278,6 +279,9 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
     match projection::publish(exec, &observed, &publish).await {
         Ok(()) => Ok(JobOutcome::Published { changed }),
         Err(Error::Stale) => Ok(JobOutcome::Conflict),
+        // The collection's table was dropped after the load (its deletion got past `table`):
+        // nothing was written, and its work row goes with the collection.
+        Err(Error::NoSuchTable(_)) => Ok(obsolete(exec, work).await?),
         Err(e) => Err(e),
     }
 }

@@ -4,6 +4,7 @@
 
 use serde_json::json;
 
+use super::deletion::{self, CleanupBatch, Held, StepOutcome as DeletionStep};
 use super::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
 use super::repair::{self, StepOutcome as RepairStep, STEP_MAX_STATEMENTS as REPAIR_STEP_MAX_STATEMENTS};
 use crate::clock::Clock;
@@ -19,20 +20,30 @@ pub const LOG_STATEMENTS: u64 = 1;
 /// An upper bound on steps per tick, whatever the budget.
 pub const MAX_STEPS_PER_TICK: u32 = 10_000;
 
-/// A tick's budget.
+/// A tick's budget and the cleanup batch policy of its deletion lane.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TickBudget {
     pub max_statements: u64,
     pub max_ms: f64,
+    pub cleanup: CleanupBatch,
 }
 
 impl TickBudget {
-    /// The defaults of `wrangler.toml`: 40 statements, 2.5 s.
-    pub const DEFAULT: TickBudget = TickBudget { max_statements: 40, max_ms: 2500.0 };
+    /// The defaults of `wrangler.toml`: 40 statements, 2.5 s, an adaptive cleanup batch.
+    pub const DEFAULT: TickBudget = TickBudget {
+        max_statements: 40,
+        max_ms: 2500.0,
+        cleanup: CleanupBatch::Adaptive { target_ms: deletion::DEFAULT_TARGET_MS },
+    };
 
-    /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`.
+    /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`, with the
+    /// default cleanup batch.
     pub fn new(max_statements: u64, max_ms: f64) -> TickBudget {
-        TickBudget { max_statements: max_statements.max(MIN_TICK_STATEMENTS), max_ms }
+        TickBudget { max_statements: max_statements.max(MIN_TICK_STATEMENTS), max_ms, ..Self::DEFAULT }
+    }
+
+    pub fn with_cleanup(self, cleanup: CleanupBatch) -> TickBudget {
+        TickBudget { cleanup, ..self }
     }
 
     /// Reads `MEDIA_USAGE_TICK_MAX_QUERIES` / `MEDIA_USAGE_TICK_MAX_MS`: defaults 40 and 2500,
@@ -54,6 +65,13 @@ pub struct TickReport {
     pub failed_jobs: u32,
     pub conflicts: u32,
     pub repair_steps: u32,
+    pub deletion_steps: u32,
+    /// Cleanup rows deleted by the deletion lane.
+    pub deleted_rows: u64,
+    /// Deletions finished (tombstone gone).
+    pub deletions_finalized: u32,
+    /// Deletion steps that failed and were recorded for retry.
+    pub deletion_failures: u32,
     /// Statements issued, the log write included.
     pub statements: u64,
     pub error: Option<String>,
@@ -68,6 +86,10 @@ impl TickReport {
             failed_jobs: 0,
             conflicts: 0,
             repair_steps: 0,
+            deletion_steps: 0,
+            deleted_rows: 0,
+            deletions_finalized: 0,
+            deletion_failures: 0,
             statements: 0,
             error: None,
         }
@@ -84,6 +106,9 @@ impl TickReport {
 pub enum Lane {
     /// Projection jobs from the work queue.
     Work,
+    /// Collection deletions; the deletion being worked on is held between steps and released
+    /// when the tick ends.
+    Deletion { held: Option<Held> },
     /// Repair runs.
     Repair,
 }
@@ -99,12 +124,13 @@ enum Stepped {
 impl Lane {
     /// The lanes of a tick, in rotation order.
     pub fn all() -> Vec<Lane> {
-        vec![Lane::Work, Lane::Repair]
+        vec![Lane::Work, Lane::Deletion { held: None }, Lane::Repair]
     }
 
     pub fn name(&self) -> &'static str {
         match self {
             Lane::Work => "work",
+            Lane::Deletion { .. } => "deletion",
             Lane::Repair => "repair",
         }
     }
@@ -113,21 +139,25 @@ impl Lane {
     pub fn reserve(&self) -> u64 {
         match self {
             Lane::Work => JOB_MAX_STATEMENTS,
+            Lane::Deletion { .. } => deletion::STEP_MAX_STATEMENTS,
             Lane::Repair => REPAIR_STEP_MAX_STATEMENTS,
         }
     }
 
     /// Statements finishing this lane will cost when the tick ends (releasing what it holds).
     pub fn release_cost(&self) -> u64 {
-        0
+        match self {
+            Lane::Deletion { held: Some(_) } => deletion::RELEASE_STATEMENTS,
+            _ => 0,
+        }
     }
 
     /// Runs one step; `None` when the lane has nothing due.
     async fn step_next<E: Executor, K: Clock>(
         &mut self,
         exec: &E,
-        _clock: &K,
-        _budget: &TickBudget,
+        clock: &K,
+        budget: &TickBudget,
         report: &mut TickReport,
     ) -> Result<Option<Stepped>, Error> {
         match self {
@@ -140,6 +170,22 @@ impl Lane {
                 }
                 Stepped::Progress
             })),
+            Lane::Deletion { held } => {
+                let Some(step) = deletion::step(exec, clock, budget.cleanup, held).await? else { return Ok(None) };
+                report.deletion_steps += 1;
+                match step {
+                    DeletionStep::Deleted { deleted, .. } => {
+                        report.deleted_rows += deleted.iter().map(|(_, n)| n).sum::<u64>();
+                    }
+                    DeletionStep::Finalized => report.deletions_finalized += 1,
+                    DeletionStep::Failed { reason, .. } => {
+                        report.deletion_failures += 1;
+                        report.note_error("deletion", reason);
+                    }
+                    DeletionStep::Advanced { .. } | DeletionStep::Cancelled | DeletionStep::LeaseLost => {}
+                }
+                Ok(Some(Stepped::Progress))
+            }
             Lane::Repair => Ok(repair::step_next(exec).await?.map(|step| {
                 report.repair_steps += 1;
                 if matches!(step, RepairStep::Queued { n } if n > 0) {
@@ -152,7 +198,12 @@ impl Lane {
     }
 
     /// Releases what the lane holds (the tick is over).
-    async fn finish<E: Executor>(&mut self, _exec: &E) -> Result<(), Error> {
+    async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
+        if let Lane::Deletion { held } = self {
+            if let Some(h) = held.take() {
+                deletion::release(exec, &h).await?;
+            }
+        }
         Ok(())
     }
 }
@@ -252,6 +303,10 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &
                 "failedJobs": report.failed_jobs,
                 "conflicts": report.conflicts,
                 "repairSteps": report.repair_steps,
+                "deletionSteps": report.deletion_steps,
+                "deletedRows": report.deleted_rows,
+                "deletionsFinalized": report.deletions_finalized,
+                "deletionFailures": report.deletion_failures,
                 // What the database reported for the statements before the log write.
                 "d1": {
                     "results": usage.results,

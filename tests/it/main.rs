@@ -2,6 +2,7 @@
 
 mod api_content;
 mod api_schema_media_auth;
+mod deletion;
 mod executor;
 mod openapi;
 mod repair;

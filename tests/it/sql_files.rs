@@ -22,7 +22,11 @@ fn instantiate(sql: &str) -> String {
         .replace("{slug}", "'posts'")
         .replace("{name}", "'posts'")
         .replace("{collection_id}", "'c1'")
+        .replace("{lease}", LEASE_GUARD)
 }
+
+/// The shared live-lease predicate that deletion statements embed as `{lease}`.
+const LEASE_GUARD: &str = include_str!("../../src/sql/deletion/lease_guard.sql");
 
 #[test]
 fn every_sql_file_prepares_against_the_migrated_schema() {
@@ -38,6 +42,9 @@ fn every_sql_file_prepares_against_the_migrated_schema() {
         // DDL that creates what already exists cannot prepare; check it against a fresh name.
         let sql = if name == "create_content_table.sql" {
             instantiate(&raw).replace("\"ec_posts\"", "\"ec_fresh\"")
+        } else if name == "lease_guard.sql" {
+            // A predicate, not a statement: it must prepare inside one.
+            format!("SELECT 1 WHERE {raw}")
         } else {
             instantiate(&raw)
         };

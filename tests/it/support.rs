@@ -86,6 +86,21 @@ impl Api {
     }
 }
 
+/// Runs a future that never waits (everything on the native executor completes at once) to
+/// its end. Unlike `block_on`, it may be used inside another future, e.g. by a hook that
+/// interleaves a second writer between the statements of a first.
+///
+/// # Panics
+/// When the future is not ready after one poll.
+pub fn now<F: std::future::Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(out) => out,
+        std::task::Poll::Pending => panic!("a native future waited"),
+    }
+}
+
 /// The `error.code` of an error response.
 pub fn code(r: &Response) -> String {
     r.body_json()["error"]["code"].as_str().unwrap_or_default().to_owned()

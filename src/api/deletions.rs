@@ -1,0 +1,72 @@
+//! Collection deletions for operators: list them by state, and retry one that failed or waits.
+
+use serde_json::{json, Value as Json};
+
+use super::error::ApiError;
+use super::input::{self, json_body, query, Issues, Obj};
+use super::{Ctx, Reply, Request};
+use crate::exec::Executor;
+use crate::model::state::QueueState;
+use crate::repo::deletion::{self as repo, Tombstone};
+
+/// The operator view of a tombstone: every field always present (`null` when empty), never the
+/// lease token.
+pub fn deletion_json(t: &Tombstone) -> Json {
+    json!({
+        "collectionId": t.collection_id,
+        "collectionSlug": t.collection_slug,
+        "state": t.state,
+        "phase": t.phase,
+        "attemptCount": t.attempt_count,
+        "nextAttemptAt": t.next_attempt_at,
+        "leaseExpiresAt": t.lease_expires_at,
+        "lastErrorCode": t.last_error_code,
+        "updatedAt": t.updated_at,
+    })
+}
+
+/// `GET /admin/media-usage/collection-deletions?state=&limit=&cursor=`: deletions in one state
+/// (default `failed`), most recently updated first.
+pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let mut issues = Issues::default();
+    let limit = input::limit(req, &mut issues);
+    let state = match query(req, "state") {
+        None => QueueState::Failed,
+        Some(raw) => QueueState::parse(raw).unwrap_or_else(|| {
+            issues.add("state", "Expected pending, retry, leased or failed");
+            QueueState::Failed
+        }),
+    };
+    let after = input::cursor(req, &mut issues)?;
+    issues.finish()?;
+    let mut rows = repo::list(ctx.exec, state, after, limit).await?;
+    let next = input::paginate(&mut rows, limit, |t| (t.updated_at.clone(), t.collection_id.clone()));
+    Ok((200, json!({"items": rows.iter().map(deletion_json).collect::<Vec<_>>(), "nextCursor": next})))
+}
+
+/// `POST /admin/media-usage/collection-deletions/retry {"collectionId"}`: reopens a failed,
+/// retrying or expired deletion as `pending`, due now, attempts reset, at the same phase.
+pub async fn retry<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["collectionId"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let collection_id = obj.string(&mut issues, "collectionId", true, 1, 2048);
+    let collection_id = issues.finish_with(collection_id)?;
+    let Some(current) = repo::get(ctx.exec, &collection_id).await? else {
+        return Err(ApiError::not_found("No collection deletion has this collection id"));
+    };
+    if current.lease_is_live() {
+        return Err(ApiError::new(409, "WORK_LEASE_ACTIVE", "The collection deletion is being processed")
+            .with_details(json!({"leaseExpiresAt": current.row.lease_expires_at})));
+    }
+    match repo::retry(ctx.exec, &collection_id).await? {
+        Some(row) => Ok((200, json!({"changed": true, "item": deletion_json(&row)}))),
+        None => Err(ApiError::new(
+            409,
+            "WORK_CHANGED",
+            "The collection deletion is not failed, retrying or expired (it may already be pending)",
+        )),
+    }
+}

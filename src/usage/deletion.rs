@@ -1,0 +1,462 @@
+//! Crash-safe collection deletion: a tombstone that reserves the slug and checkpoints a leased,
+//! retryable sequence of phases.
+//!
+//! The DELETE request creates (or takes over) the tombstone and runs the front phases under its
+//! lease: `fence` (content writes refused from here on), `registry` (the collection leaves the
+//! API), `table` (the content table is dropped); then it releases the tombstone at `work`. Cron
+//! ticks run the rest as a lane, several bounded steps per tick: `work` (queued work, revisions),
+//! `sources` (occurrences by the collection's source-key range, then source rows), `status`
+//! (repair runs, coverage row) and `finalize` (verify nothing is left, delete the tombstone). A
+//! crash anywhere leaves a tombstone whose phase says what to redo, and every step is idempotent.
+//!
+//! Failures are recorded on the tombstone (`retry` after 30·2^(n−1) s, `failed` after 5
+//! attempts), except inside the request: a request that loses a front phase leaves the
+//! tombstone leased, and the lane takes it over when the lease expires.
+
+use crate::clock::Clock;
+use crate::exec::{Error, Executor};
+use crate::ids;
+use crate::model::ident::Ident;
+use crate::model::state::DeletionPhase;
+use crate::repo::capture;
+use crate::repo::deletion::{self as repo, Fence, Lease, Rows, Tombstone};
+use crate::repo::schema;
+
+/// Attempts before a deletion fails for good (an operator retry reopens it).
+pub const MAX_ATTEMPTS: i64 = 5;
+/// First retry delay; each later one doubles, up to [`RETRY_MAX_SECONDS`].
+pub const RETRY_BASE_SECONDS: i64 = 30;
+pub const RETRY_MAX_SECONDS: i64 = 900;
+/// The error code recorded on a tombstone whose step failed.
+pub const FAILURE_CODE: &str = "MEDIA_USAGE_COLLECTION_DELETION_FAILED";
+
+/// The cleanup batch: rows per cleanup statement.
+pub const START_BATCH_ROWS: u32 = 50;
+/// The adaptive batch never shrinks below this.
+pub const MIN_BATCH_ROWS: u32 = 50;
+/// Nor grows beyond this.
+pub const MAX_BATCH_ROWS: u32 = 10_000;
+/// Default statement-duration target of the adaptive batch.
+pub const DEFAULT_TARGET_MS: f64 = 200.0;
+
+/// The most statements one lane step issues: a claim, then the largest phase step (the table
+/// drop's guarded batch of four; a cleanup step is at most two deletes and a checkpoint), then
+/// recording its failure.
+pub const STEP_MAX_STATEMENTS: u64 = 6;
+/// Statements releasing a held deletion costs at the end of a tick.
+pub const RELEASE_STATEMENTS: u64 = 1;
+
+/// How many rows a cleanup statement deletes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum CleanupBatch {
+    /// Always this many (`MEDIA_USAGE_CLEANUP_BATCH_ROWS`); 50 reproduces the reference cadence.
+    Fixed(u32),
+    /// Start at 50; double while statements take under half the target, halve above it.
+    Adaptive { target_ms: f64 },
+}
+
+impl CleanupBatch {
+    /// Reads `MEDIA_USAGE_CLEANUP_BATCH_ROWS` (1..=10,000 fixes the batch) and
+    /// `MEDIA_USAGE_STATEMENT_TARGET_MS` (positive; default 200). Anything else is the default.
+    pub fn from_settings(rows: Option<&str>, target_ms: Option<&str>) -> CleanupBatch {
+        match rows.and_then(|r| r.trim().parse::<u32>().ok()).filter(|n| (1..=MAX_BATCH_ROWS).contains(n)) {
+            Some(n) => CleanupBatch::Fixed(n),
+            None => CleanupBatch::Adaptive {
+                target_ms: target_ms
+                    .and_then(|t| t.trim().parse::<f64>().ok())
+                    .filter(|t| t.is_finite() && *t > 0.0)
+                    .unwrap_or(DEFAULT_TARGET_MS),
+            },
+        }
+    }
+
+    /// The batch a new deletion starts with.
+    pub fn start(self) -> u32 {
+        match self {
+            CleanupBatch::Fixed(n) => n,
+            CleanupBatch::Adaptive { .. } => START_BATCH_ROWS,
+        }
+    }
+
+    /// The batch after a statement of `current` rows took `elapsed_ms` and deleted `n` rows: it
+    /// grows only when the statement was full (a short one says nothing about larger batches).
+    pub fn next(self, current: u32, elapsed_ms: f64, n: u64) -> u32 {
+        match self {
+            CleanupBatch::Fixed(n) => n,
+            CleanupBatch::Adaptive { target_ms } => {
+                let current = current.clamp(MIN_BATCH_ROWS, MAX_BATCH_ROWS);
+                if elapsed_ms > target_ms {
+                    (current / 2).max(MIN_BATCH_ROWS)
+                } else if elapsed_ms < target_ms / 2.0 && n >= u64::from(current) {
+                    current.saturating_mul(2).min(MAX_BATCH_ROWS)
+                } else {
+                    current
+                }
+            }
+        }
+    }
+}
+
+/// The delay before the next attempt after `attempt` attempts (1-based): 30, 60, 120, 240 s, …
+pub fn retry_delay_seconds(attempt: i64) -> i64 {
+    let exp = (attempt - 1).clamp(0, 10) as u32;
+    (RETRY_BASE_SECONDS * 2i64.pow(exp)).min(RETRY_MAX_SECONDS)
+}
+
+/// The rows each cleanup phase deletes, in order.
+fn phase_rows(phase: DeletionPhase) -> &'static [Rows] {
+    match phase {
+        DeletionPhase::Work => &[Rows::Work, Rows::Revisions],
+        DeletionPhase::Sources => &[Rows::Occurrences, Rows::Sources],
+        _ => &[],
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The DELETE request.
+
+/// How a DELETE of a collection ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestOutcome {
+    /// The front phases ran (or had run): the collection is gone from the API, cleanup is left to
+    /// the cron ticks.
+    Deleted { collection_id: String },
+    /// No collection and no deletion with this slug.
+    NotFound,
+    /// Not forced, and the collection has entries outside the trash; it is untouched.
+    HasContent,
+    /// A deletion of this slug is at a front phase and someone else holds it (or it waits for
+    /// a retry, or failed): nothing changed.
+    InProgress { tombstone: Box<Tombstone>, lease_live: bool },
+    /// A collection registered under the slug is not the one being deleted.
+    IdentityConflict,
+    /// The collection's capture is not active with its exact trigger set, so it cannot be fenced.
+    CaptureInactive,
+    /// The request lost its lease or a guard mid-way; the deletion stays leased and a tick
+    /// resumes it from its phase once the lease expires.
+    Interrupted { phase: DeletionPhase },
+}
+
+/// Deletes a collection: creates or takes over its tombstone and runs the front phases under
+/// its lease.
+pub async fn request<E: Executor>(
+    exec: &E,
+    slug: &Ident,
+    force: bool,
+    batch: CleanupBatch,
+) -> Result<RequestOutcome, Error> {
+    let target = repo::target(exec, slug).await?;
+    let token = ids::new_id();
+    let claimed = match (target.tombstone, target.registry_id) {
+        (None, None) => return Ok(RequestOutcome::NotFound),
+        (None, Some(id)) => {
+            if !force && schema::has_live_content(exec, slug).await? {
+                return Ok(RequestOutcome::HasContent);
+            }
+            let names = capture::trigger_names(&id, slug);
+            match repo::insert_leased(exec, &id, slug, force, &token, batch.start(), &names).await? {
+                Some(row) => row,
+                // A tombstone appeared meanwhile, or the collection cannot be fenced.
+                None => match repo::target(exec, slug).await?.tombstone {
+                    Some(t) => return Ok(in_progress(t)),
+                    None => return Ok(RequestOutcome::CaptureInactive),
+                },
+            }
+        }
+        (Some(t), Some(id)) if id != t.row.collection_id => return Ok(RequestOutcome::IdentityConflict),
+        (Some(t), _) => {
+            if !t.row.phase.is_front() {
+                return Ok(RequestOutcome::Deleted { collection_id: t.row.collection_id });
+            }
+            match repo::claim_front(exec, &t.row.collection_id, force, &token).await? {
+                Some(row) => row,
+                None => return Ok(in_progress(t)),
+            }
+        }
+    };
+    let Some(mut lease) = Lease::of(&claimed) else {
+        return Err(Error::Decode(format!("tombstone slug {:?} is not an identifier", claimed.collection_slug)));
+    };
+    let rows = u32::try_from(claimed.cleanup_batch_rows).unwrap_or(START_BATCH_ROWS);
+    while lease.phase.is_front() {
+        match front_step(exec, &mut lease, rows, true).await? {
+            Front::Advanced => {}
+            Front::HasContent => return Ok(RequestOutcome::HasContent),
+            Front::Lost => return Ok(RequestOutcome::Interrupted { phase: lease.phase }),
+        }
+    }
+    Ok(RequestOutcome::Deleted { collection_id: lease.collection_id })
+}
+
+fn in_progress(t: repo::TombstoneWithLease) -> RequestOutcome {
+    let lease_live = t.lease_is_live();
+    RequestOutcome::InProgress { tombstone: Box::new(t.row), lease_live }
+}
+
+/// How one front phase ended.
+enum Front {
+    /// The phase is done; the lease is at the next one.
+    Advanced,
+    /// The fence found entries outside the trash (not forced): the tombstone was cancelled.
+    HasContent,
+    /// A guard or the lease was lost; nothing changed.
+    Lost,
+}
+
+/// Runs the lease's front phase. The table drop releases the lease at `work` when `release`
+/// (the request), or keeps it for the next step (the lane).
+async fn front_step<E: Executor>(exec: &E, lease: &mut Lease, rows: u32, release: bool) -> Result<Front, Error> {
+    let next = match lease.phase {
+        DeletionPhase::Fence => match repo::fence(exec, lease, rows).await? {
+            Fence::Fenced => DeletionPhase::Registry,
+            Fence::HasContent => return Ok(Front::HasContent),
+            Fence::Stale => return Ok(Front::Lost),
+        },
+        DeletionPhase::Registry => {
+            if !repo::delete_registry(exec, lease, rows).await? {
+                return Ok(Front::Lost);
+            }
+            DeletionPhase::Table
+        }
+        DeletionPhase::Table => match repo::drop_table(exec, lease, rows, release).await {
+            Ok(()) => DeletionPhase::Work,
+            Err(Error::Stale) => return Ok(Front::Lost),
+            Err(e) => return Err(e),
+        },
+        other => return Err(Error::Decode(format!("{other} is not a front phase"))),
+    };
+    lease.phase = next;
+    Ok(Front::Advanced)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cron lane.
+
+/// A deletion the lane holds between steps of one tick.
+#[derive(Debug, Clone)]
+pub struct Held {
+    lease: Lease,
+    attempt_count: i64,
+    batch_rows: u32,
+    /// Which kind of row of the current phase is being deleted (index into its rows).
+    rows_idx: usize,
+}
+
+impl Held {
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// A checkpoint moved the deletion to `to`: the attempt under way is now its only one.
+    fn progressed(&mut self, to: DeletionPhase) {
+        self.lease.phase = to;
+        self.rows_idx = 0;
+        self.attempt_count = 1;
+    }
+}
+
+/// What one lane step did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutcome {
+    /// A phase finished; the deletion is at `to`.
+    Advanced { to: DeletionPhase },
+    /// Cleanup statements ran, each deleting up to a batch of one kind of row (`advanced_to`
+    /// when that finished the phase).
+    Deleted { deleted: Vec<(Rows, u64)>, advanced_to: Option<DeletionPhase> },
+    /// Nothing was left: the tombstone is gone and the slug is free.
+    Finalized,
+    /// The (background) fence found entries outside the trash without force: the tombstone was
+    /// cancelled and the collection kept.
+    Cancelled,
+    /// The step failed and the failure was recorded (`retry`, or `failed` when terminal).
+    Failed { terminal: bool, reason: String },
+    /// Someone else holds the deletion now; this holder's statements changed nothing.
+    LeaseLost,
+}
+
+impl StepOutcome {
+    /// Whether the lane still holds the deletion after this step.
+    fn keeps_hold(&self) -> bool {
+        matches!(self, StepOutcome::Advanced { .. } | StepOutcome::Deleted { .. })
+    }
+}
+
+/// Why a step did not complete.
+enum StepFailure {
+    /// A guard or checkpoint changed nothing: the lease was lost, or a precondition failed.
+    Stale(&'static str),
+    /// Rows of the collection are left where none may be.
+    Leftovers(repo::Leftovers),
+    Error(Error),
+}
+
+impl From<Error> for StepFailure {
+    fn from(e: Error) -> Self {
+        StepFailure::Error(e)
+    }
+}
+
+/// Runs one step of the deletion lane: claims the next due deletion unless one is held, then
+/// advances it by one bounded step. `None` when nothing is held and nothing is due.
+pub async fn step<E: Executor, K: Clock>(
+    exec: &E,
+    clock: &K,
+    batch: CleanupBatch,
+    held: &mut Option<Held>,
+) -> Result<Option<StepOutcome>, Error> {
+    if held.is_none() {
+        let token = ids::new_id();
+        let Some(row) = repo::claim_next(exec, &token).await? else { return Ok(None) };
+        let Some(lease) = Lease::of(&row) else {
+            repo::record_failure(exec, &row.collection_id, &token, true, 0, FAILURE_CODE).await?;
+            let reason = format!("stored slug {:?} is not an identifier", row.collection_slug);
+            return Ok(Some(StepOutcome::Failed { terminal: true, reason }));
+        };
+        let batch_rows = match batch {
+            CleanupBatch::Fixed(n) => n,
+            CleanupBatch::Adaptive { .. } => u32::try_from(row.cleanup_batch_rows).unwrap_or(START_BATCH_ROWS),
+        };
+        let h = Held { lease, attempt_count: row.attempt_count, batch_rows, rows_idx: 0 };
+        // Claimed more often than it may be attempted: earlier holders died without recording
+        // anything. Stop here, visibly.
+        if h.attempt_count > MAX_ATTEMPTS {
+            let outcome = fail(exec, &h, StepFailure::Stale("its holders kept dying")).await?;
+            return Ok(Some(outcome));
+        }
+        *held = Some(h);
+    }
+    let Some(h) = held.as_mut() else { return Ok(None) };
+    let res = match phase_step(exec, clock, batch, h).await {
+        Ok(outcome) => Ok(outcome),
+        Err(failure) => fail(exec, h, failure).await,
+    };
+    // An error here (the database failing, or the isolate "dying" in a fault test) leaves the
+    // deletion leased: a later tick takes it over once the lease expires.
+    if !res.as_ref().is_ok_and(StepOutcome::keeps_hold) {
+        *held = None;
+    }
+    res.map(Some)
+}
+
+/// Records a failed step under the lease (`failed` once attempts are used up).
+async fn fail<E: Executor>(exec: &E, h: &Held, failure: StepFailure) -> Result<StepOutcome, Error> {
+    let reason = match failure {
+        StepFailure::Stale(what) => format!("{} at {}: {what}", h.lease.slug, h.lease.phase),
+        StepFailure::Leftovers(l) => format!("{} at {}: rows left behind {l:?}", h.lease.slug, h.lease.phase),
+        StepFailure::Error(e) => format!("{} at {}: {e}", h.lease.slug, h.lease.phase),
+    };
+    let terminal = h.attempt_count >= MAX_ATTEMPTS;
+    let delay = retry_delay_seconds(h.attempt_count);
+    let recorded =
+        repo::record_failure(exec, &h.lease.collection_id, &h.lease.token, terminal, delay, FAILURE_CODE).await?;
+    Ok(if recorded { StepOutcome::Failed { terminal, reason } } else { StepOutcome::LeaseLost })
+}
+
+/// Advances a held deletion by one bounded step of its phase.
+async fn phase_step<E: Executor, K: Clock>(
+    exec: &E,
+    clock: &K,
+    batch: CleanupBatch,
+    h: &mut Held,
+) -> Result<StepOutcome, StepFailure> {
+    match h.lease.phase {
+        phase if phase.is_front() => match front_step(exec, &mut h.lease, h.batch_rows, false).await? {
+            Front::Advanced => {
+                h.progressed(h.lease.phase);
+                Ok(StepOutcome::Advanced { to: h.lease.phase })
+            }
+            Front::HasContent => Ok(StepOutcome::Cancelled),
+            Front::Lost => Err(StepFailure::Stale("a front-phase guard failed")),
+        },
+        phase @ (DeletionPhase::Work | DeletionPhase::Sources) => {
+            // Delete from the first kind of row that is not exhausted; a kind is exhausted once
+            // a statement deletes fewer rows than asked. Moving on within the step means every
+            // step deletes rows or finishes the phase, even when a tick has room for only one.
+            let kinds = phase_rows(phase);
+            let mut deleted = Vec::new();
+            while let Some(&rows) = kinds.get(h.rows_idx) {
+                let limit = h.batch_rows;
+                let started = clock.now_ms();
+                let n = repo::delete_rows(exec, &h.lease, rows, limit).await?;
+                h.batch_rows = batch.next(limit, clock.now_ms() - started, n);
+                deleted.push((rows, n));
+                if n >= u64::from(limit) {
+                    return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
+                }
+                h.rows_idx += 1;
+            }
+            let to = phase.next().unwrap_or(DeletionPhase::Finalize);
+            advance(exec, h, to).await?;
+            Ok(StepOutcome::Deleted { deleted, advanced_to: Some(to) })
+        }
+        DeletionPhase::Status => {
+            let left = repo::leftovers(exec, &h.lease).await?;
+            if left.any() {
+                return Err(StepFailure::Leftovers(left));
+            }
+            if !repo::clear_status(exec, &h.lease, h.batch_rows).await? {
+                return Err(StepFailure::Stale("the status checkpoint changed nothing"));
+            }
+            h.progressed(DeletionPhase::Finalize);
+            Ok(StepOutcome::Advanced { to: DeletionPhase::Finalize })
+        }
+        DeletionPhase::Finalize => {
+            if repo::finalize(exec, &h.lease).await? {
+                Ok(StepOutcome::Finalized)
+            } else {
+                Err(StepFailure::Stale("rows of the collection remain, or the lease was lost"))
+            }
+        }
+        other => Err(StepFailure::Error(Error::Decode(format!("unhandled phase {other}")))),
+    }
+}
+
+/// Checkpoints the held deletion to `to`.
+async fn advance<E: Executor>(exec: &E, h: &mut Held, to: DeletionPhase) -> Result<(), StepFailure> {
+    if !repo::checkpoint(exec, &h.lease, to, h.batch_rows, false).await? {
+        return Err(StepFailure::Stale("the checkpoint changed nothing"));
+    }
+    h.progressed(to);
+    Ok(())
+}
+
+/// Releases a held deletion at the end of a tick: `pending` and due now, at its phase, with the
+/// batch size learned so far. False when the lease was lost meanwhile.
+pub async fn release<E: Executor>(exec: &E, h: &Held) -> Result<bool, Error> {
+    repo::checkpoint(exec, &h.lease, h.lease.phase, h.batch_rows, true).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_delays_double_from_30_seconds_up_to_900() {
+        let delays: Vec<i64> = (1..=7).map(retry_delay_seconds).collect();
+        assert_eq!(delays, [30, 60, 120, 240, 480, 900, 900]);
+    }
+
+    #[test]
+    fn the_adaptive_batch_grows_when_full_and_fast_and_shrinks_when_slow() {
+        let b = CleanupBatch::Adaptive { target_ms: 200.0 };
+        assert_eq!(b.start(), 50);
+        assert_eq!(b.next(50, 10.0, 50), 100, "full and fast: doubles");
+        assert_eq!(b.next(50, 10.0, 49), 50, "short: says nothing about larger batches");
+        assert_eq!(b.next(800, 150.0, 800), 800, "between half the target and the target: kept");
+        assert_eq!(b.next(800, 250.0, 800), 400, "over the target: halves");
+        assert_eq!(b.next(60, 900.0, 60), 50, "never below 50");
+        assert_eq!(b.next(8_000, 1.0, 8_000), 10_000, "never above 10,000");
+        assert_eq!(CleanupBatch::Fixed(50).next(50, 0.0, 50), 50);
+    }
+
+    #[test]
+    fn batch_settings_fix_or_tune_the_batch() {
+        assert_eq!(CleanupBatch::from_settings(Some("50"), None), CleanupBatch::Fixed(50));
+        assert_eq!(CleanupBatch::from_settings(None, None), CleanupBatch::Adaptive { target_ms: 200.0 });
+        assert_eq!(CleanupBatch::from_settings(Some(""), Some("80")), CleanupBatch::Adaptive { target_ms: 80.0 });
+        for bad in ["0", "10001", "-1", "x"] {
+            assert_eq!(CleanupBatch::from_settings(Some(bad), None), CleanupBatch::Adaptive { target_ms: 200.0 });
+        }
+        assert_eq!(CleanupBatch::from_settings(None, Some("0")), CleanupBatch::Adaptive { target_ms: 200.0 });
+    }
+}

@@ -1,0 +1,1208 @@
+//! Collection deletion end to end on SQLite: the tombstone and slug reservation, the fenced
+//! front phases of the DELETE request, the cleanup lane of the cron tick, leases and takeovers,
+//! recorded failures, operator endpoints, a crash at every statement boundary, and budgets.
+
+use std::cell::{Cell, RefCell};
+
+use futures::executor::block_on;
+use media_usage_worker::api::{self, Request, Response};
+use media_usage_worker::clock::MonotonicClock;
+use media_usage_worker::exec::fault::Faulty;
+use media_usage_worker::exec::meter::Metered;
+use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
+use media_usage_worker::model::ident::Ident;
+use media_usage_worker::model::state::DeletionPhase;
+use media_usage_worker::repo::deletion::{self as repo, Fence, Lease, Rows};
+use media_usage_worker::usage::deletion::{self, CleanupBatch, Held, StepOutcome};
+use media_usage_worker::usage::tick::{self, TickBudget, TickReport};
+use serde_json::{json, Value as Json};
+
+use crate::support::{code, config, data, now, Api, ADMIN};
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures.
+
+fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap_or(None)
+}
+
+fn exec_sql(db: &SqliteExecutor, sql: &str) {
+    db.connection().execute_batch(sql).unwrap();
+}
+
+fn register_media(api: &Api, key: &str) -> String {
+    let r = api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
+    data(&r)["item"]["id"].as_str().unwrap().to_owned()
+}
+
+fn collection_id(db: &SqliteExecutor, slug: &str) -> String {
+    text(db, &format!("SELECT id FROM _emdash_collections WHERE slug = '{slug}'")).unwrap()
+}
+
+/// Two collections, `posts` (to delete) and `pages` (to keep), each with published entries,
+/// drafts (revisions) and media references, all indexed. Returns the media ids.
+fn site(api: &Api, n_posts: usize) -> Vec<String> {
+    for slug in ["posts", "pages"] {
+        data(&api.post(
+            "/schema/collections",
+            &json!({"slug": slug, "label": slug, "fields": [
+                {"slug": "title", "type": "string"},
+                {"slug": "hero", "type": "image"},
+                {"slug": "gallery", "type": "repeater", "subFields": [{"slug": "image", "type": "image"}]}
+            ]}),
+        ));
+    }
+    let media: Vec<String> = (0..3).map(|i| register_media(api, &format!("m{i}.png"))).collect();
+    for i in 0..n_posts {
+        let r = api.post(
+            "/content/posts",
+            &json!({"slug": format!("p{i}"), "status": "published",
+                    "data": {"title": format!("Post {i}"), "hero": media[0], "gallery": [{"image": media[1]}]}}),
+        );
+        let id = data(&r)["item"]["id"].as_str().unwrap().to_owned();
+        if i % 2 == 0 {
+            data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": media[2]}})));
+        }
+    }
+    for i in 0..2 {
+        let r = api.post(
+            "/content/pages",
+            &json!({"slug": format!("g{i}"), "status": "published", "data": {"title": "Page", "hero": media[0]}}),
+        );
+        let id = data(&r)["item"]["id"].as_str().unwrap().to_owned();
+        data(&api.put(&format!("/content/pages/{id}"), &json!({"draft": true, "data": {"title": "Draft"}})));
+    }
+    media
+}
+
+/// Everything stored about a collection id (and its slug), as one comparable text.
+fn dump(db: &SqliteExecutor, id: &str, slug: &str) -> String {
+    let q = |sql: &str| -> Vec<String> {
+        let mut stmt = db.connection().prepare(sql).unwrap();
+        let n = stmt.column_count();
+        stmt.query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|")))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let table = if scalar(db, &format!("SELECT count(*) FROM sqlite_master WHERE name = 'ec_{slug}'")) == 1 {
+        q(&format!("SELECT * FROM ec_{slug} ORDER BY id"))
+    } else {
+        vec!["<no table>".into()]
+    };
+    let (lo, hi) = (format!("content:{id}:"), format!("content:{id};"));
+    [
+        q(&format!("SELECT * FROM _emdash_collections WHERE id = '{id}'")),
+        q(&format!("SELECT * FROM _emdash_fields WHERE collection_id = '{id}' ORDER BY slug")),
+        table,
+        q(&format!("SELECT collection_id, content_id, state FROM _emdash_media_usage_work WHERE collection_id = '{id}' ORDER BY content_id")),
+        q(&format!("SELECT source_key, current_generation, content_title FROM _emdash_media_usage_sources WHERE collection_id = '{id}' ORDER BY source_key")),
+        q(&format!("SELECT source_key, generation, field_path, media_id FROM _emdash_media_usage WHERE source_key >= '{lo}' AND source_key < '{hi}' ORDER BY source_key, field_path")),
+        q(&format!("SELECT scope_key, status, capture_state, change_epoch FROM _emdash_media_usage_index_status WHERE collection_id = '{id}'")),
+        q(&format!("SELECT * FROM _emdash_media_usage_reconciliations WHERE collection_id = '{id}'")),
+        q(&format!("SELECT id, entry_id, data FROM revisions WHERE collection = '{slug}' ORDER BY id")),
+    ]
+    .iter()
+    .map(|rows| rows.join("\n"))
+    .collect::<Vec<_>>()
+    .join("\n--\n")
+}
+
+/// Asserts that nothing of the deleted collection is left and its tombstone is gone.
+fn assert_gone(db: &SqliteExecutor, id: &str, slug: &str) {
+    let (lo, hi) = (format!("content:{id}:"), format!("content:{id};"));
+    let counts = [
+        ("table", format!("SELECT count(*) FROM sqlite_master WHERE name = 'ec_{slug}'")),
+        ("registry", format!("SELECT count(*) FROM _emdash_collections WHERE id = '{id}'")),
+        ("fields", format!("SELECT count(*) FROM _emdash_fields WHERE collection_id = '{id}'")),
+        ("work", format!("SELECT count(*) FROM _emdash_media_usage_work WHERE collection_id = '{id}'")),
+        ("sources", format!("SELECT count(*) FROM _emdash_media_usage_sources WHERE collection_id = '{id}'")),
+        (
+            "occurrences",
+            format!("SELECT count(*) FROM _emdash_media_usage WHERE source_key >= '{lo}' AND source_key < '{hi}'"),
+        ),
+        ("status", format!("SELECT count(*) FROM _emdash_media_usage_index_status WHERE collection_id = '{id}'")),
+        ("runs", format!("SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE collection_id = '{id}'")),
+        ("revisions", format!("SELECT count(*) FROM revisions WHERE collection = '{slug}'")),
+        (
+            "tombstone",
+            format!("SELECT count(*) FROM _emdash_media_usage_collection_deletions WHERE collection_id = '{id}'"),
+        ),
+        ("triggers", format!("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'ec_{slug}'")),
+    ];
+    for (what, sql) in counts {
+        assert_eq!(scalar(db, &sql), 0, "{what} of {slug} left behind");
+    }
+    assert_eq!(scalar(db, "SELECT count(*) FROM _emdash_batch_guard"), 0, "no guard rows");
+}
+
+/// Makes every waiting deletion and work row due and every lease expired, as time passing would.
+fn time_passes(db: &SqliteExecutor) {
+    exec_sql(
+        db,
+        "UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+         UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+         UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+         UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
+    );
+}
+
+fn tombstone(db: &SqliteExecutor, slug: &str) -> Option<(String, String, i64, Option<String>)> {
+    db.connection()
+        .query_row(
+            "SELECT state, phase, attempt_count, lease_token FROM _emdash_media_usage_collection_deletions WHERE collection_slug = ?1",
+            [slug],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .ok()
+}
+
+fn budget() -> TickBudget {
+    TickBudget::new(40, 60_000.0).with_cleanup(CleanupBatch::Fixed(50))
+}
+
+/// One recorded cron tick.
+fn tick_with<E: Executor>(exec: &E, budget: TickBudget) -> TickReport {
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(exec, &clock);
+    let report = block_on(tick::run(&metered, &clock, budget));
+    assert!(report.statements <= budget.max_statements, "a tick issued {} statements", report.statements);
+    report
+}
+
+/// Ticks (letting time pass in between) until the slug's tombstone is gone; returns the ticks.
+fn tick_until_gone(db: &SqliteExecutor, slug: &str, budget: TickBudget) -> u32 {
+    for n in 1..=100 {
+        let report = tick_with(db, budget);
+        assert!(report.error.is_none() || report.deletion_failures > 0, "{:?}", report.error);
+        if tombstone(db, slug).is_none() {
+            return n;
+        }
+        time_passes(db);
+    }
+    panic!("the deletion of {slug} did not finish in 100 ticks: {:?}", tombstone(db, slug));
+}
+
+fn delete(api: &Api, path: &str) -> Response {
+    api.call("DELETE", &format!("/schema/collections/{path}"), Some(ADMIN), None)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The DELETE request: front phases.
+
+#[test]
+fn deleting_an_empty_collection_runs_the_front_phases_and_leaves_cleanup_to_ticks() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    let r = delete(&api, "posts");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(data(&r), json!({"deleted": true, "slug": "posts", "collectionId": id}));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 0);
+    assert_eq!(
+        text(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status").as_deref(),
+        Some("deleting")
+    );
+    assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)));
+    // The collection is gone from the API at once; the slug stays reserved until cleanup ends.
+    assert_eq!(code(&api.get("/schema/collections/posts")), "COLLECTION_NOT_FOUND");
+    let again = api.post("/schema/collections", &json!({"slug": "posts", "label": "Again"}));
+    assert_eq!((again.status, code(&again)), (409, "COLLECTION_EXISTS".into()));
+    // A repeated DELETE past the front phases changes nothing.
+    let before = dump(&api.db, &id, "posts");
+    let r = delete(&api, "posts");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(dump(&api.db, &id, "posts"), before);
+    assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)));
+    // Cleanup by ticks; then the slug is free and a new collection gets a new id.
+    tick_until_gone(&api.db, "posts", budget());
+    assert_gone(&api.db, &id, "posts");
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Again"})));
+    assert_ne!(collection_id(&api.db, "posts"), id);
+}
+
+#[test]
+fn live_content_refuses_without_force_trashed_content_does_not_and_force_deletes() {
+    let api = Api::new();
+    site(&api, 2);
+    let id = collection_id(&api.db, "posts");
+    let before = dump(&api.db, &id, "posts");
+    let r = delete(&api, "posts");
+    assert_eq!((r.status, code(&r)), (400, "COLLECTION_HAS_CONTENT".into()), "{}", r.body);
+    assert_eq!(dump(&api.db, &id, "posts"), before, "nothing changed");
+    assert!(tombstone(&api.db, "posts").is_none());
+    assert_eq!(
+        text(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+            .as_deref(),
+        Some("active")
+    );
+    // Trash every entry: no force needed.
+    let ids: Vec<String> = {
+        let mut stmt = api.db.connection().prepare("SELECT id FROM ec_posts").unwrap();
+        stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    for e in &ids {
+        data(&api.delete(&format!("/content/posts/{e}")));
+    }
+    let r = delete(&api, "posts");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(scalar(&api.db, "SELECT force_delete FROM _emdash_media_usage_collection_deletions"), 0);
+
+    // With force, live content goes too, and the tombstone says it was forced.
+    let id = collection_id(&api.db, "pages");
+    let r = api.call("DELETE", "/schema/collections/pages?force=true", Some(ADMIN), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        scalar(
+            &api.db,
+            &format!("SELECT force_delete FROM _emdash_media_usage_collection_deletions WHERE collection_id = '{id}'")
+        ),
+        1
+    );
+}
+
+#[test]
+fn unknown_and_invalid_slugs_are_refused_before_any_deletion_sql() {
+    let api = Api::new();
+    let r = delete(&api, "nope");
+    assert_eq!((r.status, code(&r)), (404, "COLLECTION_NOT_FOUND".into()));
+    for bad in ["Bad-Slug", "posts%22%3Bdrop_table", "_x", &"a".repeat(64)] {
+        let metered = Metered::new(&api.db, MonotonicClock::default());
+        let req = Request {
+            method: "DELETE".into(),
+            path: format!("{}/schema/collections/{bad}", api::BASE_PATH),
+            authorization: Some(format!("Bearer {ADMIN}")),
+            ..Request::default()
+        };
+        let r = block_on(api::handle(&metered, &config(), &req));
+        assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{bad}: {}", r.body);
+        assert_eq!(metered.usage().statements, 0, "{bad}: no SQL for an invalid slug");
+    }
+}
+
+#[test]
+fn a_collection_whose_capture_is_not_active_or_lacks_a_trigger_is_not_deleted() {
+    for sabotage in [
+        "UPDATE _emdash_media_usage_index_status SET capture_state = 'ready' WHERE scope_key = 'posts'",
+        "DROP TRIGGER (SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'ec_posts' LIMIT 1)",
+    ] {
+        let api = Api::new();
+        data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+        if sabotage.starts_with("DROP TRIGGER") {
+            let name = text(
+                &api.db,
+                "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'ec_posts' LIMIT 1",
+            )
+            .unwrap();
+            exec_sql(&api.db, &format!("DROP TRIGGER \"{name}\""));
+        } else {
+            exec_sql(&api.db, sabotage);
+        }
+        let id = collection_id(&api.db, "posts");
+        let before = dump(&api.db, &id, "posts");
+        let r = delete(&api, "posts");
+        assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_CAPTURE_INACTIVE".into()), "{sabotage}: {}", r.body);
+        assert!(tombstone(&api.db, "posts").is_none(), "{sabotage}: no tombstone");
+        assert_eq!(dump(&api.db, &id, "posts"), before, "{sabotage}: collection intact");
+    }
+}
+
+/// When a hook runs: before the first statement (or batch) whose SQL contains a needle, or
+/// before the n-th statement the executor issues (every statement of a batch counted).
+enum When {
+    Sql(&'static str),
+    Nth(u64),
+}
+
+type Hook<'a> = Box<dyn FnOnce(&SqliteExecutor) + 'a>;
+
+/// Runs hooks at exact points of another writer's statements, to interleave a second writer.
+struct Hooked<'a> {
+    inner: &'a SqliteExecutor,
+    hooks: RefCell<Vec<(When, Hook<'a>)>>,
+    seen: Cell<u64>,
+}
+
+impl<'a> Hooked<'a> {
+    fn new(inner: &'a SqliteExecutor) -> Self {
+        Hooked { inner, hooks: RefCell::new(Vec::new()), seen: Cell::new(0) }
+    }
+
+    fn before(self, needle: &'static str, hook: impl FnOnce(&SqliteExecutor) + 'a) -> Self {
+        self.hooks.borrow_mut().push((When::Sql(needle), Box::new(hook)));
+        self
+    }
+
+    fn before_nth(self, n: u64, hook: impl FnOnce(&SqliteExecutor) + 'a) -> Self {
+        self.hooks.borrow_mut().push((When::Nth(n), Box::new(hook)));
+        self
+    }
+
+    fn fire(&self, stmts: &[Statement]) {
+        let first = self.seen.get() + 1;
+        self.seen.set(self.seen.get() + stmts.len() as u64);
+        let last = self.seen.get();
+        let due: Vec<_> = {
+            let mut hooks = self.hooks.borrow_mut();
+            let (due, rest) = hooks.drain(..).partition(|(when, _)| match when {
+                When::Sql(needle) => stmts.iter().any(|s| s.sql().contains(needle)),
+                When::Nth(n) => (first..=last).contains(n),
+            });
+            *hooks = rest;
+            due
+        };
+        for (_, hook) in due {
+            hook(self.inner);
+        }
+    }
+
+    /// Asserts every hook fired.
+    fn done(&self) {
+        assert!(self.hooks.borrow().is_empty(), "a hook never fired");
+    }
+}
+
+impl Executor for Hooked<'_> {
+    async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
+        self.fire(std::slice::from_ref(&stmt));
+        self.inner.run(stmt).await
+    }
+
+    async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
+        self.fire(&stmts);
+        self.inner.batch(stmts).await
+    }
+}
+
+/// "Crashes" (every statement fails) from the first statement whose SQL contains a needle.
+struct CutAt<'a> {
+    inner: &'a SqliteExecutor,
+    needle: &'static str,
+    cut: Cell<bool>,
+}
+
+impl CutAt<'_> {
+    fn check(&self, stmts: &[Statement]) -> Result<(), Error> {
+        if stmts.iter().any(|s| s.sql().contains(self.needle)) {
+            self.cut.set(true);
+        }
+        if self.cut.get() {
+            Err(Error::Fault(0))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl Executor for CutAt<'_> {
+    async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
+        self.check(std::slice::from_ref(&stmt))?;
+        self.inner.run(stmt).await
+    }
+
+    async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
+        self.check(&stmts)?;
+        self.inner.batch(stmts).await
+    }
+}
+
+fn call_on<E: Executor>(exec: &E, method: &str, path: &str) -> Response {
+    call_on_body(exec, method, path, None)
+}
+
+/// Calls the API on any executor (a hooked, faulty or metered one), as the admin.
+fn call_on_body<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    let req = Request {
+        method: method.into(),
+        path: format!("{}{path}", api::BASE_PATH),
+        query: query
+            .split('&')
+            .filter(|q| !q.is_empty())
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                (k.to_owned(), v.to_owned())
+            })
+            .collect(),
+        authorization: Some(format!("Bearer {ADMIN}")),
+        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+        ..Request::default()
+    };
+    now(api::handle(exec, &config(), &req))
+}
+
+#[test]
+fn an_entry_written_between_the_pre_check_and_the_fence_cancels_the_deletion() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    let hooked = Hooked::new(&api.db).before("SET capture_state = 'deleting'", |db| {
+        exec_sql(db, "INSERT INTO ec_posts (id, slug) VALUES ('late', 'late')");
+    });
+    let r = call_on(&hooked, "DELETE", "/schema/collections/posts");
+    hooked.done();
+    assert_eq!((r.status, code(&r)), (400, "COLLECTION_HAS_CONTENT".into()), "{}", r.body);
+    assert!(tombstone(&api.db, "posts").is_none(), "the tombstone was cancelled");
+    assert_eq!(collection_id(&api.db, "posts"), id, "the collection is intact");
+    assert_eq!(
+        text(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+            .as_deref(),
+        Some("active")
+    );
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM ec_posts"), 1);
+}
+
+#[test]
+fn a_deletion_held_by_someone_else_is_a_conflict_and_an_expired_one_is_taken_over() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    // Someone holds the fence with a live lease.
+    exec_sql(
+        &api.db,
+        &format!(
+            "INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, state, phase, lease_token, lease_expires_at)
+             VALUES ('{id}', 'posts', 'leased', 'fence', 'other', '2999-01-01T00:00:00.000Z')"
+        ),
+    );
+    let before = dump(&api.db, &id, "posts");
+    let r = delete(&api, "posts");
+    assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
+    assert_eq!(r.body_json()["error"]["details"]["phase"], "fence");
+    assert_eq!(dump(&api.db, &id, "posts"), before);
+    assert_eq!(tombstone(&api.db, "posts").unwrap().3.as_deref(), Some("other"));
+    // Its holder died: once the lease expires, the next DELETE takes over and finishes.
+    time_passes(&api.db);
+    let r = delete(&api, "posts");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)));
+}
+
+#[test]
+fn a_request_that_loses_a_front_phase_leaves_it_leased_for_a_tick_to_resume() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    // The lease expires and is taken by someone else between the fence and the registry phase.
+    let hooked = Hooked::new(&api.db).before("DELETE FROM _emdash_collections", |db| {
+        exec_sql(db, "UPDATE _emdash_media_usage_collection_deletions SET lease_token = 'thief'");
+    });
+    let r = call_on(&hooked, "DELETE", "/schema/collections/posts");
+    hooked.done();
+    assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
+    assert_eq!(r.body_json()["error"]["details"]["phase"], "registry");
+    let (state, phase, _, token) = tombstone(&api.db, "posts").unwrap();
+    assert_eq!((state.as_str(), phase.as_str(), token.as_deref()), ("leased", "registry", Some("thief")));
+    assert_eq!(collection_id(&api.db, "posts"), id, "the registry row is still there");
+    // A second DELETE while the lease is live: 409, nothing changes.
+    let r = delete(&api, "posts");
+    assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()));
+    // After the lease expires, a tick takes over at the same phase and finishes the deletion.
+    time_passes(&api.db);
+    tick_until_gone(&api.db, "posts", budget());
+    assert_gone(&api.db, &id, "posts");
+}
+
+#[test]
+fn a_crash_after_a_front_phase_is_resumed_by_the_next_delete() {
+    // Fenced but not checkpointed (as a crash between the two would leave it).
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    data(&api.post("/content/posts", &json!({"slug": "a"})));
+    let id = collection_id(&api.db, "posts");
+    exec_sql(
+        &api.db,
+        &format!(
+            "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE collection_id = '{id}';
+             INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, force_delete, state, phase, lease_token, lease_expires_at)
+             VALUES ('{id}', 'posts', 1, 'leased', 'fence', 'dead', '2000-01-01T00:00:00.000Z')"
+        ),
+    );
+    let r = api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 0);
+
+    // Registry already gone (crash after the registry phase), lease expired: DELETE twice.
+    for phase in ["registry", "table"] {
+        let api = Api::new();
+        data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+        let id = collection_id(&api.db, "posts");
+        let drop_table = if phase == "table" { "DROP TABLE ec_posts;" } else { "" };
+        exec_sql(
+            &api.db,
+            &format!(
+                "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE collection_id = '{id}';
+                 DELETE FROM _emdash_collections WHERE id = '{id}'; {drop_table}
+                 INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, state, phase, lease_token, lease_expires_at)
+                 VALUES ('{id}', 'posts', 'leased', '{phase}', 'dead', '2000-01-01T00:00:00.000Z')"
+            ),
+        );
+        for _ in 0..2 {
+            let r = delete(&api, "posts");
+            assert_eq!(r.status, 200, "{phase}: {}", r.body);
+            assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)), "{phase}");
+        }
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 0);
+    }
+}
+
+#[test]
+fn a_registry_row_that_is_not_the_one_being_deleted_is_left_alone() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    data(&delete(&api, "posts"));
+    // A replacement that bypassed the slug reservation (not possible through the API).
+    exec_sql(&api.db, "INSERT INTO _emdash_collections (id, slug, label) VALUES ('intruder', 'posts', 'X')");
+    let r = delete(&api, "posts");
+    assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
+    assert_eq!(
+        text(&api.db, "SELECT collection_id FROM _emdash_media_usage_collection_deletions").as_deref(),
+        Some(id.as_str())
+    );
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections WHERE id = 'intruder'"), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cron lane, one step at a time.
+
+fn step(db: &SqliteExecutor, batch: CleanupBatch, held: &mut Option<Held>) -> Option<StepOutcome> {
+    block_on(deletion::step(db, &MonotonicClock::default(), batch, held)).unwrap()
+}
+
+/// A collection deleted through the API (front phases done), with its id.
+fn deleted_collection(api: &Api, slug: &str) -> String {
+    data(&api.post("/schema/collections", &json!({"slug": slug, "label": slug})));
+    let id = collection_id(&api.db, slug);
+    assert_eq!(delete(api, slug).status, 200);
+    id
+}
+
+fn deleted(kinds: &[(Rows, u64)], advanced_to: Option<DeletionPhase>) -> StepOutcome {
+    StepOutcome::Deleted { deleted: kinds.to_vec(), advanced_to }
+}
+
+fn phase(db: &SqliteExecutor, slug: &str) -> String {
+    tombstone(db, slug).map(|t| t.1).unwrap_or_else(|| "<gone>".into())
+}
+
+#[test]
+fn the_lane_runs_a_fresh_tombstone_through_one_front_phase_per_step() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    exec_sql(
+        &api.db,
+        &format!("INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug) VALUES ('{id}', 'posts')"),
+    );
+    let mut held = None;
+    let batch = CleanupBatch::Fixed(50);
+    assert_eq!(step(&api.db, batch, &mut held), Some(StepOutcome::Advanced { to: DeletionPhase::Registry }));
+    assert_eq!(phase(&api.db, "posts"), "registry");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections"), 1, "still registered");
+    assert_eq!(step(&api.db, batch, &mut held), Some(StepOutcome::Advanced { to: DeletionPhase::Table }));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections"), 0, "gone from the registry");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 1, "table kept");
+    assert_eq!(step(&api.db, batch, &mut held), Some(StepOutcome::Advanced { to: DeletionPhase::Work }));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 0);
+    assert_eq!(phase(&api.db, "posts"), "work");
+    // The lane held it throughout; releasing it makes it pending and due again.
+    assert!(block_on(deletion::release(&api.db, held.as_ref().unwrap())).unwrap());
+    assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)));
+    let _ = id;
+}
+
+fn work_rows(db: &SqliteExecutor, id: &str, n: usize) {
+    for i in 0..n {
+        exec_sql(
+            db,
+            &format!(
+                "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('{id}', 'entry-{i:03}', 'posts')"
+            ),
+        );
+    }
+}
+
+#[test]
+fn work_rows_go_in_batches_then_revisions_then_the_phase_moves_on() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    work_rows(&api.db, &id, 55);
+    let mut held = None;
+    let b = CleanupBatch::Fixed(50);
+    assert_eq!(step(&api.db, b, &mut held), Some(deleted(&[(Rows::Work, 50)], None)));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 5);
+    assert_eq!(phase(&api.db, "posts"), "work");
+    // The last 5, then the (absent) revisions, and the phase moves on in the same step.
+    assert_eq!(
+        step(&api.db, b, &mut held),
+        Some(deleted(&[(Rows::Work, 5), (Rows::Revisions, 0)], Some(DeletionPhase::Sources)))
+    );
+    assert_eq!(phase(&api.db, "posts"), "sources");
+
+    // 51 rows: after the first step exactly the 51st (in id order) remains.
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    work_rows(&api.db, &id, 51);
+    let mut held = None;
+    step(&api.db, b, &mut held);
+    assert_eq!(
+        text(&api.db, "SELECT group_concat(content_id) FROM _emdash_media_usage_work").as_deref(),
+        Some("entry-050")
+    );
+}
+
+fn occurrences(db: &SqliteExecutor, source_key: &str, n: usize) {
+    for i in 0..n {
+        exec_sql(
+            db,
+            &format!(
+                "INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, provider_asset_id)
+                 VALUES ('{source_key}-{i:03}', '{source_key}', 'g{}', 'hero', 'hero[{i}]', 'image_field', 'm')",
+                i % 3
+            ),
+        );
+    }
+}
+
+fn source(db: &SqliteExecutor, key: &str, collection_id: Option<&str>, slug: &str) {
+    let cid = collection_id.map_or("NULL".to_owned(), |c| format!("'{c}'"));
+    exec_sql(
+        db,
+        &format!(
+            "INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version)
+             VALUES ('{key}', {cid}, '{slug}', 'e', 'columns', 'g0', 1)"
+        ),
+    );
+}
+
+#[test]
+fn occurrences_go_by_key_range_across_generations_then_sources_then_status_then_the_tombstone() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    let key = format!("content:{id}:e:columns");
+    source(&api.db, &key, Some(&id), "posts");
+    occurrences(&api.db, &key, 55);
+    // Never touched: a legacy source of the same slug and another collection's source.
+    source(&api.db, "content:posts:e:columns", None, "posts");
+    occurrences(&api.db, "content:posts:e:columns", 2);
+    source(&api.db, "content:other:e:columns", Some("other"), "posts");
+    let mut held = None;
+    let b = CleanupBatch::Fixed(50);
+    let mut outcomes = Vec::new();
+    while let Some(o) = step(&api.db, b, &mut held) {
+        outcomes.push(o);
+    }
+    assert_eq!(
+        outcomes,
+        [
+            deleted(&[(Rows::Work, 0), (Rows::Revisions, 0)], Some(DeletionPhase::Sources)),
+            deleted(&[(Rows::Occurrences, 50)], None),
+            deleted(&[(Rows::Occurrences, 5), (Rows::Sources, 1)], Some(DeletionPhase::Status)),
+            StepOutcome::Advanced { to: DeletionPhase::Finalize },
+            StepOutcome::Finalized,
+        ]
+    );
+    assert_gone(&api.db, &id, "posts");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 2, "legacy and other kept");
+    assert_eq!(
+        scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE source_key = 'content:posts:e:columns'"),
+        2
+    );
+}
+
+#[test]
+fn occurrences_whose_source_row_vanished_are_still_cleaned() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    let key = format!("content:{id}:e:columns");
+    source(&api.db, &key, Some(&id), "posts");
+    occurrences(&api.db, &key, 55);
+    let mut held = None;
+    let b = CleanupBatch::Fixed(50);
+    step(&api.db, b, &mut held); // work and revisions → sources
+    step(&api.db, b, &mut held); // 50 occurrences
+                                 // Someone deletes the source row mid-drain, with its trigger disabled (as an old writer might).
+    exec_sql(&api.db, "DROP TRIGGER _emdash_media_usage_sources_deleted; DELETE FROM _emdash_media_usage_sources;");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 5, "orphaned occurrences");
+    while step(&api.db, b, &mut held).is_some() {}
+    assert_gone(&api.db, &id, "posts");
+}
+
+fn seconds_until_due(db: &SqliteExecutor) -> i64 {
+    scalar(
+        db,
+        "SELECT CAST(round((julianday(next_attempt_at) - julianday('now')) * 86400) AS INTEGER) FROM _emdash_media_usage_collection_deletions",
+    )
+}
+
+#[test]
+fn leftovers_at_status_are_retried_with_backoff_and_fail_after_five_attempts() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    let mut held = None;
+    let b = CleanupBatch::Fixed(50);
+    while phase(&api.db, "posts") != "status" {
+        step(&api.db, b, &mut held);
+    }
+    // A leftover work row at `status` (none can appear through the API once fenced).
+    work_rows(&api.db, &id, 1);
+    let mut delays = Vec::new();
+    for attempt in 1..=5 {
+        let outcome = step(&api.db, b, &mut held).expect("due");
+        let terminal = attempt == 5;
+        assert!(
+            matches!(&outcome, StepOutcome::Failed { terminal: t, .. } if *t == terminal),
+            "{attempt}: {outcome:?}"
+        );
+        assert!(held.is_none(), "a failure releases the deletion");
+        let (state, ph, attempts, token) = tombstone(&api.db, "posts").unwrap();
+        assert_eq!((ph.as_str(), attempts, token), ("status", attempt, None));
+        assert_eq!(state, if terminal { "failed" } else { "retry" });
+        assert_eq!(
+            text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_collection_deletions").as_deref(),
+            Some("MEDIA_USAGE_COLLECTION_DELETION_FAILED")
+        );
+        if !terminal {
+            delays.push(seconds_until_due(&api.db));
+            // Not due yet: the lane finds nothing to claim.
+            assert_eq!(step(&api.db, b, &mut held), None, "claimed before its backoff is due");
+            time_passes(&api.db);
+        }
+    }
+    assert_eq!(delays, [30, 60, 120, 240]);
+    // Failed is never claimed, whatever the time.
+    time_passes(&api.db);
+    assert_eq!(step(&api.db, b, &mut held), None);
+    // The operator retry reopens it at the same phase; with the leftover gone it finishes.
+    exec_sql(&api.db, "DELETE FROM _emdash_media_usage_work");
+    let r = api.post("/admin/media-usage/collection-deletions/retry", &json!({"collectionId": id}));
+    let item = data(&r)["item"].clone();
+    assert_eq!(
+        (item["state"].as_str(), item["phase"].as_str(), item["attemptCount"].as_i64()),
+        (Some("pending"), Some("status"), Some(0))
+    );
+    assert_eq!(seconds_until_due(&api.db), 0, "due now");
+    while step(&api.db, b, &mut held).is_some() {}
+    assert_gone(&api.db, &id, "posts");
+}
+
+#[test]
+fn finalize_refuses_while_anything_of_the_collection_remains() {
+    type Leave = fn(&SqliteExecutor, &str);
+    let leftovers: [(&str, Leave); 6] = [
+        ("table", |db, _| exec_sql(db, "CREATE TABLE ec_posts (id TEXT)")),
+        ("registry", |db, id| {
+            exec_sql(
+                db,
+                &format!("INSERT INTO _emdash_collections (id, slug, label) VALUES ('{id}', 'posts_again', 'X')"),
+            )
+        }),
+        ("work", |db, id| work_rows(db, id, 1)),
+        ("source", |db, id| source(db, &format!("content:{id}:x:columns"), Some(id), "posts")),
+        ("status", |db, id| {
+            exec_sql(
+                db,
+                &format!(
+                    "INSERT INTO _emdash_media_usage_index_status (scope_key, collection_id) VALUES ('zz', '{id}')"
+                ),
+            )
+        }),
+        ("revision", |db, _| {
+            exec_sql(db, "INSERT INTO revisions (id, collection, entry_id, data) VALUES ('r', 'posts', 'e', '{}')")
+        }),
+    ];
+    for (what, leave) in leftovers {
+        let api = Api::new();
+        let id = deleted_collection(&api, "posts");
+        let mut held = None;
+        let b = CleanupBatch::Fixed(50);
+        while phase(&api.db, "posts") != "finalize" {
+            step(&api.db, b, &mut held);
+        }
+        leave(&api.db, &id);
+        let outcome = step(&api.db, b, &mut held).unwrap();
+        assert!(matches!(outcome, StepOutcome::Failed { terminal: false, .. }), "{what}: {outcome:?}");
+        assert_eq!(
+            tombstone(&api.db, "posts").map(|t| (t.0, t.1)),
+            Some(("retry".into(), "finalize".into())),
+            "{what}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Guards, leases and races.
+
+fn lease(id: &str, token: &str, phase: DeletionPhase, force: bool) -> Lease {
+    Lease { collection_id: id.into(), slug: Ident::parse("posts").unwrap(), token: token.into(), force, phase }
+}
+
+fn leased_tombstone(db: &SqliteExecutor, id: &str, phase: &str, token: &str, force: bool) {
+    exec_sql(
+        db,
+        &format!(
+            "DELETE FROM _emdash_media_usage_collection_deletions;
+             INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, force_delete, state, phase, lease_token, lease_expires_at)
+             VALUES ('{id}', 'posts', {}, 'leased', '{phase}', '{token}', '2999-01-01T00:00:00.000Z')",
+            i64::from(force)
+        ),
+    );
+}
+
+fn capture_state(db: &SqliteExecutor) -> String {
+    text(db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap()
+}
+
+#[test]
+fn the_fence_tells_content_from_a_lost_race_and_a_forced_fence_never_reports_content() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    data(&api.post("/content/posts", &json!({"slug": "live"})));
+    let id = collection_id(&api.db, "posts");
+    // Not forced, a live entry: has content, the tombstone is cancelled, the collection kept.
+    leased_tombstone(&api.db, &id, "fence", "t", false);
+    let fence = |l: &Lease| block_on(repo::fence(&api.db, l, 50)).unwrap();
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::HasContent);
+    assert!(tombstone(&api.db, "posts").is_none());
+    assert_eq!(capture_state(&api.db), "active");
+    // Forced, but the registry row is gone: stale, never "has content"; nothing changes.
+    leased_tombstone(&api.db, &id, "fence", "t", true);
+    exec_sql(&api.db, &format!("DELETE FROM _emdash_collections WHERE id = '{id}'"));
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, true)), Fence::Stale);
+    assert_eq!(capture_state(&api.db), "active");
+    assert_eq!(tombstone(&api.db, "posts").unwrap().1, "fence", "a forced fence never cancels");
+    // Not forced with the registry row gone: stale too (cancelling would orphan the table).
+    leased_tombstone(&api.db, &id, "fence", "t", false);
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::Stale);
+    assert!(tombstone(&api.db, "posts").is_some());
+    // Registry back, entries trashed, but a wrong token: stale.
+    exec_sql(&api.db, &format!("INSERT INTO _emdash_collections (id, slug, label) VALUES ('{id}', 'posts', 'Posts')"));
+    exec_sql(&api.db, "UPDATE ec_posts SET deleted_at = '2026-01-01T00:00:00.000Z'");
+    assert_eq!(fence(&lease(&id, "wrong", DeletionPhase::Fence, false)), Fence::Stale);
+    assert_eq!(capture_state(&api.db), "active");
+    // An expired lease: stale.
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
+    );
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::Stale);
+    // The live holder: fenced, checkpointed to `registry`; every content write is refused now.
+    leased_tombstone(&api.db, &id, "fence", "t", false);
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::Fenced);
+    assert_eq!(capture_state(&api.db), "deleting");
+    assert_eq!(tombstone(&api.db, "posts").unwrap().1, "registry");
+    let r = api.post("/content/posts", &json!({"slug": "late"}));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_CAPTURE_INACTIVE".into()));
+    assert_eq!(
+        scalar(
+            &api.db,
+            "SELECT count(*) FROM _emdash_media_usage_work WHERE content_id NOT IN (SELECT id FROM ec_posts)"
+        ),
+        0
+    );
+}
+
+#[test]
+fn the_registry_goes_only_while_fenced_and_the_table_only_under_a_live_lease_at_table() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    // Registry phase without a fence (status still active): nothing happens.
+    leased_tombstone(&api.db, &id, "registry", "t", false);
+    assert!(!block_on(repo::delete_registry(&api.db, &lease(&id, "t", DeletionPhase::Registry, false), 50)).unwrap());
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections"), 1);
+    // Table phase while the collection is still registered: the guard refuses the drop.
+    leased_tombstone(&api.db, &id, "table", "t", false);
+    let drop =
+        |token: &str| block_on(repo::drop_table(&api.db, &lease(&id, token, DeletionPhase::Table, false), 50, true));
+    assert!(matches!(drop("t"), Err(Error::Stale)));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 1);
+    exec_sql(&api.db, &format!("DELETE FROM _emdash_collections WHERE id = '{id}'"));
+    // A wrong token, or an expired lease: stale, the table stays, no guard row is left behind.
+    assert!(matches!(drop("wrong"), Err(Error::Stale)));
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
+    );
+    assert!(matches!(drop("t"), Err(Error::Stale)));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 1);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_batch_guard"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_collection_deletions"), 1);
+    // The live holder drops it and is released at `work`.
+    leased_tombstone(&api.db, &id, "table", "t", false);
+    drop("t").unwrap();
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 0);
+    assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)));
+}
+
+#[test]
+fn a_holder_whose_lease_expired_changes_nothing_once_another_took_over() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    work_rows(&api.db, &id, 120);
+    let b = CleanupBatch::Fixed(50);
+    let mut a = None;
+    assert_eq!(step(&api.db, b, &mut a), Some(deleted(&[(Rows::Work, 50)], None)));
+    // A stalls; its lease expires and B takes over.
+    time_passes(&api.db);
+    let mut b_held = None;
+    assert_eq!(step(&api.db, b, &mut b_held), Some(deleted(&[(Rows::Work, 50)], None)));
+    let b_token = tombstone(&api.db, "posts").unwrap().3;
+    // A wakes up: its guarded deletes and its checkpoint change nothing, and it notices.
+    assert_eq!(step(&api.db, b, &mut a), Some(StepOutcome::LeaseLost));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 20, "A deleted nothing");
+    assert!(a.is_none());
+    // B's claim counted a second attempt: A's never finished.
+    assert_eq!(tombstone(&api.db, "posts").unwrap(), ("leased".into(), "work".into(), 2, b_token));
+    // B finishes normally.
+    while step(&api.db, b, &mut b_held).is_some() {}
+    assert_gone(&api.db, &id, "posts");
+}
+
+#[test]
+fn a_projection_racing_the_front_phases_writes_nothing() {
+    use media_usage_worker::usage::project::{process_next, JobOutcome};
+    // The race ends after the registry phase (table still there), or after the table phase.
+    for (race_to, expected) in [("registry", JobOutcome::Conflict), ("table", JobOutcome::Obsolete)] {
+        let api = Api::new();
+        data(&api.post(
+            "/schema/collections",
+            &json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "hero", "type": "image"}]}),
+        ));
+        let id = collection_id(&api.db, "posts");
+        // An entry whose work is queued but not yet projected.
+        exec_sql(&api.db, "INSERT INTO ec_posts (id, slug, hero) VALUES ('e1', 'e1', 'm1')");
+        // Between the job's load and its publish, the deletion gets as far as `race_to`.
+        let hooked = Hooked::new(&api.db).before("INSERT INTO _emdash_batch_guard", |db| {
+            let until = if race_to == "registry" { "DROP TABLE" } else { "\u{0}never" };
+            let r = call_on(
+                &CutAt { inner: db, needle: until, cut: Cell::new(false) },
+                "DELETE",
+                "/schema/collections/posts?force=true",
+            );
+            assert_eq!(r.status, if race_to == "table" { 200 } else { 500 }, "{}", r.body);
+        });
+        let outcome = now(process_next(&hooked, None)).unwrap();
+        hooked.done();
+        assert_eq!(outcome, Some(expected.clone()), "{race_to}");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0, "{race_to}");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0, "{race_to}");
+        time_passes(&api.db);
+        tick_until_gone(&api.db, "posts", budget());
+        assert_gone(&api.db, &id, "posts");
+    }
+}
+
+/// Sources or occurrences that belong to no registered collection and no deletion in progress.
+fn orphans(db: &SqliteExecutor) -> i64 {
+    scalar(
+        db,
+        "SELECT (SELECT count(*) FROM _emdash_media_usage_sources s
+                 WHERE NOT EXISTS (SELECT 1 FROM _emdash_collections c WHERE c.id = s.collection_id)
+                   AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_collection_deletions d WHERE d.collection_id = s.collection_id))
+              + (SELECT count(*) FROM _emdash_media_usage u
+                 WHERE NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources s WHERE s.source_key = u.source_key))",
+    )
+}
+
+#[test]
+fn content_writes_racing_the_delete_at_any_statement_leave_no_orphans() {
+    let probe = Api::new();
+    site(&probe, 3);
+    let metered = Metered::new(&probe.db, MonotonicClock::default());
+    assert_eq!(call_on(&metered, "DELETE", "/schema/collections/posts?force=true").status, 200);
+    let n = metered.usage().statements;
+    assert!(n >= 6, "the request issued {n} statements");
+    for k in 1..=n + 1 {
+        let api = Api::new();
+        let media = site(&api, 3);
+        let id = collection_id(&api.db, "posts");
+        let write = |db: &SqliteExecutor| {
+            let body = json!({"slug": "racer", "status": "published", "data": {"hero": media[0]}});
+            let r = call_on_body(db, "POST", "/content/posts", Some(&body));
+            assert!(matches!(r.status, 201 | 404 | 409), "a racing write answers {}: {}", r.status, r.body);
+        };
+        let hooked = Hooked::new(&api.db).before_nth(k, write);
+        let r = call_on(&hooked, "DELETE", "/schema/collections/posts?force=true");
+        assert_eq!(r.status, 200, "k={k}: {}", r.body);
+        tick_until_gone(&api.db, "posts", budget());
+        assert_gone(&api.db, &id, "posts");
+        assert_eq!(orphans(&api.db), 0, "k={k}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A crash at every statement boundary.
+
+/// What an uninterrupted deletion leaves: the deleted collection gone, the other one as before,
+/// the media library intact.
+struct Expected {
+    posts_id: String,
+    pages_id: String,
+    pages: String,
+    media: i64,
+}
+
+fn fixture() -> (Api, Expected) {
+    let api = Api::new();
+    site(&api, 4);
+    let posts_id = collection_id(&api.db, "posts");
+    let pages_id = collection_id(&api.db, "pages");
+    let pages = dump(&api.db, &pages_id, "pages");
+    let media = scalar(&api.db, "SELECT count(*) FROM media");
+    (api, Expected { posts_id, pages_id, pages, media })
+}
+
+fn assert_end_state(api: &Api, e: &Expected, what: &str) {
+    assert_gone(&api.db, &e.posts_id, "posts");
+    assert_eq!(dump(&api.db, &e.pages_id, "pages"), e.pages, "{what}: the other collection changed");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM media"), e.media, "{what}: media rows are never deleted");
+    assert_eq!(orphans(&api.db), 0, "{what}");
+}
+
+/// Small batches so every cleanup phase takes several statements, and a small tick budget so
+/// the cleanup spans several ticks.
+fn crash_budget() -> TickBudget {
+    TickBudget::new(10, 60_000.0).with_cleanup(CleanupBatch::Fixed(2))
+}
+
+#[test]
+fn a_crash_at_any_statement_of_the_delete_request_is_resumed_to_the_same_end_state() {
+    let (probe, _) = fixture();
+    let metered = Metered::new(&probe.db, MonotonicClock::default());
+    assert_eq!(call_on(&metered, "DELETE", "/schema/collections/posts?force=true").status, 200);
+    let n = metered.usage().statements;
+    for k in 1..=n {
+        let (api, expected) = fixture();
+        let r = call_on(&Faulty::new(&api.db, Some(k)), "DELETE", "/schema/collections/posts?force=true");
+        assert_eq!(r.status, 500, "k={k}: {}", r.body);
+        assert!(!r.body.contains("injected"), "k={k}: a 500 never carries its cause");
+        time_passes(&api.db);
+        if tombstone(&api.db, "posts").is_none() {
+            // The crash came before the tombstone: nothing happened; the operator repeats it.
+            assert_eq!(collection_id(&api.db, "posts"), expected.posts_id);
+            assert_eq!(call_on(&api.db, "DELETE", "/schema/collections/posts?force=true").status, 200);
+        }
+        tick_until_gone(&api.db, "posts", crash_budget());
+        assert_end_state(&api, &expected, &format!("request k={k}"));
+    }
+}
+
+#[test]
+fn a_crash_at_any_statement_of_any_cleanup_tick_is_resumed_to_the_same_end_state() {
+    // The uninterrupted run: statements per tick.
+    let (probe, expected) = fixture();
+    assert_eq!(call_on(&probe.db, "DELETE", "/schema/collections/posts?force=true").status, 200);
+    let mut per_tick = Vec::new();
+    while tombstone(&probe.db, "posts").is_some() {
+        per_tick.push(tick_with(&probe.db, crash_budget()).statements);
+        time_passes(&probe.db);
+        assert!(per_tick.len() < 100);
+    }
+    assert_end_state(&probe, &expected, "uninterrupted");
+    assert!(per_tick.len() >= 3, "the cleanup spans several ticks: {per_tick:?}");
+    let mut crashes = 0;
+    for (i, n) in per_tick.iter().enumerate() {
+        for k in 1..=*n {
+            let (api, expected) = fixture();
+            assert_eq!(call_on(&api.db, "DELETE", "/schema/collections/posts?force=true").status, 200);
+            for _ in 0..i {
+                tick_with(&api.db, crash_budget());
+                time_passes(&api.db);
+            }
+            let report = tick_with(&Faulty::new(&api.db, Some(k)), crash_budget());
+            assert_ne!(report.outcome, media_usage_worker::model::state::TickOutcome::Idle, "tick {i} k={k}");
+            crashes += 1;
+            time_passes(&api.db);
+            tick_until_gone(&api.db, "posts", crash_budget());
+            assert_end_state(&api, &expected, &format!("tick {i} k={k}"));
+        }
+    }
+    assert!(crashes >= 20, "{crashes} crash points");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budgets.
+
+/// A collection of `n` entries, each with a live source of three occurrences and a queued work
+/// row (as an import would leave them), written in a few set-based statements.
+fn big_collection(api: &Api, n: usize) -> String {
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    let id = collection_id(&api.db, "posts");
+    exec_sql(
+        &api.db,
+        &format!(
+            "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {n})
+             INSERT INTO ec_posts (id, slug, hero) SELECT printf('e%07d', i), printf('s%07d', i), 'm' FROM seq;
+             INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version, source_completeness)
+               SELECT 'content:{id}:' || id || ':columns', '{id}', 'posts', id, 'columns', 'g', 1, 'complete' FROM ec_posts;
+             WITH k(n) AS (VALUES (0), (1), (2))
+             INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
+               SELECT s.content_id || '-' || k.n, s.source_key, 'g', 'hero', 'hero' || k.n, 'image_field', 'm', 'm'
+               FROM _emdash_media_usage_sources AS s, k;"
+        ),
+    );
+    id
+}
+
+#[test]
+fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_ten_default_ticks() {
+    let api = Api::new();
+    let id = big_collection(&api, 100_000);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 300_000);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 100_000);
+    let r = api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut ticks = Vec::new();
+    while tombstone(&api.db, "posts").is_some() {
+        let report = tick_with(&api.db, TickBudget::DEFAULT);
+        assert!(report.error.is_none(), "{:?}", report.error);
+        // The work lane takes its turns too: it drops work rows of the vanished collection.
+        ticks.push((report.statements, report.deleted_rows + u64::from(report.jobs)));
+        assert!(ticks.len() <= 10, "more than 10 ticks: {ticks:?}");
+    }
+    assert_gone(&api.db, &id, "posts");
+    assert_eq!(ticks.iter().map(|t| t.1).sum::<u64>(), 500_000, "work, sources and occurrences: {ticks:?}");
+}
+
+#[test]
+fn every_tick_of_a_deletion_stays_within_the_smallest_budget_and_the_batch_stays_bounded() {
+    for budget in [TickBudget::new(10, 60_000.0), TickBudget::DEFAULT] {
+        let api = Api::new();
+        let id = big_collection(&api, 300);
+        assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+        let mut n = 0;
+        while tombstone(&api.db, "posts").is_some() {
+            let clock = MonotonicClock::default();
+            let metered = Metered::new(&api.db, &clock);
+            let report = block_on(tick::run(&metered, &clock, budget));
+            let usage = metered.usage();
+            assert_eq!(report.statements, usage.statements, "the log write is counted");
+            assert!(usage.statements <= budget.max_statements, "{} > {}", usage.statements, budget.max_statements);
+            assert!(usage.max_binds <= 100 && usage.max_sql_bytes < 100_000);
+            assert!(report.deletion_steps > 0, "every tick advances the deletion");
+            let logged: i64 =
+                scalar(&api.db, "SELECT statements FROM _emdash_media_usage_ticks ORDER BY id DESC LIMIT 1");
+            assert_eq!(logged as u64, report.statements);
+            let rows = scalar(
+                &api.db,
+                "SELECT coalesce(max(cleanup_batch_rows), 50) FROM _emdash_media_usage_collection_deletions",
+            );
+            assert!((50..=10_000).contains(&rows), "batch of {rows} rows");
+            n += 1;
+            assert!(n < 100);
+        }
+        assert_gone(&api.db, &id, "posts");
+    }
+}

@@ -14,8 +14,11 @@ pub struct Usage {
     /// Statements sent, every statement of a batch counted.
     pub statements: u64,
     /// Statement results the backend returned (D1 returns one, with its meta, per statement
-    /// that ran): equals `statements` unless a statement failed.
+    /// that ran).
     pub results: u64,
+    /// Statements that failed (every statement of a failed batch: D1 rolls it back whole).
+    /// `results + failed == statements`.
+    pub failed: u64,
     pub binds: u64,
     pub sql_bytes: u64,
     pub rows_read: u64,
@@ -72,6 +75,13 @@ impl<E: Executor, C: Clock> Metered<E, C> {
     }
 }
 
+impl<E: Executor, C: Clock> Metered<E, C> {
+    fn record_failure(&self, n: u64, started: f64) {
+        self.record(&[], started);
+        self.usage.borrow_mut().failed += n;
+    }
+}
+
 impl<E: Executor, C: Clock> Executor for Metered<E, C> {
     async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
         self.count(&stmt);
@@ -79,18 +89,19 @@ impl<E: Executor, C: Clock> Executor for Metered<E, C> {
         let res = self.inner.run(stmt).await;
         match &res {
             Ok(o) => self.record(std::slice::from_ref(o), started),
-            Err(_) => self.record(&[], started),
+            Err(_) => self.record_failure(1, started),
         }
         res
     }
 
     async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
         stmts.iter().for_each(|s| self.count(s));
+        let n = stmts.len() as u64;
         let started = self.clock.now_ms();
         let res = self.inner.batch(stmts).await;
         match &res {
             Ok(o) => self.record(o, started),
-            Err(_) => self.record(&[], started),
+            Err(_) => self.record_failure(n, started),
         }
         res
     }

@@ -310,6 +310,7 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &
                 // What the database reported for the statements before the log write.
                 "d1": {
                     "results": usage.results,
+                    "failed": usage.failed,
                     "rowsRead": usage.rows_read,
                     "rowsWritten": usage.rows_written,
                     "maxBinds": usage.max_binds,

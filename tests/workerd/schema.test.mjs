@@ -323,14 +323,20 @@ test("delete: an empty collection goes with its fields and table", async () => {
   const c = await createCollection(slug, [{ slug: "title", type: "string" }, { slug: "body", type: "text" }]);
   assert.equal((await fieldRows(c.id)).length, 2);
   const data = ok(await w.del(`/schema/collections/${slug}`));
-  assert.deepEqual(data, { deleted: true, slug });
+  assert.deepEqual(data, { deleted: true, slug, collectionId: c.id });
   err(await w.get(`/schema/collections/${slug}`), 404, "COLLECTION_NOT_FOUND");
   assert.deepEqual(await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", slug), []);
   assert.deepEqual(await fieldRows(c.id), []);
   assert.equal(await schemaObjectExists(w, `ec_${slug}`), false);
   assert.equal(await schemaObjectExists(w, `idx_ec_${slug}_list`), false);
   assert.ok(!ok(await w.get("/schema/collections")).items.some((i) => i.slug === slug));
-  // Deleting again is a 404; the slug can be reused.
+  // Deleting again changes nothing (the cleanup is under way); the slug is reserved until the
+  // cron ticks have finished it, then it can be reused.
+  ok(await w.del(`/schema/collections/${slug}`));
+  err(await w.post("/schema/collections", { slug, label: "again" }), 409, "COLLECTION_EXISTS");
+  for (let i = 0; i < 5 && (await rows(w, "SELECT 1 FROM _emdash_media_usage_collection_deletions WHERE collection_slug = ?1", slug)).length; i++) {
+    await w.scheduled();
+  }
   err(await w.del(`/schema/collections/${slug}`), 404, "COLLECTION_NOT_FOUND");
   const again = await createCollection(slug, [{ slug: "other", type: "json" }]);
   assert.notEqual(again.id, c.id);
@@ -351,7 +357,7 @@ test("delete: live content refuses with 400 COLLECTION_HAS_CONTENT; trashed-only
 
   // Trashed entries do not block deletion.
   ok(await w.del(`/content/${slug}/${e.id}`));
-  assert.deepEqual(ok(await w.del(`/schema/collections/${slug}`)), { deleted: true, slug });
+  assert.deepEqual(ok(await w.del(`/schema/collections/${slug}`)), { deleted: true, slug, collectionId: c.id });
   assert.equal(await schemaObjectExists(w, `ec_${slug}`), false);
   assert.deepEqual(await fieldRows(c.id), []);
 
@@ -361,7 +367,7 @@ test("delete: live content refuses with 400 COLLECTION_HAS_CONTENT; trashed-only
   ok(await w.post(`/content/${forced}`, { slug: "a", data: { title: "A" } }), 201);
   ok(await w.post(`/content/${forced}`, { slug: "b", data: { title: "B" }, status: "published" }), 201);
   err(await w.del(`/schema/collections/${forced}`), 400, "COLLECTION_HAS_CONTENT");
-  assert.deepEqual(ok(await w.del(`/schema/collections/${forced}?force=true`)), { deleted: true, slug: forced });
+  assert.deepEqual(ok(await w.del(`/schema/collections/${forced}?force=true`)), { deleted: true, slug: forced, collectionId: fc.id });
   assert.equal(await schemaObjectExists(w, `ec_${forced}`), false);
   assert.deepEqual(await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", forced), []);
   assert.deepEqual(await fieldRows(fc.id), []);

@@ -1,8 +1,7 @@
 DELETE FROM _emdash_collections
 WHERE id = ?1 AND slug = ?4
   AND {lease}
-  -- The registry row goes only while the collection is fenced and its table still exists.
+  -- The registry row goes only once content writes to the collection are fenced.
   AND EXISTS (SELECT 1 FROM _emdash_media_usage_index_status
               WHERE adapter_id = 'content-media' AND scope_type = 'collection'
                 AND collection_id = ?1 AND capture_state = 'deleting')
-  AND EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ec_' || ?4)

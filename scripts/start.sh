@@ -10,7 +10,7 @@ if [ ! -f .dev.vars ]; then
   printf 'EMDASH_ADMIN_TOKEN="%s"\n' "$(node -e 'console.log(require("crypto").randomBytes(32).toString("hex"))')" > .dev.vars
   echo "[start] created .dev.vars with a new admin token" >&2
 fi
-worker-build --release
+# `wrangler dev` builds the worker itself (the [build] command of wrangler.toml).
 wrangler d1 migrations apply DB --local
 TOKEN="$(sed -n 's/^EMDASH_ADMIN_TOKEN="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' .dev.vars)"
 cat <<MSG

@@ -171,9 +171,21 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     let new = NewCollection { slug, label, fields };
     match lifecycle::create(ctx.exec, &new).await {
         Ok(c) => Ok((201, json!({"item": collection_json(&c)}))),
-        Err(CreateError::Exists) => {
-            Err(ApiError::new(409, "COLLECTION_EXISTS", format!("Collection '{}' already exists", new.slug)))
-        }
+        Err(CreateError::Exists) => Err(match crate::repo::deletion::target(ctx.exec, &new.slug).await?.tombstone {
+            // Say why when it is a deletion in progress: the slug frees itself once it ends.
+            Some(t) => ApiError::new(
+                409,
+                "COLLECTION_EXISTS",
+                format!(
+                    "Collection '{}' is being deleted; its slug is free again once the deletion finishes",
+                    new.slug
+                ),
+            )
+            .with_details(
+                json!({"deletion": {"collectionId": t.row.collection_id, "phase": t.row.phase, "state": t.row.state}}),
+            ),
+            None => ApiError::new(409, "COLLECTION_EXISTS", format!("Collection '{}' already exists", new.slug)),
+        }),
         Err(CreateError::Db(e)) => Err(e.into()),
     }
 }

@@ -70,6 +70,7 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
                 "state": t.state,
                 "attemptCount": t.attempt_count,
                 "nextAttemptAt": t.next_attempt_at,
+                "leaseExpiresAt": t.lease_expires_at,
                 "lastErrorCode": t.last_error_code,
             })
         })

@@ -147,32 +147,28 @@ pub async fn request<E: Executor>(
 ) -> Result<RequestOutcome, Error> {
     let target = repo::target(exec, slug).await?;
     let token = ids::new_id();
-    let claimed = match (target.tombstone, target.registry_id) {
+    let claimed = match (&target.tombstone, &target.registry_id) {
         (None, None) => return Ok(RequestOutcome::NotFound),
         (None, Some(id)) => {
             if !force && schema::has_live_content(exec, slug).await? {
                 return Ok(RequestOutcome::HasContent);
             }
-            let names = capture::trigger_names(&id, slug);
-            match repo::insert_leased(exec, &id, slug, force, &token, batch.start(), &names).await? {
+            let names = capture::trigger_names(id, slug);
+            match repo::insert_leased(exec, id, slug, force, &token, batch.start(), &names).await? {
                 Some(row) => row,
-                // A tombstone appeared meanwhile, or the collection cannot be fenced.
-                None => match repo::target(exec, slug).await?.tombstone {
-                    Some(t) => return Ok(in_progress(t)),
-                    None => return Ok(RequestOutcome::CaptureInactive),
-                },
+                // Refused: say why from what is there now.
+                None => return Ok(unclaimed(repo::target(exec, slug).await?, Some(id))),
             }
         }
-        (Some(t), Some(id)) if id != t.row.collection_id => return Ok(RequestOutcome::IdentityConflict),
-        (Some(t), _) => {
-            if !t.row.phase.is_front() {
-                return Ok(RequestOutcome::Deleted { collection_id: t.row.collection_id });
-            }
-            match repo::claim_front(exec, &t.row.collection_id, force, &token).await? {
-                Some(row) => row,
-                None => return Ok(in_progress(t)),
-            }
+        (Some(t), _)
+            if !t.row.phase.is_front() || target.registry_id.as_ref().is_some_and(|id| *id != t.row.collection_id) =>
+        {
+            return Ok(unclaimed(target, None));
         }
+        (Some(t), _) => match repo::claim_front(exec, &t.row.collection_id, force, &token).await? {
+            Some(row) => row,
+            None => return Ok(unclaimed(repo::target(exec, slug).await?, None)),
+        },
     };
     let Some(mut lease) = Lease::of(&claimed) else {
         return Err(Error::Decode(format!("tombstone slug {:?} is not an identifier", claimed.collection_slug)));
@@ -188,9 +184,22 @@ pub async fn request<E: Executor>(
     Ok(RequestOutcome::Deleted { collection_id: lease.collection_id })
 }
 
-fn in_progress(t: repo::TombstoneWithLease) -> RequestOutcome {
-    let lease_live = t.lease_is_live();
-    RequestOutcome::InProgress { tombstone: Box::new(t.row), lease_live }
+/// What a request that holds no lease answers, from what it found: `tried` is the registry id
+/// it tried to create a tombstone for, if it did.
+fn unclaimed(found: repo::Target, tried: Option<&String>) -> RequestOutcome {
+    match (found.tombstone, found.registry_id) {
+        (Some(t), Some(id)) if id != t.row.collection_id => RequestOutcome::IdentityConflict,
+        // Past the front phases (perhaps just now, by a tick): the collection is gone.
+        (Some(t), _) if !t.row.phase.is_front() => RequestOutcome::Deleted { collection_id: t.row.collection_id },
+        (Some(t), _) => {
+            let lease_live = t.lease_is_live();
+            RequestOutcome::InProgress { tombstone: Box::new(t.row), lease_live }
+        }
+        (None, None) => RequestOutcome::NotFound,
+        // Another collection took the slug meanwhile.
+        (None, Some(id)) if tried.is_some_and(|t| *t != id) => RequestOutcome::IdentityConflict,
+        (None, Some(_)) => RequestOutcome::CaptureInactive,
+    }
 }
 
 /// How one front phase ended.

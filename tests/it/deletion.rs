@@ -577,6 +577,18 @@ fn step(db: &SqliteExecutor, batch: CleanupBatch, held: &mut Option<Held>) -> Op
     block_on(deletion::step(db, &MonotonicClock::default(), batch, held)).unwrap()
 }
 
+/// Steps until nothing is due (at most 100 steps); returns the outcomes.
+fn steps_to_end(db: &SqliteExecutor, batch: CleanupBatch, held: &mut Option<Held>) -> Vec<StepOutcome> {
+    let mut outcomes = Vec::new();
+    for _ in 0..100 {
+        match step(db, batch, held) {
+            Some(o) => outcomes.push(o),
+            None => return outcomes,
+        }
+    }
+    panic!("still stepping after 100 steps: {outcomes:?}");
+}
+
 /// A collection deleted through the API (front phases done), with its id.
 fn deleted_collection(api: &Api, slug: &str) -> String {
     data(&api.post("/schema/collections", &json!({"slug": slug, "label": slug})));
@@ -587,6 +599,17 @@ fn deleted_collection(api: &Api, slug: &str) -> String {
 
 fn deleted(kinds: &[(Rows, u64)], advanced_to: Option<DeletionPhase>) -> StepOutcome {
     StepOutcome::Deleted { deleted: kinds.to_vec(), advanced_to }
+}
+
+/// Steps until the `posts` deletion is at `target` (at most 100 steps).
+fn step_until(db: &SqliteExecutor, batch: CleanupBatch, held: &mut Option<Held>, target: &str) {
+    for _ in 0..100 {
+        if phase(db, "posts") == target {
+            return;
+        }
+        step(db, batch, held);
+    }
+    panic!("never reached {target}: at {}", phase(db, "posts"));
 }
 
 fn phase(db: &SqliteExecutor, slug: &str) -> String {
@@ -696,10 +719,7 @@ fn occurrences_go_by_key_range_across_generations_then_sources_then_status_then_
     source(&api.db, "content:other:e:columns", Some("other"), "posts");
     let mut held = None;
     let b = CleanupBatch::Fixed(50);
-    let mut outcomes = Vec::new();
-    while let Some(o) = step(&api.db, b, &mut held) {
-        outcomes.push(o);
-    }
+    let outcomes = steps_to_end(&api.db, b, &mut held);
     assert_eq!(
         outcomes,
         [
@@ -732,7 +752,7 @@ fn occurrences_whose_source_row_vanished_are_still_cleaned() {
                                  // Someone deletes the source row mid-drain, with its trigger disabled (as an old writer might).
     exec_sql(&api.db, "DROP TRIGGER _emdash_media_usage_sources_deleted; DELETE FROM _emdash_media_usage_sources;");
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 5, "orphaned occurrences");
-    while step(&api.db, b, &mut held).is_some() {}
+    steps_to_end(&api.db, b, &mut held);
     assert_gone(&api.db, &id, "posts");
 }
 
@@ -749,9 +769,7 @@ fn leftovers_at_status_are_retried_with_backoff_and_fail_after_five_attempts() {
     let id = deleted_collection(&api, "posts");
     let mut held = None;
     let b = CleanupBatch::Fixed(50);
-    while phase(&api.db, "posts") != "status" {
-        step(&api.db, b, &mut held);
-    }
+    step_until(&api.db, b, &mut held, "status");
     // A leftover work row at `status` (none can appear through the API once fenced).
     work_rows(&api.db, &id, 1);
     let mut delays = Vec::new();
@@ -790,7 +808,7 @@ fn leftovers_at_status_are_retried_with_backoff_and_fail_after_five_attempts() {
         (Some("pending"), Some("status"), Some(0))
     );
     assert_eq!(seconds_until_due(&api.db), 0, "due now");
-    while step(&api.db, b, &mut held).is_some() {}
+    steps_to_end(&api.db, b, &mut held);
     assert_gone(&api.db, &id, "posts");
 }
 
@@ -824,9 +842,7 @@ fn finalize_refuses_while_anything_of_the_collection_remains() {
         let id = deleted_collection(&api, "posts");
         let mut held = None;
         let b = CleanupBatch::Fixed(50);
-        while phase(&api.db, "posts") != "finalize" {
-            step(&api.db, b, &mut held);
-        }
+        step_until(&api.db, b, &mut held, "finalize");
         leave(&api.db, &id);
         let outcome = step(&api.db, b, &mut held).unwrap();
         assert!(matches!(outcome, StepOutcome::Failed { terminal: false, .. }), "{what}: {outcome:?}");
@@ -963,7 +979,7 @@ fn a_holder_whose_lease_expired_changes_nothing_once_another_took_over() {
     // B's claim counted a second attempt: A's never finished.
     assert_eq!(tombstone(&api.db, "posts").unwrap(), ("leased".into(), "work".into(), 2, b_token));
     // B finishes normally.
-    while step(&api.db, b, &mut b_held).is_some() {}
+    steps_to_end(&api.db, b, &mut b_held);
     assert_gone(&api.db, &id, "posts");
 }
 
@@ -1205,4 +1221,223 @@ fn every_tick_of_a_deletion_stays_within_the_smallest_budget_and_the_batch_stays
         }
         assert_gone(&api.db, &id, "posts");
     }
+}
+
+#[test]
+fn a_holder_whose_lease_ran_out_deletes_nothing_even_before_anyone_takes_over() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    work_rows(&api.db, &id, 120);
+    let b = CleanupBatch::Fixed(50);
+    let mut held = None;
+    assert_eq!(step(&api.db, b, &mut held), Some(deleted(&[(Rows::Work, 50)], None)));
+    // The lease runs out; nobody has claimed the deletion since.
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
+    );
+    assert_eq!(step(&api.db, b, &mut held), Some(StepOutcome::LeaseLost));
+    assert_eq!(
+        scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"),
+        70,
+        "nothing deleted under an expired lease"
+    );
+    assert_eq!(tombstone(&api.db, "posts").unwrap().1, "work");
+}
+
+#[test]
+fn a_lease_guards_only_its_own_collection() {
+    let api = Api::new();
+    let a = deleted_collection(&api, "posts");
+    let b = deleted_collection(&api, "pages");
+    work_rows(&api.db, &b, 3);
+    // A holds its deletion under token `t`; a statement built for B with A's token is a no-op.
+    exec_sql(
+        &api.db,
+        &format!(
+            "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE collection_id = '{a}'"
+        ),
+    );
+    let confused = lease(&b, "t", DeletionPhase::Work, false);
+    assert_eq!(block_on(repo::delete_rows(&api.db, &confused, Rows::Work, 50)).unwrap(), 0);
+    assert!(!block_on(repo::checkpoint(&api.db, &confused, DeletionPhase::Sources, 50, false)).unwrap());
+    assert!(!block_on(repo::record_failure(&api.db, &b, "t", false, 30, "X")).unwrap());
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 3);
+    assert_eq!(tombstone(&api.db, "pages"), Some(("pending".into(), "work".into(), 0, None)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every precondition of the claims, the tombstone insert and the fence.
+
+/// The full tombstone row of `posts`, as text.
+fn tombstone_row(db: &SqliteExecutor) -> String {
+    dump_query(db, "SELECT * FROM _emdash_media_usage_collection_deletions WHERE collection_id IN (SELECT collection_id FROM _emdash_media_usage_collection_deletions) ORDER BY collection_id")
+}
+
+fn dump_query(db: &SqliteExecutor, sql: &str) -> String {
+    let mut stmt = db.connection().prepare(sql).unwrap();
+    let n = stmt.column_count();
+    stmt.query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|")))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_fence_and_its_cancel_need_every_precondition() {
+    // Each case breaks one precondition while a live entry is present (so an unguarded fence
+    // would fence and an unguarded cancel would cancel): the fence must change nothing.
+    let cases: [(&str, &str, &str, bool); 12] = [
+        ("another token", "", "u", false),
+        ("an expired lease", "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'", "t", false),
+        ("another phase", "UPDATE _emdash_media_usage_collection_deletions SET phase = 'registry'", "t", false),
+        ("another tombstone slug", "UPDATE _emdash_media_usage_collection_deletions SET collection_slug = 'other'", "t", false),
+        ("a forced tombstone", "UPDATE _emdash_media_usage_collection_deletions SET force_delete = 1", "t", false),
+        ("a renamed registry row", "UPDATE _emdash_collections SET slug = 'renamed'", "t", false),
+        ("capture not active", "UPDATE _emdash_media_usage_index_status SET capture_state = 'ready'", "t", false),
+        ("a status row of another id", "UPDATE _emdash_media_usage_index_status SET collection_id = 'other'", "t", false),
+        ("a status row of another slug", "UPDATE _emdash_media_usage_index_status SET scope_key = 'other'", "t", false),
+        ("a status row of another adapter", "UPDATE _emdash_media_usage_index_status SET adapter_id = 'other'", "t", false),
+        ("a status row of another scope", "UPDATE _emdash_media_usage_index_status SET scope_type = 'other'", "t", false),
+        ("forced, capture not active", "UPDATE _emdash_media_usage_index_status SET capture_state = 'ready'; UPDATE _emdash_media_usage_collection_deletions SET force_delete = 1", "t", true),
+    ];
+    for (what, sabotage, token, force) in cases {
+        let api = Api::new();
+        data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+        data(&api.post("/content/posts", &json!({"slug": "live"})));
+        let id = collection_id(&api.db, "posts");
+        leased_tombstone(&api.db, &id, "fence", "t", false);
+        if !sabotage.is_empty() {
+            exec_sql(&api.db, sabotage);
+        }
+        let before = (tombstone_row(&api.db), dump_query(&api.db, "SELECT * FROM _emdash_media_usage_index_status"));
+        let out = block_on(repo::fence(&api.db, &lease(&id, token, DeletionPhase::Fence, force), 50)).unwrap();
+        assert_eq!(out, Fence::Stale, "{what}");
+        let after = (tombstone_row(&api.db), dump_query(&api.db, "SELECT * FROM _emdash_media_usage_index_status"));
+        assert_eq!(after, before, "{what}: nothing changed");
+    }
+    // The control: with every precondition in place the same setup cancels (content) or fences.
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    data(&api.post("/content/posts", &json!({"slug": "live"})));
+    let id = collection_id(&api.db, "posts");
+    leased_tombstone(&api.db, &id, "fence", "t", false);
+    assert_eq!(
+        block_on(repo::fence(&api.db, &lease(&id, "t", DeletionPhase::Fence, false), 50)).unwrap(),
+        Fence::HasContent
+    );
+    leased_tombstone(&api.db, &id, "fence", "t", true);
+    assert_eq!(
+        block_on(repo::fence(&api.db, &lease(&id, "t", DeletionPhase::Fence, true), 50)).unwrap(),
+        Fence::Fenced
+    );
+}
+
+#[test]
+fn the_tombstone_is_created_only_for_the_exact_actively_captured_collection() {
+    let sabotages = [
+        "UPDATE _emdash_media_usage_index_status SET collection_id = 'other'",
+        "UPDATE _emdash_media_usage_index_status SET scope_key = 'other'",
+        "UPDATE _emdash_media_usage_index_status SET adapter_id = 'other'",
+        "UPDATE _emdash_media_usage_index_status SET scope_type = 'other'",
+        "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting'",
+    ];
+    for sabotage in sabotages {
+        let api = Api::new();
+        data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+        exec_sql(&api.db, sabotage);
+        let r = delete(&api, "posts?force=true");
+        assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_CAPTURE_INACTIVE".into()), "{sabotage}: {}", r.body);
+        assert!(tombstone(&api.db, "posts").is_none(), "{sabotage}");
+    }
+    // The registry row renamed or gone between the request's read and its insert: no tombstone.
+    for (change, status) in
+        [("UPDATE _emdash_collections SET slug = 'renamed'", 404), ("DELETE FROM _emdash_collections", 404)]
+    {
+        let api = Api::new();
+        data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+        let hooked = Hooked::new(&api.db)
+            .before("INSERT INTO _emdash_media_usage_collection_deletions", move |db| exec_sql(db, change));
+        let r = call_on(&hooked, "DELETE", "/schema/collections/posts?force=true");
+        hooked.done();
+        assert_eq!(r.status, status, "{change}: {}", r.body);
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_collection_deletions"), 0, "{change}");
+    }
+}
+
+#[test]
+fn a_delete_takes_over_only_its_own_due_front_phase() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    data(&api.post("/schema/collections", &json!({"slug": "pages", "label": "Pages"})));
+    let (posts, pages) = (collection_id(&api.db, "posts"), collection_id(&api.db, "pages"));
+    // Both have an expired front phase; deleting posts leaves pages' tombstone alone.
+    for (id, slug) in [(&posts, "posts"), (&pages, "pages")] {
+        exec_sql(
+            &api.db,
+            &format!(
+                "INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, state, phase, lease_token, lease_expires_at)
+                 VALUES ('{id}', '{slug}', 'leased', 'fence', 'dead', '2000-01-01T00:00:00.000Z')"
+            ),
+        );
+    }
+    data(&delete(&api, "posts"));
+    assert_eq!(tombstone(&api.db, "pages").unwrap().3.as_deref(), Some("dead"), "untouched");
+    // Backing off after a failure (not due yet): not taken over.
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions SET state = 'retry', lease_token = NULL, lease_expires_at = NULL,
+           next_attempt_at = '2999-01-01T00:00:00.000Z' WHERE collection_slug = 'pages'",
+    );
+    let r = delete(&api, "pages");
+    assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
+    assert_eq!(r.body_json()["error"]["details"]["state"], "retry");
+    assert_eq!(tombstone(&api.db, "pages").unwrap().0, "retry");
+    // Pending but not due (a future next attempt): not taken over either.
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions SET state = 'pending' WHERE collection_slug = 'pages'",
+    );
+    assert_eq!(delete(&api, "pages").status, 409);
+    // A tick moved it past the front phases between the request's read and its claim: 200, and
+    // the request does not touch it.
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z' WHERE collection_slug = 'pages'");
+    let hooked = Hooked::new(&api.db).before("force_delete = max(force_delete", |db| {
+        exec_sql(
+            db,
+            "UPDATE _emdash_media_usage_collection_deletions SET phase = 'work' WHERE collection_slug = 'pages'",
+        );
+    });
+    let r = call_on(&hooked, "DELETE", "/schema/collections/pages");
+    hooked.done();
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(tombstone(&api.db, "pages"), Some(("pending".into(), "work".into(), 0, None)));
+}
+
+#[test]
+fn the_lane_claims_only_due_deletions() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    let b = CleanupBatch::Fixed(50);
+    let set = |sql: &str| {
+        exec_sql(
+            &api.db,
+            &format!("UPDATE _emdash_media_usage_collection_deletions SET {sql} WHERE collection_id = '{id}'"),
+        )
+    };
+    for (what, sql) in [
+        ("pending, not due yet", "state = 'pending', next_attempt_at = '2999-01-01T00:00:00.000Z'"),
+        ("retrying, not due yet", "state = 'retry', next_attempt_at = '2999-01-01T00:00:00.000Z'"),
+        ("leased, lease live", "state = 'leased', lease_token = 'x', lease_expires_at = '2999-01-01T00:00:00.000Z', next_attempt_at = '2000-01-01T00:00:00.000Z'"),
+        ("failed", "state = 'failed', lease_token = NULL, lease_expires_at = NULL, next_attempt_at = '2000-01-01T00:00:00.000Z'"),
+    ] {
+        set(sql);
+        let mut held = None;
+        assert_eq!(step(&api.db, b, &mut held), None, "{what}");
+    }
+    // An expired lease is due, whatever next_attempt_at says.
+    set("state = 'leased', lease_token = 'x', lease_expires_at = '2000-01-01T00:00:00.000Z', next_attempt_at = '2999-01-01T00:00:00.000Z'");
+    let mut held = None;
+    assert!(step(&api.db, b, &mut held).is_some());
 }

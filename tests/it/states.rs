@@ -32,6 +32,17 @@ fn the_database_refuses_unknown_state_and_phase_words() {
     refused("UPDATE _emdash_media_usage_index_status SET status = 'bogus'");
     refused("UPDATE _emdash_media_usage_index_status SET capture_state = 'paused'");
     refused("INSERT INTO _emdash_media_usage_ticks (started_at, lane, outcome, statements, rows_written, duration_ms) VALUES ('t', 'work', 'weird', 1, 1, 1)");
+    // Tombstones: closed word lists, and a lease token and expiry exactly while leased.
+    let tombstone = |cols: &str, vals: &str| {
+        format!("INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug{cols}) VALUES ('c', 'posts'{vals})")
+    };
+    refused(&tombstone(", phase", ", 'cleanup'"));
+    refused(&tombstone(", state", ", 'done'"));
+    refused(&tombstone(", state", ", 'leased'"));
+    refused(&tombstone(", state, lease_token", ", 'leased', 't'"));
+    refused(&tombstone(", lease_token, lease_expires_at", ", 't', '2999-01-01T00:00:00.000Z'"));
+    refused(&tombstone(", cleanup_batch_rows", ", 10001"));
+    refused(&tombstone(", force_delete", ", 2"));
 }
 
 #[test]

@@ -613,6 +613,38 @@ fn a_live_lease_cannot_be_claimed_twice() {
 }
 
 #[test]
+fn a_work_row_is_claimed_only_once_due_and_an_expired_lease_only_once_expired() {
+    use media_usage_worker::repo::work::claim;
+    let api = setup();
+    let id = create(&api, "w", "published", json!({"hero": "m"}));
+    let cid = collection_id(&api);
+    let set = |sql: &str| api.db.connection().execute_batch(&format!("{sql} WHERE content_id = '{id}'")).unwrap();
+    let claimable = || {
+        let any = block_on(claim(&api.db, None)).unwrap();
+        let this = block_on(claim(&api.db, Some((&cid, &id)))).unwrap();
+        (any.is_some(), this.is_some())
+    };
+    api.db.connection().execute_batch(&format!("INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('{cid}', '{id}', 'posts')")).unwrap();
+    for state in ["pending", "retry"] {
+        // Backing off: not due until next_attempt_at, by either claim.
+        set(&format!("UPDATE _emdash_media_usage_work SET state = '{state}', lease_token = NULL, lease_expires_at = NULL, next_attempt_at = '2999-01-01T00:00:00.000Z'"));
+        assert_eq!(claimable(), (false, false), "{state} before its backoff is due");
+        set(&format!("UPDATE _emdash_media_usage_work SET state = '{state}', lease_token = NULL, lease_expires_at = NULL, next_attempt_at = '2000-01-01T00:00:00.000Z'"));
+        assert!(block_on(claim(&api.db, None)).unwrap().is_some(), "{state} once due");
+        set(&format!("UPDATE _emdash_media_usage_work SET state = '{state}', lease_token = NULL, lease_expires_at = NULL, next_attempt_at = '2000-01-01T00:00:00.000Z'"));
+        assert!(block_on(claim(&api.db, Some((&cid, &id)))).unwrap().is_some(), "{state} once due (entry claim)");
+    }
+    // A leased row whose next attempt is due but whose lease is live: not claimable.
+    set("UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z', next_attempt_at = '2000-01-01T00:00:00.000Z'");
+    assert_eq!(claimable(), (false, false), "a live lease");
+    set("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z', next_attempt_at = '2999-01-01T00:00:00.000Z'");
+    assert!(block_on(claim(&api.db, None)).unwrap().is_some(), "an expired lease, whatever next_attempt_at says");
+    // Failed rows are never claimed.
+    set("UPDATE _emdash_media_usage_work SET state = 'failed', lease_token = NULL, lease_expires_at = NULL, next_attempt_at = '2000-01-01T00:00:00.000Z'");
+    assert_eq!(claimable(), (false, false), "failed");
+}
+
+#[test]
 fn an_unreadable_repeater_definition_fails_closed() {
     let api = setup();
     let id = create(&api, "g", "published", json!({"gallery": [{"image": "g1"}], "hero": "h1"}));

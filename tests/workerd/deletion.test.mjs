@@ -5,11 +5,11 @@
 // per-tick budgets read from the tick log's D1 meta.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./harness.mjs";
+import { startWorker, faultVariants } from "./harness.mjs";
 import { ok, err, validation, rows, uniq, NO_STORE } from "./helpers.mjs";
 
 const BATCH_50 = { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50" };
-const w = await startWorker(BATCH_50);
+const w = await startWorker(BATCH_50, faultVariants([4, 5, 6, 7]));
 after(() => w.dispose());
 
 const FIELDS = [
@@ -266,12 +266,13 @@ test("the slug is reserved until cleanup finishes; then it is free for a new col
   const c = await collection();
   for (let i = 0; i < 3; i++) await entry(c, `e${i}`, { title: "x" });
   ok(await del(c.slug, "?force=true"));
-  err(await w.post("/schema/collections", { slug: c.slug, label: "again" }), 409, "COLLECTION_EXISTS");
+  const taken = err(await w.post("/schema/collections", { slug: c.slug, label: "again" }), 409, "COLLECTION_EXISTS");
+  assert.deepEqual(taken.details.deletion, { collectionId: c.id, phase: "work", state: "pending" });
   const st = ok(await w.get("/admin/media-usage/status"));
   const shown = st.deletions.find((d) => d.collectionId === c.id);
   assert.deepEqual(
-    { collection: shown.collection, phase: shown.phase, state: shown.state },
-    { collection: c.slug, phase: "work", state: "pending" },
+    { collection: shown.collection, phase: shown.phase, state: shown.state, leaseExpiresAt: shown.leaseExpiresAt },
+    { collection: c.slug, phase: "work", state: "pending", leaseExpiresAt: null },
   );
   assert.ok(!st.collections.some((x) => x.collectionId === c.id), "no longer a registered collection");
   await tickUntilGone(c.slug);
@@ -306,12 +307,7 @@ test("content writes are fenced (409) while the deletion runs, and a vanished ta
 
 /** Runs one tick whose statements fail from the `k`-th on (the rest of the tick "crashed"). */
 async function tickCrashingAt(k) {
-  await w.reconfigure({ ...BATCH_50, MEDIA_USAGE_FAULT_AFTER_STATEMENTS: String(k) });
-  try {
-    await w.scheduled();
-  } finally {
-    await w.reconfigure(BATCH_50);
-  }
+  await w.as(`fault${k}`).scheduled();
   await timePasses();
 }
 
@@ -344,6 +340,27 @@ async function workRows(c, ids) {
     JSON.stringify(ids),
   );
 }
+
+test("a fresh tombstone goes through one front phase per step: registry, then table, then work", async () => {
+  const c = await collection();
+  await tombstone(c.id, c.slug);
+  // work-lane probe, claim, then the fence batch (fence, checkpoint, cancel): 5 statements.
+  await tickCrashingAt(6);
+  assert.equal((await tomb(c.slug)).phase, "registry");
+  assert.equal(await captureState(c.id), "deleting");
+  assert.equal((await rows(w, "SELECT 1 FROM _emdash_collections WHERE id = ?1", c.id)).length, 1, "still registered");
+  // probe, claim, then the registry batch (delete, checkpoint): 4 statements.
+  await tickCrashingAt(5);
+  assert.equal((await tomb(c.slug)).phase, "table");
+  assert.equal((await rows(w, "SELECT 1 FROM _emdash_collections WHERE id = ?1", c.id)).length, 0, "left the registry");
+  assert.equal(await tableExists(c.slug), true);
+  // probe, claim, then the guarded drop (guard, drop, checkpoint, guard cleanup): 6 statements.
+  await tickCrashingAt(7);
+  assert.equal((await tomb(c.slug)).phase, "work");
+  assert.equal(await tableExists(c.slug), false);
+  await tickUntilGone(c.slug);
+  await assertGone(c);
+});
 
 test("work rows go 50 per step: 55 → 5 left, then the phase moves on; of 51 exactly the last remains", async () => {
   const c = await deleted();

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
 import { ok, rows, uniq } from "./helpers.mjs";
 
-const w = await startWorker();
+const w = await startWorker({}, { batch50: { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50" }, budget10: { MEDIA_USAGE_TICK_MAX_QUERIES: "10" } });
 after(() => w.dispose());
 
 const sql = (q, ...p) => w.db.prepare(q).bind(...p).run();
@@ -41,11 +41,11 @@ async function collection(n) {
   return { slug, id };
 }
 
-async function deleteWithTicks(c, maxStatements) {
+async function deleteWithTicks(c, maxStatements, ticker = w) {
   ok(await w.del(`/schema/collections/${c.slug}?force=true`));
   const ticks = [];
   for (let i = 0; i < 50; i++) {
-    await w.scheduled();
+    await ticker.scheduled();
     const t = ok(await w.get("/admin/media-usage/ticks?limit=1")).items[0];
     ticks.push(t);
     assert.ok(t.statements <= maxStatements, `tick ${i}: ${t.statements} statements > ${maxStatements}`);
@@ -63,8 +63,7 @@ async function deleteWithTicks(c, maxStatements) {
 }
 
 test("every tick stays within the default budget of 40 (51 work rows, 51 occurrences, batch 50)", async () => {
-  await w.reconfigure({ MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50" });
-  try {
+  {
     const c = await collection(17); // 17 entries: 17 work rows and revisions, 51 occurrences
     await sql(
       `INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state)
@@ -72,23 +71,16 @@ test("every tick stays within the default budget of 40 (51 work rows, 51 occurre
       c.id,
       c.slug,
     );
-    const ticks = await deleteWithTicks(c, 40);
+    const ticks = await deleteWithTicks(c, 40, w.as("batch50"));
     assert.ok(ticks.length <= 8, `${ticks.length} ticks`);
     assert.ok(ticks.some((t) => t.details.deletionsFinalized === 1));
-  } finally {
-    await w.reconfigure({});
   }
 });
 
 test("every tick stays within the smallest budget of 10, and the deletion still finishes", async () => {
-  await w.reconfigure({ MEDIA_USAGE_TICK_MAX_QUERIES: "10" });
-  try {
-    const c = await collection(300);
-    const ticks = await deleteWithTicks(c, 10);
-    assert.ok(ticks.every((t) => t.lane.includes("deletion")), "every tick advanced it");
-  } finally {
-    await w.reconfigure({});
-  }
+  const c = await collection(300);
+  const ticks = await deleteWithTicks(c, 10, w.as("budget10"));
+  assert.ok(ticks.every((t) => t.lane.includes("deletion")), "every tick advanced it");
 });
 
 test("2,000 entries and 6,000 occurrences are gone within 5 ticks at default settings", async () => {

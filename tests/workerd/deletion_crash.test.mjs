@@ -4,11 +4,13 @@
 // a crash: nothing of the collection left, the other collection and the media library intact.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./harness.mjs";
+import { startWorker, faultVariants } from "./harness.mjs";
 import { ok, rows, uniq } from "./helpers.mjs";
 
 const BATCH = { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "2" };
-const w = await startWorker(BATCH);
+// Crash points: twins of the worker failing from the k-th statement on, for every k below.
+const MAX_K = 40;
+const w = await startWorker(BATCH, faultVariants(Array.from({ length: MAX_K }, (_, i) => i + 1)));
 after(() => w.dispose());
 
 const FIELDS = [
@@ -106,11 +108,10 @@ async function statementsOfDelete() {
 test("a crash at any statement of the DELETE request is resumed to the same end state", async () => {
   const n = await statementsOfDelete();
   assert.ok(n >= 6, `${n} statements`);
+  assert.ok(n <= MAX_K, `${n} statements`);
   for (let k = 1; k <= n; k++) {
     const c = await collection();
-    await w.reconfigure({ ...BATCH, MEDIA_USAGE_FAULT_AFTER_STATEMENTS: String(k) });
-    const res = await w.del(`/schema/collections/${c.slug}?force=true`);
-    await w.reconfigure(BATCH);
+    const res = await w.as(`fault${k}`).del(`/schema/collections/${c.slug}?force=true`);
     assert.equal(res.status, 500, `k=${k}: ${res.text}`);
     assert.equal(res.json.error.code, "INTERNAL_ERROR");
     assert.ok(!res.text.includes("fault"), "a 500 never carries its cause");
@@ -133,12 +134,11 @@ test("a crash at any statement of a cleanup tick is resumed to the same end stat
   await finish(probe.slug);
   assert.match(first.lane, /deletion/);
   assert.ok(first.statements >= 8, JSON.stringify(first));
+  assert.ok(first.statements <= MAX_K, JSON.stringify(first));
   for (let k = 1; k <= first.statements; k++) {
     const c = await collection();
     ok(await w.del(`/schema/collections/${c.slug}?force=true`));
-    await w.reconfigure({ ...BATCH, MEDIA_USAGE_FAULT_AFTER_STATEMENTS: String(k) });
-    await w.scheduled();
-    await w.reconfigure(BATCH);
+    await w.as(`fault${k}`).scheduled();
     await finish(c.slug);
     await assertEndState(c, bystander, bystanderBefore, `tick k=${k}`);
   }

@@ -50,20 +50,43 @@ export function workerOptions(vars = {}) {
   };
 }
 
-/** Starts a worker with a fresh database. `vars` adds or overrides bindings. */
-export async function startWorker(vars = {}) {
-  const mf = new Miniflare(workerOptions(vars));
+/**
+ * Starts a worker with a fresh database. `vars` adds or overrides bindings. Each of `variants`
+ * (`{name: vars}`) is a twin worker with those bindings on top, sharing the same database: a
+ * test switches configuration (a fault point, a budget) by calling a twin (`w.as(name)`)
+ * instead of restarting workerd.
+ */
+export async function startWorker(vars = {}, variants = {}) {
+  const workers = [
+    { name: "main", ...workerOptions(vars) },
+    ...Object.entries(variants).map(([name, extra]) => ({ name, ...workerOptions({ ...vars, ...extra }) })),
+  ];
+  const mf = new Miniflare({ workers });
   const db = await mf.getD1Database("DB");
   for (const sql of migrationStatements()) {
     await db.prepare(sql).run();
   }
-  return new Worker(mf, db);
+  return new Worker(mf, db, vars, variants);
+}
+
+/** Twin workers that fail from the k-th statement of every invocation, for each k of `ks`. */
+export function faultVariants(ks, extra = {}) {
+  return Object.fromEntries(ks.map((k) => [`fault${k}`, { ...extra, MEDIA_USAGE_FAULT_AFTER_STATEMENTS: String(k) }]));
 }
 
 export class Worker {
-  constructor(mf, db) {
+  constructor(mf, db, vars = {}, variants = {}, name = "main") {
     this.mf = mf;
     this.db = db;
+    this.vars = vars;
+    this.variants = variants;
+    this.name = name;
+  }
+
+  /** The twin worker `name` (see `startWorker`), on the same database. */
+  as(name) {
+    if (!(name in this.variants)) throw new Error(`no worker variant ${name}`);
+    return new Worker(this.mf, this.db, this.vars, this.variants, name);
   }
 
   /** Calls the API. `path` is relative to the base path unless it starts with `http`. */
@@ -76,7 +99,10 @@ export class Worker {
       h["content-type"] = "application/json";
     }
     const url = p.startsWith("http") ? p : `${BASE}${p}`;
-    const res = await this.mf.dispatchFetch(url, { method, headers: h, body: payload });
+    const res =
+      this.name === "main"
+        ? await this.mf.dispatchFetch(url, { method, headers: h, body: payload })
+        : await (await this.mf.getWorker(this.name)).fetch(url, { method, headers: h, body: payload });
     const text = await res.text();
     let json = null;
     try {
@@ -107,14 +133,8 @@ export class Worker {
     return res.json.data.token;
   }
 
-  /** Restarts workerd with other bindings; the in-memory D1 data is kept. */
-  async reconfigure(vars = {}) {
-    await this.mf.setOptions(workerOptions(vars));
-    this.db = await this.mf.getD1Database("DB");
-  }
-
   async scheduled(cron = "*/2 * * * *") {
-    const w = await this.mf.getWorker();
+    const w = await this.mf.getWorker(this.name);
     return w.scheduled({ cron, scheduledTime: new Date() });
   }
 

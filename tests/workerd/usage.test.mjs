@@ -3,10 +3,10 @@
 // fence, and resumption after an injected crash.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { startWorker } from "./harness.mjs";
+import { startWorker, faultVariants } from "./harness.mjs";
 import { ok, err, rows, uniq } from "./helpers.mjs";
 
-const w = await startWorker();
+const w = await startWorker({}, { ...faultVariants([6]), budget10: { MEDIA_USAGE_TICK_MAX_QUERIES: "10" } });
 after(() => w.dispose());
 
 /** Parses the `x-media-usage-cost` header into numbers. */
@@ -196,9 +196,7 @@ test("a crash injected mid-request is resumed by the cron tick after the lease e
   const c = await collection(FIELDS);
   const id = await entry(c, "crash", { gallery: gallery(3, "before") });
   // Every statement from the 6th on fails: the write commits, its projection job dies midway.
-  await w.reconfigure({ MEDIA_USAGE_FAULT_AFTER_STATEMENTS: "6" });
-  const res = await w.put(`/content/${c.slug}/${id}`, { data: { gallery: gallery(3, "after") } });
-  await w.reconfigure({});
+  const res = await w.as("fault6").put(`/content/${c.slug}/${id}`, { data: { gallery: gallery(3, "after") } });
   assert.equal(res.status, 200, res.text);
   const visible = async () =>
     (await rows(w, `SELECT u.media_id AS m FROM _emdash_media_usage u JOIN _emdash_media_usage_sources s ON s.source_key = u.source_key AND s.current_generation = u.generation WHERE s.content_id = ?1 ORDER BY 1`, id)).map((r) => r.m);
@@ -225,16 +223,11 @@ test("the smallest supported tick budget (10 statements) still makes progress an
   const c = await collection(FIELDS);
   for (let i = 0; i < 3; i++) await entry(c, `b${i}`, { hero: `b${i}` });
   await w.db.prepare(`UPDATE "ec_${c.slug}" SET hero = 'small-' || hero`).run();
-  await w.reconfigure({ MEDIA_USAGE_TICK_MAX_QUERIES: "10" });
-  try {
-    for (let i = 0; i < 10; i++) {
-      if ((await rows(w, "SELECT 1 FROM _emdash_media_usage_work WHERE state <> 'failed'")).length === 0) break;
-      await w.scheduled();
-      const tick = ok(await w.get("/admin/media-usage/ticks?limit=1")).items[0];
-      assert.ok(tick.statements <= 10, JSON.stringify(tick));
-    }
-  } finally {
-    await w.reconfigure({});
+  for (let i = 0; i < 10; i++) {
+    if ((await rows(w, "SELECT 1 FROM _emdash_media_usage_work WHERE state <> 'failed'")).length === 0) break;
+    await w.as("budget10").scheduled();
+    const tick = ok(await w.get("/admin/media-usage/ticks?limit=1")).items[0];
+    assert.ok(tick.statements <= 10, JSON.stringify(tick));
   }
   const [n] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage WHERE media_id LIKE 'small-%'");
   assert.equal(n.n, 3);

@@ -9,7 +9,7 @@ SET phase = ?4,
     lease_expires_at = CASE WHEN ?6 = 1 THEN NULL ELSE lease_expires_at END,
     next_attempt_at = CASE WHEN ?6 = 1 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE next_attempt_at END,
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-WHERE collection_id = ?1 AND lease_token = ?2 AND phase = ?3 AND state = 'leased'
+WHERE collection_id = ?1 AND lease_token = ?2 AND phase = ?3
   AND lease_expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
   -- A phase is left only once what it removes is gone.
   AND (?4 = ?3 OR CASE ?3

@@ -7,5 +7,6 @@ SET state = 'leased',
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE collection_id = ?1 AND phase IN ('fence', 'registry', 'table')
   AND ((state IN ('pending', 'retry') AND next_attempt_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
-       OR (state = 'leased' AND lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))
+       -- Only a leased row has an expiry (a CHECK constraint): an expired lease is due.
+       OR lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 RETURNING *

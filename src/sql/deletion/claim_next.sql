@@ -21,6 +21,7 @@ WHERE rowid = (
     SELECT * FROM (
       SELECT rowid AS rid, lease_expires_at AS due, updated_at, collection_id
       FROM _emdash_media_usage_collection_deletions
+      -- (Only a leased row has an expiry; `state` selects the lease index.)
       WHERE state = 'leased' AND lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
       ORDER BY lease_expires_at, updated_at, collection_id LIMIT 1)
   )

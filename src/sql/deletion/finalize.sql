@@ -1,5 +1,5 @@
 DELETE FROM _emdash_media_usage_collection_deletions
-WHERE collection_id = ?1 AND lease_token = ?2 AND phase = 'finalize' AND state = 'leased'
+WHERE collection_id = ?1 AND lease_token = ?2 AND phase = 'finalize'
   AND lease_expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
   -- Nothing of the collection may be left: not its table, registry row, queue, index, coverage,
   -- repair runs or revisions.

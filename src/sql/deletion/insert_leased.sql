@@ -9,6 +9,6 @@ WHERE EXISTS (SELECT 1 FROM _emdash_collections WHERE id = ?1 AND slug = ?2)
               WHERE adapter_id = 'content-media' AND scope_type = 'collection'
                 AND collection_id = ?1 AND scope_key = ?2 AND capture_state = 'active')
   AND (SELECT count(*) FROM sqlite_master
-       WHERE type = 'trigger' AND tbl_name = 'ec_' || ?2 AND name IN (?7, ?8, ?9)) = 3
+       WHERE tbl_name = 'ec_' || ?2 AND name IN (?7, ?8, ?9)) = 3
 ON CONFLICT DO NOTHING
 RETURNING *

@@ -7,5 +7,6 @@ SET state = 'pending',
     last_error_code = NULL,
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE collection_id = ?1
-  AND (state IN ('failed', 'retry') OR (state = 'leased' AND lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))
+  -- Only a leased row has an expiry (a CHECK constraint).
+  AND (state IN ('failed', 'retry') OR lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 RETURNING *

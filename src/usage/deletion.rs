@@ -13,6 +13,7 @@
 //! attempts), except inside the request: a request that loses a front phase leaves the
 //! tombstone leased, and the lane takes it over when the lease expires.
 
+use super::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
@@ -22,11 +23,6 @@ use crate::repo::capture;
 use crate::repo::deletion::{self as repo, Fence, Lease, Rows, Tombstone};
 use crate::repo::schema;
 
-/// Attempts before a deletion fails for good (an operator retry reopens it).
-pub const MAX_ATTEMPTS: i64 = 5;
-/// First retry delay; each later one doubles, up to [`RETRY_MAX_SECONDS`].
-pub const RETRY_BASE_SECONDS: i64 = 30;
-pub const RETRY_MAX_SECONDS: i64 = 900;
 /// The error code recorded on a tombstone whose step failed.
 pub const FAILURE_CODE: &str = "MEDIA_USAGE_COLLECTION_DELETION_FAILED";
 
@@ -95,12 +91,6 @@ impl CleanupBatch {
             }
         }
     }
-}
-
-/// The delay before the next attempt after `attempt` attempts (1-based): 30, 60, 120, 240 s, …
-pub fn retry_delay_seconds(attempt: i64) -> i64 {
-    let exp = (attempt - 1).clamp(0, 10) as u32;
-    (RETRY_BASE_SECONDS * 2i64.pow(exp)).min(RETRY_MAX_SECONDS)
 }
 
 /// The rows each cleanup phase deletes, in order.
@@ -438,12 +428,6 @@ pub async fn release<E: Executor>(exec: &E, h: &Held) -> Result<bool, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_delays_double_from_30_seconds_up_to_900() {
-        let delays: Vec<i64> = (1..=7).map(retry_delay_seconds).collect();
-        assert_eq!(delays, [30, 60, 120, 240, 480, 900, 900]);
-    }
 
     #[test]
     fn the_adaptive_batch_grows_when_full_and_fast_and_shrinks_when_slow() {

@@ -2,6 +2,7 @@
 //! fingerprints, snapshots, coverage aggregation, the projection job, repair, collection
 //! deletion and the cron tick.
 
+pub mod backoff;
 pub mod coverage;
 pub mod deletion;
 pub mod extract;

@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value as Json};
 
+use super::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
 use super::extract::extraction_fields;
 use super::fingerprint::is_v1;
 use super::snapshot::{entry_snapshots, DraftSnapshot, RevisionRow, Snapshot};
@@ -19,11 +20,6 @@ use crate::repo::work::{self, WorkRow};
 pub const MAX_UNITS_PER_CLAIM: usize = 12;
 /// Projection bytes one claim may write.
 pub const MAX_BYTES_PER_CLAIM: usize = 512 * 1024;
-/// Attempts before a job fails for good.
-pub const MAX_ATTEMPTS: i64 = 5;
-/// Retry delays: 30·2^(n−1) seconds, at most 900.
-pub const RETRY_BASE_SECONDS: i64 = 30;
-pub const RETRY_MAX_SECONDS: i64 = 900;
 /// The most statements one job can issue: claim, load, and a publish batch of at most seven
 /// (guard, occurrences, sources, deletions, work, coverage, guard cleanup).
 pub const JOB_MAX_STATEMENTS: u64 = 9;
@@ -45,12 +41,6 @@ pub enum JobOutcome {
     /// Something observed changed before publishing (a newer write, a lost lease); nothing was
     /// written and the work row is retried.
     Conflict,
-}
-
-/// The retry delay after `attempt` attempts (1-based).
-pub fn retry_delay_seconds(attempt: i64) -> i64 {
-    let exp = (attempt - 1).clamp(0, 10) as u32;
-    (RETRY_BASE_SECONDS * 2i64.pow(exp)).min(RETRY_MAX_SECONDS)
 }
 
 /// The collection's fields as loaded with the entry. Any field the extractor cannot read makes
@@ -290,15 +280,4 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
 pub async fn process_next<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<Option<JobOutcome>, Error> {
     let Some(work) = work::claim(exec, key).await? else { return Ok(None) };
     process(exec, &work).await.map(Some)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn retry_delays_double_from_30_seconds_up_to_900() {
-        let delays: Vec<i64> = (1..=7).map(retry_delay_seconds).collect();
-        assert_eq!(delays, [30, 60, 120, 240, 480, 900, 900]);
-    }
 }

@@ -7,6 +7,7 @@
 //! `complete` (reconciliation no longer required) by one statement that requires the run token
 //! and an empty queue for the collection; a failed job finalises it `partial`.
 
+use super::backoff::MAX_ATTEMPTS;
 use crate::exec::{Error, Executor};
 use crate::model::ident::Ident;
 use crate::model::state::RepairPhase;
@@ -38,9 +39,6 @@ pub async fn step_next<E: Executor>(exec: &E) -> Result<Option<StepOutcome>, Err
     let Some(run) = repo::claim(exec).await? else { return Ok(None) };
     step(exec, &run).await.map(Some)
 }
-
-/// Claims a run may take without progress before it is given up as failed.
-pub const MAX_ATTEMPTS: i64 = 5;
 
 async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
     if run.attempt_count > MAX_ATTEMPTS {

@@ -717,6 +717,17 @@ fn occurrences_go_by_key_range_across_generations_then_sources_then_status_then_
     source(&api.db, "content:posts:e:columns", None, "posts");
     occurrences(&api.db, "content:posts:e:columns", 2);
     source(&api.db, "content:other:e:columns", Some("other"), "posts");
+    // Not the deletion's business either: a source of another type and coverage rows of another
+    // adapter or scope that name the same collection id.
+    exec_sql(
+        &api.db,
+        &format!(
+            "INSERT INTO _emdash_media_usage_sources (source_key, source_type, collection_id, collection_slug, content_id, source_variant)
+               VALUES ('menu:{id}', 'menu', '{id}', 'posts', 'm', 'columns');
+             INSERT INTO _emdash_media_usage_index_status (adapter_id, scope_type, scope_key, collection_id) VALUES ('other-adapter', 'collection', 'posts', '{id}');
+             INSERT INTO _emdash_media_usage_index_status (adapter_id, scope_type, scope_key, collection_id) VALUES ('content-media', 'site', 'posts', '{id}');"
+        ),
+    );
     let mut held = None;
     let b = CleanupBatch::Fixed(50);
     let outcomes = steps_to_end(&api.db, b, &mut held);
@@ -730,8 +741,14 @@ fn occurrences_go_by_key_range_across_generations_then_sources_then_status_then_
             StepOutcome::Finalized,
         ]
     );
+    assert_eq!(tombstone(&api.db, "posts"), None);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 3, "legacy, other and menu kept");
+    assert_eq!(
+        scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_index_status WHERE collection_id = '{id}'")),
+        2
+    );
+    exec_sql(&api.db, &format!("DELETE FROM _emdash_media_usage_sources WHERE source_type = 'menu'; DELETE FROM _emdash_media_usage_index_status WHERE collection_id = '{id}'"));
     assert_gone(&api.db, &id, "posts");
-    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 2, "legacy and other kept");
     assert_eq!(
         scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE source_key = 'content:posts:e:columns'"),
         2
@@ -1440,4 +1457,202 @@ fn the_lane_claims_only_due_deletions() {
     set("state = 'leased', lease_token = 'x', lease_expires_at = '2000-01-01T00:00:00.000Z', next_attempt_at = '2999-01-01T00:00:00.000Z'");
     let mut held = None;
     assert!(step(&api.db, b, &mut held).is_some());
+}
+
+#[test]
+fn a_checkpoint_needs_the_live_lease_of_its_own_deletion_at_its_phase() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    let other = deleted_collection(&api, "pages");
+    // `posts` is held at `work` by `t`, with nothing left to delete (its exit holds).
+    exec_sql(
+        &api.db,
+        &format!(
+            "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE collection_id = '{id}'"
+        ),
+    );
+    let before = tombstone_row(&api.db);
+    for (what, l) in [
+        ("another token", lease(&id, "u", DeletionPhase::Work, false)),
+        ("another phase", lease(&id, "t", DeletionPhase::Sources, false)),
+        ("another deletion", lease(&other, "t", DeletionPhase::Work, false)),
+    ] {
+        assert!(!block_on(repo::checkpoint(&api.db, &l, DeletionPhase::Sources, 50, false)).unwrap(), "{what}");
+        assert!(!block_on(repo::checkpoint(&api.db, &l, l.phase, 50, true)).unwrap(), "{what}: release");
+        assert_eq!(tombstone_row(&api.db), before, "{what}");
+    }
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE lease_token = 't'");
+    let mine = lease(&id, "t", DeletionPhase::Work, false);
+    assert!(
+        !block_on(repo::checkpoint(&api.db, &mine, DeletionPhase::Sources, 50, false)).unwrap(),
+        "an expired lease"
+    );
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE lease_token = 't'");
+    assert!(block_on(repo::checkpoint(&api.db, &mine, DeletionPhase::Sources, 50, false)).unwrap(), "the holder");
+}
+
+#[test]
+fn a_phase_is_left_only_once_what_it_removes_is_gone() {
+    const FENCED: &str =
+        "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE collection_id = '{id}';";
+    const UNREGISTERED: &str = "DELETE FROM _emdash_collections WHERE id = '{id}';";
+    const DROPPED: &str = "DROP TABLE ec_posts;";
+    const NO_STATUS: &str = "DELETE FROM _emdash_media_usage_index_status WHERE collection_id = '{id}';";
+    // (phase, the state earlier phases left, what this phase must remove)
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("fence", String::new(), FENCED),
+        ("registry", FENCED.to_owned(), UNREGISTERED),
+        ("table", format!("{FENCED}{UNREGISTERED}"), DROPPED),
+        (
+            "work",
+            format!("{FENCED}{UNREGISTERED}{DROPPED} INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('{{id}}', 'e', 'posts');"),
+            "DELETE FROM _emdash_media_usage_work;",
+        ),
+        (
+            "work",
+            format!("{FENCED}{UNREGISTERED}{DROPPED} INSERT INTO revisions (id, collection, entry_id, data) VALUES ('r', 'posts', 'e', '{{}}');"),
+            "DELETE FROM revisions;",
+        ),
+        (
+            "sources",
+            format!("{FENCED}{UNREGISTERED}{DROPPED} INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant) VALUES ('content:{{id}}:e:columns', '{{id}}', 'posts', 'e', 'columns');"),
+            "DELETE FROM _emdash_media_usage_sources;",
+        ),
+        (
+            "sources",
+            format!("{FENCED}{UNREGISTERED}{DROPPED} INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, provider_asset_id) VALUES ('u', 'content:{{id}}:e:columns', 'g', 'h', 'h', 'image_field', 'm');"),
+            "DELETE FROM _emdash_media_usage;",
+        ),
+        ("status", format!("{FENCED}{UNREGISTERED}{DROPPED}"), NO_STATUS),
+        (
+            "status",
+            format!("{FENCED}{UNREGISTERED}{DROPPED}{NO_STATUS} INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token) VALUES ('{{id}}', 'posts', 'r');"),
+            "DELETE FROM _emdash_media_usage_reconciliations;",
+        ),
+    ];
+    for (phase, state, remove) in cases {
+        let api = Api::new();
+        data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+        let id = collection_id(&api.db, "posts");
+        leased_tombstone(&api.db, &id, phase, "t", false);
+        exec_sql(&api.db, &state.replace("{id}", &id));
+        let l = lease(&id, "t", phase_of(phase), false);
+        let next = l.phase.next().unwrap();
+        assert!(!block_on(repo::checkpoint(&api.db, &l, next, 50, false)).unwrap(), "{phase} left before {remove}");
+        // Staying at the phase (a release) does not need its exit.
+        assert!(block_on(repo::checkpoint(&api.db, &l, l.phase, 50, false)).unwrap(), "{phase}: staying");
+        exec_sql(&api.db, &remove.replace("{id}", &id));
+        assert!(block_on(repo::checkpoint(&api.db, &l, next, 50, false)).unwrap(), "{phase} once {remove}");
+    }
+}
+
+fn phase_of(p: &str) -> DeletionPhase {
+    DeletionPhase::parse(p).unwrap()
+}
+
+#[test]
+fn the_registry_table_and_finalize_steps_need_every_precondition() {
+    // Each case: a step that must change nothing, then the same step by the rightful holder.
+    struct Case {
+        what: &'static str,
+        phase: &'static str,
+        setup: &'static str,
+        token: &'static str,
+        other_id: bool,
+    }
+    const FENCED: &str =
+        "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts';";
+    let cases = [
+        Case { what: "registry: another collection is fenced", phase: "registry", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'pages';", token: "t", other_id: false },
+        Case { what: "registry: another adapter's row is fenced", phase: "registry", setup: "INSERT INTO _emdash_media_usage_index_status (adapter_id, scope_type, scope_key, collection_id, capture_state) SELECT 'other', 'collection', 'posts', collection_id, 'deleting' FROM _emdash_media_usage_index_status WHERE scope_key = 'posts';", token: "t", other_id: false },
+        Case { what: "registry: another scope's row is fenced", phase: "registry", setup: "INSERT INTO _emdash_media_usage_index_status (adapter_id, scope_type, scope_key, collection_id, capture_state) SELECT 'content-media', 'other', 'posts', collection_id, 'deleting' FROM _emdash_media_usage_index_status WHERE scope_key = 'posts';", token: "t", other_id: false },
+        Case { what: "registry: the lease of another deletion", phase: "registry", setup: FENCED, token: "t", other_id: true },
+        Case { what: "registry: an expired lease", phase: "registry", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'; UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE collection_slug = 'posts';", token: "t", other_id: false },
+        Case { what: "table: another token", phase: "table", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'; DELETE FROM _emdash_collections WHERE slug = 'posts';", token: "u", other_id: false },
+        Case { what: "table: the tombstone is at another phase", phase: "table", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'; DELETE FROM _emdash_collections WHERE slug = 'posts'; UPDATE _emdash_media_usage_collection_deletions SET phase = 'work' WHERE collection_slug = 'posts';", token: "t", other_id: false },
+        Case { what: "table: the tombstone names another slug", phase: "table", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'; DELETE FROM _emdash_collections WHERE slug = 'posts'; UPDATE _emdash_media_usage_collection_deletions SET collection_slug = 'posts_old' WHERE collection_slug = 'posts';", token: "t", other_id: false },
+        Case { what: "table: the lease of another deletion", phase: "table", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'; DELETE FROM _emdash_collections WHERE slug = 'posts';", token: "t", other_id: true },
+        Case { what: "finalize: another token", phase: "finalize", setup: "", token: "u", other_id: false },
+        Case { what: "finalize: at another phase", phase: "finalize", setup: "UPDATE _emdash_media_usage_collection_deletions SET phase = 'status' WHERE collection_slug = 'posts';", token: "t", other_id: false },
+        Case { what: "finalize: an expired lease", phase: "finalize", setup: "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE collection_slug = 'posts';", token: "t", other_id: false },
+        Case { what: "finalize: the lease of another deletion", phase: "finalize", setup: "", token: "t", other_id: true },
+    ];
+    for c in cases {
+        let api = Api::new();
+        data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+        data(&api.post("/schema/collections", &json!({"slug": "pages", "label": "Pages"})));
+        let id = collection_id(&api.db, "posts");
+        let pages = collection_id(&api.db, "pages");
+        if c.phase == "finalize" {
+            // Everything of `posts` is gone but its tombstone.
+            data(&delete(&api, "posts"));
+            exec_sql(&api.db, &format!("DELETE FROM _emdash_media_usage_index_status WHERE collection_id = '{id}'"));
+        }
+        leased_tombstone(&api.db, &id, c.phase, "t", false);
+        // `pages` has a deletion held under the same token (only a confused holder could mix them).
+        exec_sql(
+            &api.db,
+            &format!(
+                "INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, state, phase, lease_token, lease_expires_at)
+                 VALUES ('{pages}', 'pages', 'leased', '{}', 't', '2999-01-01T00:00:00.000Z')",
+                c.phase
+            ),
+        );
+        exec_sql(&api.db, c.setup);
+        let l = Lease {
+            collection_id: if c.other_id { pages.clone() } else { id.clone() },
+            slug: Ident::parse("posts").unwrap(),
+            token: c.token.into(),
+            force: false,
+            phase: phase_of(c.phase),
+        };
+        let before = dump(&api.db, &id, "posts") + &tombstone_row(&api.db);
+        let changed = match c.phase {
+            "registry" => block_on(repo::delete_registry(&api.db, &l, 50)).unwrap(),
+            "table" => block_on(repo::drop_table(&api.db, &l, 50, false)).is_ok(),
+            _ => block_on(repo::finalize(&api.db, &l)).unwrap(),
+        };
+        assert!(!changed, "{}", c.what);
+        assert_eq!(dump(&api.db, &id, "posts") + &tombstone_row(&api.db), before, "{}: nothing changed", c.what);
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_batch_guard"), 0);
+    }
+}
+
+#[test]
+fn of_several_due_deletions_one_step_claims_and_advances_exactly_one() {
+    let api = Api::new();
+    let ids: Vec<String> = (0..5).map(|i| deleted_collection(&api, &format!("c{i}"))).collect();
+    let before = tombstone_row(&api.db);
+    let mut held = None;
+    let metered = Metered::new(&api.db, MonotonicClock::default());
+    let outcome =
+        block_on(deletion::step(&metered, &MonotonicClock::default(), CleanupBatch::Fixed(50), &mut held)).unwrap();
+    assert!(
+        matches!(outcome, Some(StepOutcome::Deleted { advanced_to: Some(DeletionPhase::Sources), .. })),
+        "{outcome:?}"
+    );
+    // One claim, two deletes (work rows, revisions) and a checkpoint.
+    assert_eq!(metered.usage().statements, 4);
+    let changed: Vec<&String> = ids
+        .iter()
+        .filter(|id| scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_collection_deletions WHERE collection_id = '{id}' AND phase = 'sources'")) == 1)
+        .collect();
+    assert_eq!(changed.len(), 1, "exactly one advanced");
+    let still = tombstone_row(&api.db).lines().filter(|l| before.contains(*l)).count();
+    assert_eq!(still, 4, "the other four are untouched");
+}
+
+#[test]
+fn the_status_step_reads_what_is_left_in_one_statement() {
+    let api = Api::new();
+    deleted_collection(&api, "posts");
+    let mut held = None;
+    let b = CleanupBatch::Fixed(50);
+    step_until(&api.db, b, &mut held, "status");
+    let metered = Metered::new(&api.db, MonotonicClock::default());
+    let outcome = block_on(deletion::step(&metered, &MonotonicClock::default(), b, &mut held)).unwrap();
+    assert_eq!(outcome, Some(StepOutcome::Advanced { to: DeletionPhase::Finalize }));
+    // One SELECT for every leftover (work, sources, occurrences, revisions), one batch of three.
+    let u = metered.usage();
+    assert_eq!((u.statements, u.results), (4, 4));
 }

@@ -17,7 +17,7 @@ WHERE collection_id = ?1 AND lease_token = ?2 AND phase = ?3
                               WHERE adapter_id = 'content-media' AND scope_type = 'collection'
                                 AND collection_id = ?1 AND capture_state = 'deleting')
     WHEN 'registry' THEN NOT EXISTS (SELECT 1 FROM _emdash_collections WHERE id = ?1)
-    WHEN 'table' THEN NOT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'ec_' || collection_slug)
+    WHEN 'table' THEN NOT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'ec_' || collection_slug)
     WHEN 'work' THEN NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1)
                  AND NOT EXISTS (SELECT 1 FROM revisions WHERE collection = collection_slug)
     WHEN 'sources' THEN NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources

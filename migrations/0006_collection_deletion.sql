@@ -10,8 +10,9 @@ CREATE TABLE _emdash_media_usage_collection_deletions (
   state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'retry', 'leased', 'failed')),
   phase TEXT NOT NULL DEFAULT 'fence'
     CHECK (phase IN ('fence', 'registry', 'table', 'work', 'sources', 'status', 'finalize')),
-  -- Cursor columns of the reference schema. The cleanup here deletes the first N remaining rows
-  -- in index order, so the deletion itself is its progress and these stay NULL.
+  -- Cursor columns, kept for schema compatibility with EmDash. The cleanup here deletes the
+  -- first N remaining rows in index order, so the deletion is its own progress and these stay
+  -- NULL.
   work_cursor TEXT,
   source_key TEXT,
   occurrence_cursor TEXT,

@@ -45,7 +45,7 @@ pub const RELEASE_STATEMENTS: u64 = 1;
 /// How many rows a cleanup statement deletes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CleanupBatch {
-    /// Always this many (`MEDIA_USAGE_CLEANUP_BATCH_ROWS`); 50 reproduces the reference cadence.
+    /// Always this many (`MEDIA_USAGE_CLEANUP_BATCH_ROWS`, e.g. 50 for small, even steps).
     Fixed(u32),
     /// Start at 50; double while statements take under half the target, halve above it.
     Adaptive { target_ms: f64 },
@@ -242,10 +242,6 @@ pub struct Held {
 }
 
 impl Held {
-    pub fn lease(&self) -> &Lease {
-        &self.lease
-    }
-
     /// A checkpoint moved the deletion to `to`: the attempt under way is now its only one.
     fn progressed(&mut self, to: DeletionPhase) {
         self.lease.phase = to;

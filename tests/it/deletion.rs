@@ -1303,52 +1303,75 @@ fn dump_query(db: &SqliteExecutor, sql: &str) -> String {
 
 #[test]
 fn the_fence_and_its_cancel_need_every_precondition() {
-    // Each case breaks one precondition while a live entry is present (so an unguarded fence
-    // would fence and an unguarded cancel would cancel): the fence must change nothing.
-    let cases: [(&str, &str, &str, bool); 12] = [
-        ("another token", "", "u", false),
-        ("an expired lease", "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'", "t", false),
-        ("another phase", "UPDATE _emdash_media_usage_collection_deletions SET phase = 'registry'", "t", false),
-        ("another tombstone slug", "UPDATE _emdash_media_usage_collection_deletions SET collection_slug = 'other'", "t", false),
-        ("a forced tombstone", "UPDATE _emdash_media_usage_collection_deletions SET force_delete = 1", "t", false),
-        ("a renamed registry row", "UPDATE _emdash_collections SET slug = 'renamed'", "t", false),
-        ("capture not active", "UPDATE _emdash_media_usage_index_status SET capture_state = 'ready'", "t", false),
-        ("a status row of another id", "UPDATE _emdash_media_usage_index_status SET collection_id = 'other'", "t", false),
-        ("a status row of another slug", "UPDATE _emdash_media_usage_index_status SET scope_key = 'other'", "t", false),
-        ("a status row of another adapter", "UPDATE _emdash_media_usage_index_status SET adapter_id = 'other'", "t", false),
-        ("a status row of another scope", "UPDATE _emdash_media_usage_index_status SET scope_type = 'other'", "t", false),
-        ("forced, capture not active", "UPDATE _emdash_media_usage_index_status SET capture_state = 'ready'; UPDATE _emdash_media_usage_collection_deletions SET force_delete = 1", "t", true),
+    // Each case breaks one precondition. It runs three ways, so that no other precondition
+    // hides it: with a live entry and no force (an unguarded cancel would cancel), with the
+    // entries trashed (an unguarded fence would fence), and forced (likewise). The fence must
+    // change nothing in any of them.
+    let cases: [(&str, &str, &str); 11] = [
+        ("another token", "", "u"),
+        (
+            "an expired lease",
+            "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
+            "t",
+        ),
+        ("another phase", "UPDATE _emdash_media_usage_collection_deletions SET phase = 'registry'", "t"),
+        (
+            "another tombstone slug",
+            "UPDATE _emdash_media_usage_collection_deletions SET collection_slug = 'other'",
+            "t",
+        ),
+        ("a renamed registry row", "UPDATE _emdash_collections SET slug = 'renamed'", "t"),
+        ("a replaced registry row", "UPDATE _emdash_collections SET id = 'other'", "t"),
+        ("capture not active", "UPDATE _emdash_media_usage_index_status SET capture_state = 'ready'", "t"),
+        ("a status row of another id", "UPDATE _emdash_media_usage_index_status SET collection_id = 'other'", "t"),
+        ("a status row of another slug", "UPDATE _emdash_media_usage_index_status SET scope_key = 'other'", "t"),
+        ("a status row of another adapter", "UPDATE _emdash_media_usage_index_status SET adapter_id = 'other'", "t"),
+        ("a status row of another scope", "UPDATE _emdash_media_usage_index_status SET scope_type = 'other'", "t"),
     ];
-    for (what, sabotage, token, force) in cases {
+    for (what, sabotage, token) in cases {
+        for mode in ["live entry", "trashed entries", "forced"] {
+            let api = Api::new();
+            data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+            data(&api.post("/content/posts", &json!({"slug": "entry"})));
+            let id = collection_id(&api.db, "posts");
+            if mode == "trashed entries" {
+                exec_sql(&api.db, "UPDATE ec_posts SET deleted_at = '2026-01-01T00:00:00.000Z'");
+            }
+            let force = mode == "forced";
+            leased_tombstone(&api.db, &id, "fence", "t", force);
+            // Every sabotage leaves the registry row's id usable by the foreign keys.
+            exec_sql(&api.db, "PRAGMA foreign_keys = OFF");
+            if !sabotage.is_empty() {
+                exec_sql(&api.db, sabotage);
+            }
+            exec_sql(&api.db, "PRAGMA foreign_keys = ON");
+            let state =
+                || (tombstone_row(&api.db), dump_query(&api.db, "SELECT * FROM _emdash_media_usage_index_status"));
+            let before = state();
+            let out = block_on(repo::fence(&api.db, &lease(&id, token, DeletionPhase::Fence, force), 50)).unwrap();
+            assert_eq!(out, Fence::Stale, "{what} ({mode})");
+            assert_eq!(state(), before, "{what} ({mode}): nothing changed");
+        }
+    }
+    // The controls: with every precondition in place the same setups cancel or fence.
+    for (mode, expected) in
+        [("live entry", Fence::HasContent), ("trashed entries", Fence::Fenced), ("forced", Fence::Fenced)]
+    {
         let api = Api::new();
         data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
-        data(&api.post("/content/posts", &json!({"slug": "live"})));
-        let id = collection_id(&api.db, "posts");
-        leased_tombstone(&api.db, &id, "fence", "t", false);
-        if !sabotage.is_empty() {
-            exec_sql(&api.db, sabotage);
+        data(&api.post("/content/posts", &json!({"slug": "entry"})));
+        if mode == "trashed entries" {
+            exec_sql(&api.db, "UPDATE ec_posts SET deleted_at = '2026-01-01T00:00:00.000Z'");
         }
-        let before = (tombstone_row(&api.db), dump_query(&api.db, "SELECT * FROM _emdash_media_usage_index_status"));
-        let out = block_on(repo::fence(&api.db, &lease(&id, token, DeletionPhase::Fence, force), 50)).unwrap();
-        assert_eq!(out, Fence::Stale, "{what}");
-        let after = (tombstone_row(&api.db), dump_query(&api.db, "SELECT * FROM _emdash_media_usage_index_status"));
-        assert_eq!(after, before, "{what}: nothing changed");
+        let id = collection_id(&api.db, "posts");
+        let force = mode == "forced";
+        leased_tombstone(&api.db, &id, "fence", "t", force);
+        assert_eq!(
+            block_on(repo::fence(&api.db, &lease(&id, "t", DeletionPhase::Fence, force), 50)).unwrap(),
+            expected,
+            "{mode}"
+        );
     }
-    // The control: with every precondition in place the same setup cancels (content) or fences.
-    let api = Api::new();
-    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
-    data(&api.post("/content/posts", &json!({"slug": "live"})));
-    let id = collection_id(&api.db, "posts");
-    leased_tombstone(&api.db, &id, "fence", "t", false);
-    assert_eq!(
-        block_on(repo::fence(&api.db, &lease(&id, "t", DeletionPhase::Fence, false), 50)).unwrap(),
-        Fence::HasContent
-    );
-    leased_tombstone(&api.db, &id, "fence", "t", true);
-    assert_eq!(
-        block_on(repo::fence(&api.db, &lease(&id, "t", DeletionPhase::Fence, true), 50)).unwrap(),
-        Fence::Fenced
-    );
 }
 
 #[test]
@@ -1655,4 +1678,29 @@ fn the_status_step_reads_what_is_left_in_one_statement() {
     // One SELECT for every leftover (work, sources, occurrences, revisions), one batch of three.
     let u = metered.usage();
     assert_eq!((u.statements, u.results), (4, 4));
+}
+
+#[test]
+fn a_deletion_whose_holders_keep_dying_fails_visibly_instead_of_looping() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    work_rows(&api.db, &id, 3);
+    // Five holders claimed it and died without recording anything; the sixth claim gives up.
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 'dead', attempt_count = 5,
+           lease_expires_at = '2000-01-01T00:00:00.000Z'",
+    );
+    let mut held = None;
+    let outcome = step(&api.db, CleanupBatch::Fixed(50), &mut held).unwrap();
+    assert!(matches!(outcome, StepOutcome::Failed { terminal: true, .. }), "{outcome:?}");
+    assert_eq!(tombstone(&api.db, "posts").map(|t| (t.0, t.2)), Some(("failed".into(), 6)));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 3, "the step did not run");
+    // With one attempt left it still runs.
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 'dead', attempt_count = 4,
+           lease_expires_at = '2000-01-01T00:00:00.000Z'",
+    );
+    assert!(matches!(step(&api.db, CleanupBatch::Fixed(50), &mut held), Some(StepOutcome::Deleted { .. })));
 }

@@ -1557,6 +1557,23 @@ fn a_phase_is_left_only_once_what_it_removes_is_gone() {
         let api = Api::new();
         data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
         let id = collection_id(&api.db, "posts");
+        // A bystander collection that has everything a phase removes, fenced, and coverage rows
+        // of another adapter and scope for `posts`, fenced too: none of it may hold up `posts`.
+        data(&api.post("/schema/collections", &json!({"slug": "pages", "label": "Pages"})));
+        let pages = collection_id(&api.db, "pages");
+        exec_sql(
+            &api.db,
+            &format!(
+                "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE collection_id = '{pages}';
+                 INSERT INTO _emdash_media_usage_index_status (adapter_id, scope_type, scope_key, collection_id, capture_state) VALUES ('other', 'collection', 'posts', '{id}', 'deleting');
+                 INSERT INTO _emdash_media_usage_index_status (adapter_id, scope_type, scope_key, collection_id, capture_state) VALUES ('content-media', 'other', 'posts', '{id}', 'deleting');
+                 INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('{pages}', 'e', 'pages');
+                 INSERT INTO revisions (id, collection, entry_id, data) VALUES ('rp', 'pages', 'e', '{{}}');
+                 INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant) VALUES ('content:{pages}:e:columns', '{pages}', 'pages', 'e', 'columns');
+                 INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, provider_asset_id) VALUES ('up', 'content:{pages}:e:columns', 'g', 'h', 'h', 'image_field', 'm');
+                 INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token) VALUES ('{pages}', 'pages', 'r');"
+            ),
+        );
         leased_tombstone(&api.db, &id, phase, "t", false);
         exec_sql(&api.db, &state.replace("{id}", &id));
         let l = lease(&id, "t", phase_of(phase), false);
@@ -1564,7 +1581,28 @@ fn a_phase_is_left_only_once_what_it_removes_is_gone() {
         assert!(!block_on(repo::checkpoint(&api.db, &l, next, 50, false)).unwrap(), "{phase} left before {remove}");
         // Staying at the phase (a release) does not need its exit.
         assert!(block_on(repo::checkpoint(&api.db, &l, l.phase, 50, false)).unwrap(), "{phase}: staying");
-        exec_sql(&api.db, &remove.replace("{id}", &id));
+        exec_sql(
+            &api.db,
+            &remove
+                .replace("{id}", &id)
+                .replace(
+                    "DELETE FROM _emdash_media_usage_work;",
+                    &format!("DELETE FROM _emdash_media_usage_work WHERE collection_id = '{id}';"),
+                )
+                .replace("DELETE FROM revisions;", "DELETE FROM revisions WHERE collection = 'posts';")
+                .replace(
+                    "DELETE FROM _emdash_media_usage_sources;",
+                    &format!("DELETE FROM _emdash_media_usage_sources WHERE collection_id = '{id}';"),
+                )
+                .replace(
+                    "DELETE FROM _emdash_media_usage;",
+                    &format!("DELETE FROM _emdash_media_usage WHERE source_key LIKE 'content:{id}:%';"),
+                )
+                .replace(
+                    "DELETE FROM _emdash_media_usage_reconciliations;",
+                    &format!("DELETE FROM _emdash_media_usage_reconciliations WHERE collection_id = '{id}';"),
+                ),
+        );
         assert!(block_on(repo::checkpoint(&api.db, &l, next, 50, false)).unwrap(), "{phase} once {remove}");
     }
 }
@@ -1590,6 +1628,7 @@ fn the_registry_table_and_finalize_steps_need_every_precondition() {
         Case { what: "registry: another adapter's row is fenced", phase: "registry", setup: "INSERT INTO _emdash_media_usage_index_status (adapter_id, scope_type, scope_key, collection_id, capture_state) SELECT 'other', 'collection', 'posts', collection_id, 'deleting' FROM _emdash_media_usage_index_status WHERE scope_key = 'posts';", token: "t", other_id: false },
         Case { what: "registry: another scope's row is fenced", phase: "registry", setup: "INSERT INTO _emdash_media_usage_index_status (adapter_id, scope_type, scope_key, collection_id, capture_state) SELECT 'content-media', 'other', 'posts', collection_id, 'deleting' FROM _emdash_media_usage_index_status WHERE scope_key = 'posts';", token: "t", other_id: false },
         Case { what: "registry: the lease of another deletion", phase: "registry", setup: FENCED, token: "t", other_id: true },
+
         Case { what: "registry: an expired lease", phase: "registry", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'; UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE collection_slug = 'posts';", token: "t", other_id: false },
         Case { what: "table: another token", phase: "table", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'; DELETE FROM _emdash_collections WHERE slug = 'posts';", token: "u", other_id: false },
         Case { what: "table: the tombstone is at another phase", phase: "table", setup: "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'; DELETE FROM _emdash_collections WHERE slug = 'posts'; UPDATE _emdash_media_usage_collection_deletions SET phase = 'work' WHERE collection_slug = 'posts';", token: "t", other_id: false },
@@ -1639,6 +1678,25 @@ fn the_registry_table_and_finalize_steps_need_every_precondition() {
         assert_eq!(dump(&api.db, &id, "posts") + &tombstone_row(&api.db), before, "{}: nothing changed", c.what);
         assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_batch_guard"), 0);
     }
+    // A collection registered under the slug with another id (it bypassed the reservation): the
+    // registry step deletes only the exact id, and the table step will not drop its table.
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts';
+         PRAGMA foreign_keys = OFF; UPDATE _emdash_collections SET id = 'replacement' WHERE slug = 'posts'; PRAGMA foreign_keys = ON;",
+    );
+    leased_tombstone(&api.db, &id, "registry", "t", false);
+    block_on(repo::delete_registry(&api.db, &lease(&id, "t", DeletionPhase::Registry, false), 50)).unwrap();
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections WHERE id = 'replacement'"), 1);
+    leased_tombstone(&api.db, &id, "table", "t", false);
+    assert!(matches!(
+        block_on(repo::drop_table(&api.db, &lease(&id, "t", DeletionPhase::Table, false), 50, false)),
+        Err(Error::Stale)
+    ));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 1);
 }
 
 #[test]

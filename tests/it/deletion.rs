@@ -1762,3 +1762,80 @@ fn a_deletion_whose_holders_keep_dying_fails_visibly_instead_of_looping() {
     );
     assert!(matches!(step(&api.db, CleanupBatch::Fixed(50), &mut held), Some(StepOutcome::Deleted { .. })));
 }
+
+#[test]
+fn finalize_ignores_other_collections_and_refuses_leftover_occurrences_and_runs() {
+    // Another collection's rows of every kind do not hold up `posts`.
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    data(&api.post("/schema/collections", &json!({"slug": "pages", "label": "Pages"})));
+    let pages = collection_id(&api.db, "pages");
+    exec_sql(
+        &api.db,
+        &format!(
+            "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state) VALUES ('{pages}', 'e', 'pages', 'failed');
+             INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant) VALUES ('content:{pages}:e:columns', '{pages}', 'pages', 'e', 'columns');
+             INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token, state, lease_token, lease_expires_at) VALUES ('{pages}', 'pages', 'r', 'leased', 'x', '2999-01-01T00:00:00.000Z');"
+        ),
+    );
+    let mut held = None;
+    let b = CleanupBatch::Fixed(50);
+    step_until(&api.db, b, &mut held, "finalize");
+    assert_eq!(step(&api.db, b, &mut held), Some(StepOutcome::Finalized));
+    assert_gone(&api.db, &id, "posts");
+
+    // Its own leftover occurrences or repair runs do.
+    for leftover in [
+        "INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, provider_asset_id) VALUES ('u', 'content:{id}:e:columns', 'g', 'h', 'h', 'image_field', 'm')",
+        "INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token) VALUES ('{id}', 'posts', 'r')",
+    ] {
+        let api = Api::new();
+        let id = deleted_collection(&api, "posts");
+        let mut held = None;
+        step_until(&api.db, b, &mut held, "finalize");
+        exec_sql(&api.db, &leftover.replace("{id}", &id));
+        let outcome = step(&api.db, b, &mut held).unwrap();
+        assert!(matches!(outcome, StepOutcome::Failed { terminal: false, .. }), "{leftover}: {outcome:?}");
+        assert!(tombstone(&api.db, "posts").is_some());
+    }
+}
+
+#[test]
+fn operators_reopen_failed_retrying_or_expired_deletions_and_nothing_else() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    let set = |sql: &str| exec_sql(&api.db, &format!("UPDATE _emdash_media_usage_collection_deletions SET {sql}"));
+    let retry = || api.post("/admin/media-usage/collection-deletions/retry", &json!({"collectionId": id}));
+    // Pending already: refused, and the repository refuses it too (the handler's read may race).
+    let r = retry();
+    assert_eq!((r.status, code(&r)), (409, "WORK_CHANGED".into()));
+    assert!(block_on(repo::retry(&api.db, &id)).unwrap().is_none());
+    // Leased with a live lease: refused with its expiry; the repository refuses it as well.
+    set("state = 'leased', lease_token = 'x', lease_expires_at = '2999-01-01T00:00:00.000Z'");
+    let r = retry();
+    assert_eq!((r.status, code(&r)), (409, "WORK_LEASE_ACTIVE".into()));
+    assert_eq!(r.body_json()["error"]["details"]["leaseExpiresAt"], "2999-01-01T00:00:00.000Z");
+    assert!(block_on(repo::retry(&api.db, &id)).unwrap().is_none());
+    for (what, sql) in [
+        ("failed", "state = 'failed', lease_token = NULL, lease_expires_at = NULL"),
+        ("retrying", "state = 'retry', lease_token = NULL, lease_expires_at = NULL"),
+        ("expired", "state = 'leased', lease_token = 'x', lease_expires_at = '2000-01-01T00:00:00.000Z'"),
+    ] {
+        set(&format!("{sql}, phase = 'sources', attempt_count = 3, last_error_code = 'X', next_attempt_at = '2999-01-01T00:00:00.000Z'"));
+        let item = data(&retry())["item"].clone();
+        assert_eq!(
+            (
+                item["state"].as_str(),
+                item["phase"].as_str(),
+                item["attemptCount"].as_i64(),
+                item["lastErrorCode"].is_null(),
+                item["leaseExpiresAt"].is_null()
+            ),
+            (Some("pending"), Some("sources"), Some(0), true, true),
+            "{what}"
+        );
+        assert_eq!(seconds_until_due(&api.db), 0, "{what}: due now");
+    }
+    let r = api.post("/admin/media-usage/collection-deletions/retry", &json!({"collectionId": "nope"}));
+    assert_eq!((r.status, code(&r)), (404, "NOT_FOUND".into()));
+}

@@ -1783,6 +1783,13 @@ fn finalize_ignores_other_collections_and_refuses_leftover_occurrences_and_runs(
     step_until(&api.db, b, &mut held, "finalize");
     assert_eq!(step(&api.db, b, &mut held), Some(StepOutcome::Finalized));
     assert_gone(&api.db, &id, "posts");
+    for table in ["_emdash_media_usage_work", "_emdash_media_usage_sources", "_emdash_media_usage_reconciliations"] {
+        assert_eq!(
+            scalar(&api.db, &format!("SELECT count(*) FROM {table} WHERE collection_id = '{pages}'")),
+            1,
+            "{table} of pages kept"
+        );
+    }
 
     // Its own leftover occurrences or repair runs do.
     for leftover in [
@@ -1838,4 +1845,30 @@ fn operators_reopen_failed_retrying_or_expired_deletions_and_nothing_else() {
     }
     let r = api.post("/admin/media-usage/collection-deletions/retry", &json!({"collectionId": "nope"}));
     assert_eq!((r.status, code(&r)), (404, "NOT_FOUND".into()));
+}
+
+#[test]
+fn the_slug_stays_reserved_at_every_phase_until_the_tombstone_is_gone() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    data(&api.post("/content/posts", &json!({"slug": "e", "status": "published"})));
+    let id = collection_id(&api.db, "posts");
+    exec_sql(
+        &api.db,
+        &format!("INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, force_delete) VALUES ('{id}', 'posts', 1)"),
+    );
+    let mut held = None;
+    let b = CleanupBatch::Fixed(50);
+    for _ in 0..20 {
+        let Some(_) = tombstone(&api.db, "posts") else { break };
+        let r = api.post("/schema/collections", &json!({"slug": "posts", "label": "Again"}));
+        assert_eq!((r.status, code(&r)), (409, "COLLECTION_EXISTS".into()), "at {}", phase(&api.db, "posts"));
+        step(&api.db, b, &mut held);
+    }
+    assert!(tombstone(&api.db, "posts").is_none());
+    assert_eq!(api.post("/schema/collections", &json!({"slug": "posts", "label": "Again"})).status, 201);
+    // A table of that name that is no collection's blocks it too.
+    exec_sql(&api.db, "CREATE TABLE ec_stray (id TEXT)");
+    let r = api.post("/schema/collections", &json!({"slug": "stray", "label": "Stray"}));
+    assert_eq!((r.status, code(&r)), (409, "COLLECTION_EXISTS".into()), "{}", r.body);
 }

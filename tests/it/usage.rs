@@ -639,9 +639,20 @@ fn a_work_row_is_claimed_only_once_due_and_an_expired_lease_only_once_expired() 
     assert_eq!(claimable(), (false, false), "a live lease");
     set("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z', next_attempt_at = '2999-01-01T00:00:00.000Z'");
     assert!(block_on(claim(&api.db, None)).unwrap().is_some(), "an expired lease, whatever next_attempt_at says");
-    // Failed rows are never claimed.
-    set("UPDATE _emdash_media_usage_work SET state = 'failed', lease_token = NULL, lease_expires_at = NULL, next_attempt_at = '2000-01-01T00:00:00.000Z'");
+    // Failed rows are never claimed, whatever stale lease fields they carry.
+    set("UPDATE _emdash_media_usage_work SET state = 'failed', lease_token = 'old', lease_expires_at = '2000-01-01T00:00:00.000Z', next_attempt_at = '2000-01-01T00:00:00.000Z'");
     assert_eq!(claimable(), (false, false), "failed");
+    // An entry claim takes that collection's row only, even if another collection has an entry
+    // with the same id.
+    set("UPDATE _emdash_media_usage_work SET state = 'pending', lease_token = NULL, lease_expires_at = NULL, next_attempt_at = '2000-01-01T00:00:00.000Z'");
+    api.db.connection().execute_batch(&format!("INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('other', '{id}', 'other')")).unwrap();
+    assert!(block_on(claim(&api.db, Some((&cid, &id)))).unwrap().is_some());
+    let other: String = api
+        .db
+        .connection()
+        .query_row("SELECT state FROM _emdash_media_usage_work WHERE collection_id = 'other'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(other, "pending");
 }
 
 #[test]

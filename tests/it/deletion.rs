@@ -1391,10 +1391,13 @@ fn the_tombstone_is_created_only_for_the_exact_actively_captured_collection() {
         assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_CAPTURE_INACTIVE".into()), "{sabotage}: {}", r.body);
         assert!(tombstone(&api.db, "posts").is_none(), "{sabotage}");
     }
-    // The registry row renamed or gone between the request's read and its insert: no tombstone.
-    for (change, status) in
-        [("UPDATE _emdash_collections SET slug = 'renamed'", 404), ("DELETE FROM _emdash_collections", 404)]
-    {
+    // The registry row renamed, replaced or gone between the request's read and its insert: no
+    // tombstone.
+    for (change, status) in [
+        ("UPDATE _emdash_collections SET slug = 'renamed'", 404),
+        ("DELETE FROM _emdash_collections", 404),
+        ("PRAGMA foreign_keys = OFF; UPDATE _emdash_collections SET id = 'replacement'; PRAGMA foreign_keys = ON", 409),
+    ] {
         let api = Api::new();
         data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
         let hooked = Hooked::new(&api.db)

@@ -1286,9 +1286,9 @@ fn a_lease_guards_only_its_own_collection() {
 // ---------------------------------------------------------------------------------------------
 // Every precondition of the claims, the tombstone insert and the fence.
 
-/// The full tombstone row of `posts`, as text.
+/// Every tombstone row, as text.
 fn tombstone_row(db: &SqliteExecutor) -> String {
-    dump_query(db, "SELECT * FROM _emdash_media_usage_collection_deletions WHERE collection_id IN (SELECT collection_id FROM _emdash_media_usage_collection_deletions) ORDER BY collection_id")
+    dump_query(db, "SELECT * FROM _emdash_media_usage_collection_deletions ORDER BY collection_id")
 }
 
 fn dump_query(db: &SqliteExecutor, sql: &str) -> String {
@@ -1316,8 +1316,9 @@ fn the_fence_and_its_cancel_need_every_precondition() {
         ),
         ("another phase", "UPDATE _emdash_media_usage_collection_deletions SET phase = 'registry'", "t"),
         (
-            "another tombstone slug",
-            "UPDATE _emdash_media_usage_collection_deletions SET collection_slug = 'other'",
+            "another tombstone slug (and a tombstone of another id holds this one)",
+            "UPDATE _emdash_media_usage_collection_deletions SET collection_slug = 'other';
+             INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug) VALUES ('someone', 'posts')",
             "t",
         ),
         ("a renamed registry row", "UPDATE _emdash_collections SET slug = 'renamed'", "t"),

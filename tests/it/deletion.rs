@@ -1876,3 +1876,20 @@ fn the_slug_stays_reserved_at_every_phase_until_the_tombstone_is_gone() {
     let r = api.post("/schema/collections", &json!({"slug": "stray", "label": "Stray"}));
     assert_eq!((r.status, code(&r)), (409, "COLLECTION_EXISTS".into()), "{}", r.body);
 }
+
+#[test]
+fn finalizing_one_deletion_leaves_another_alone_even_under_the_same_token() {
+    let api = Api::new();
+    let posts = deleted_collection(&api, "posts");
+    let pages = deleted_collection(&api, "pages");
+    for id in [&posts, &pages] {
+        exec_sql(&api.db, &format!("DELETE FROM _emdash_media_usage_index_status WHERE collection_id = '{id}'"));
+    }
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', phase = 'finalize', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z'",
+    );
+    assert!(block_on(repo::finalize(&api.db, &lease(&posts, "t", DeletionPhase::Finalize, false))).unwrap());
+    assert!(tombstone(&api.db, "posts").is_none());
+    assert_eq!(tombstone(&api.db, "pages").map(|t| t.1), Some("finalize".into()));
+}

@@ -432,6 +432,10 @@ mod tests {
         assert_eq!(b.next(50, 10.0, 50), 100, "full and fast: doubles");
         assert_eq!(b.next(50, 10.0, 49), 50, "short: says nothing about larger batches");
         assert_eq!(b.next(800, 150.0, 800), 800, "between half the target and the target: kept");
+        assert_eq!(b.next(800, 100.0, 800), 800, "exactly half the target: kept");
+        assert_eq!(b.next(800, 99.9, 800), 1_600, "just under half the target: doubles");
+        assert_eq!(b.next(800, 200.0, 800), 800, "exactly the target: kept");
+        assert_eq!(b.next(800, 200.1, 800), 400, "just over the target: halves");
         assert_eq!(b.next(800, 250.0, 800), 400, "over the target: halves");
         assert_eq!(b.next(60, 900.0, 60), 50, "never below 50");
         assert_eq!(b.next(8_000, 1.0, 8_000), 10_000, "never above 10,000");

@@ -22,4 +22,6 @@ pub const ALL: &[Migration] = &[
     },
     Migration { name: "0005_state_checks.sql", sql: include_str!("../migrations/0005_state_checks.sql") },
     Migration { name: "0006_collection_deletion.sql", sql: include_str!("../migrations/0006_collection_deletion.sql") },
+    Migration { name: "0007_real_content.sql", sql: include_str!("../migrations/0007_real_content.sql") },
+    Migration { name: "0008_guard_consumed.sql", sql: include_str!("../migrations/0008_guard_consumed.sql") },
 ];

@@ -60,6 +60,13 @@ impl Fragment {
         )
     }
 
+    /// `0 + coalesce(length(CAST(e."a" AS BLOB)), 0) + …`: the bytes of these columns of row `e`.
+    pub fn byte_sum<'a>(idents: impl IntoIterator<Item = &'a Ident>) -> Fragment {
+        let terms: String =
+            idents.into_iter().map(|i| format!(" + coalesce(length(CAST(e.\"{}\" AS BLOB)), 0)", i.as_str())).collect();
+        Fragment(format!("0{terms}"))
+    }
+
     /// One column definition: `"a" TEXT`.
     pub fn column_def(ident: &Ident, column_type: &'static str) -> Fragment {
         Fragment(format!("\"{}\" {column_type}", ident.as_str()))

@@ -78,6 +78,7 @@ mod tests {
             media_public_url: None,
             tick_budget: crate::usage::tick::TickBudget::DEFAULT,
             clock: || 0.0,
+            max_revisions: crate::repo::content::DEFAULT_MAX_REVISIONS,
         };
         for header in ["Bearer secret", "bearer secret", "BEARER  secret "] {
             let p = block_on(authenticate(&exec, &config, Some(header))).unwrap();

@@ -119,11 +119,20 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Request
     let after = input::cursor(req, &mut issues)?;
     issues.finish()?;
     let c = schema::load(ctx, collection, "collection").await?;
-    let mut rows = repo::list(ctx.exec, &c, &ListQuery { status, locale, after, limit }).await?;
-    let next = input::paginate(&mut rows, limit, |r| {
+    let page = repo::list(ctx.exec, &c, &ListQuery { status, locale, after, limit }).await?;
+    let mut rows = page.rows;
+    let key = |r: &Row| {
         let s = |k: &str| r.get(k).and_then(Json::as_str).unwrap_or_default().to_owned();
         (s("created_at"), s("id"))
-    });
+    };
+    let mut next = input::paginate(&mut rows, limit, key);
+    // A page that stopped at its size bound continues after its last row.
+    if page.cut_by_size {
+        next = rows.last().map(|r| {
+            let (at, id) = key(r);
+            input::encode_cursor(&at, &id)
+        });
+    }
     let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c.fields)).collect();
     Ok((200, json!({"items": items, "nextCursor": next})))
 }
@@ -186,7 +195,9 @@ pub async fn update<E: Executor>(
     }
 }
 
-/// Stores a draft revision: the previous draft (or the live data) with `data` laid over it.
+/// Stores a draft revision: the previous draft with `data` laid over it, or, when there is none
+/// or it is stale (the live row was written after it), the live data with `data` laid over it
+/// (a rebase: what this save does not set takes the live values).
 async fn save_draft<E: Executor>(
     ctx: &Ctx<'_, E>,
     c: &Collection,
@@ -200,21 +211,25 @@ async fn save_draft<E: Executor>(
     if expected.is_some_and(|v| v != version) {
         return Err(ApiError::conflict("The entry changed since it was read; reload and retry"));
     }
-    let mut draft = match row.get("draft_revision_id").and_then(Json::as_str) {
-        Some(rev_id) => repo::get_revision(ctx.exec, rev_id)
-            .await?
-            .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
-            .and_then(|v| v.as_object().cloned())
-            .unwrap_or_default(),
-        None => item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default(),
+    let previous = match row.get("draft_revision_id").and_then(Json::as_str) {
+        Some(rev_id) => match repo::get_revision(ctx.exec, rev_id).await? {
+            Some(r) if !r.is_stale(version) => Some(
+                serde_json::from_str::<Json>(&r.data).ok().and_then(|v| v.as_object().cloned()).unwrap_or_default(),
+            ),
+            _ => None,
+        },
+        None => None,
     };
+    let mut draft =
+        previous.unwrap_or_else(|| item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default());
     for (k, v) in data {
         draft.insert(k.clone(), v.clone());
     }
     if let Some(s) = slug {
         draft.insert("_slug".into(), Json::String(s));
     }
-    match repo::save_draft(ctx.exec, c, id, version, &Json::Object(draft)).await.map_err(write_error)? {
+    let draft = Json::Object(draft);
+    match repo::save_draft(ctx.exec, c, id, version, &draft, ctx.config.max_revisions).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, c, id).await;
             Ok(item_reply(200, &row, c))
@@ -230,6 +245,11 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
     let mut slug = None;
     if let Some(rev_id) = row.get("draft_revision_id").and_then(Json::as_str) {
         let rev = repo::get_revision(ctx.exec, rev_id).await?;
+        if rev.as_ref().is_some_and(|r| r.is_stale(row_version(&row))) {
+            return Err(ApiError::conflict(
+                "The entry changed after its draft was saved; save the draft again to rebase it on the live entry",
+            ));
+        }
         let draft = rev
             .filter(|r| r.collection == c.slug.as_str() && r.entry_id == id)
             .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())

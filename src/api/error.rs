@@ -126,6 +126,11 @@ impl From<exec::Error> for ApiError {
                 "MEDIA_USAGE_CAPTURE_INACTIVE",
                 "Content writes to this collection are fenced: its media usage capture is not active",
             ),
+            exec::Error::TooBig(_) => ApiError::new(
+                413,
+                "PAYLOAD_TOO_LARGE",
+                "The change would make the entry larger than the database's 2,000,000-byte row limit",
+            ),
             // A content table dropped by a collection deletion while this request ran.
             exec::Error::NoSuchTable(_) => {
                 ApiError::new(404, "COLLECTION_NOT_FOUND", "The collection no longer exists")

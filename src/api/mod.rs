@@ -97,6 +97,8 @@ pub struct Config {
     pub tick_budget: crate::usage::tick::TickBudget,
     /// An elapsed-time clock (milliseconds) for that budget.
     pub clock: fn() -> f64,
+    /// Revisions an entry keeps at most (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`).
+    pub max_revisions: u32,
 }
 
 /// Everything a handler may use.

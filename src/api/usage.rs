@@ -25,7 +25,7 @@ use crate::usage::tick;
 /// Projects the entry a request just wrote, so "Used in" is current when the response returns.
 /// A failure here never fails the write: the work row stays queued for the cron tick.
 pub async fn after_write<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, content_id: &str) {
-    match project::process_next(ctx.exec, Some((&c.id, content_id))).await {
+    match project::process_next(ctx.exec, Some((&c.id, content_id)), ctx.config.tick_budget.admission).await {
         Ok(Some(project::JobOutcome::Failed { code, .. })) => {
             ctx.log(format!("projection of {}/{content_id} failed: {code}", c.slug));
         }
@@ -210,9 +210,17 @@ pub async fn list_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<R
     let after = input::cursor(req, &mut issues)?;
     issues.finish()?;
     let c = schema::load(ctx, collection.unwrap_or_default(), "collection").await?;
-    let mut rows = work::list_work(ctx.exec, &c.id, state, after, limit).await?;
-    let next = input::paginate(&mut rows, limit, |w| (w.updated_at.clone(), w.content_id.clone()));
-    Ok((200, json!({"items": rows.iter().map(work_json).collect::<Vec<_>>(), "nextCursor": next})))
+    let mut rows = work::list_work(ctx.exec, &c, state, after, limit).await?;
+    let next = input::paginate(&mut rows, limit, |w| (w.row.updated_at.clone(), w.row.content_id.clone()));
+    let items: Vec<Json> = rows
+        .iter()
+        .map(|w| {
+            let mut item = work_json(&w.row);
+            item["contentSlug"] = json!(w.content_slug);
+            item
+        })
+        .collect();
+    Ok((200, json!({"items": items, "nextCursor": next})))
 }
 
 /// `POST /admin/media-usage/work/retry {"collectionId","contentId"}`.
@@ -258,7 +266,12 @@ pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
     let mut issues = Issues::default();
     let limit = input::limit(req, &mut issues);
     let before = match input::cursor(req, &mut issues)? {
-        Some((_, id)) => Some(id.parse::<i64>().map_err(|_| ApiError::invalid_cursor())?),
+        Some((_, id)) => Some(
+            id.parse::<i64>()
+                .ok()
+                .filter(|id| (0..=crate::exec::MAX_SAFE_INTEGER).contains(id))
+                .ok_or_else(ApiError::invalid_cursor)?,
+        ),
         None => None,
     };
     issues.finish()?;

@@ -11,7 +11,9 @@ use crate::api;
 use crate::exec::fault::Faulty;
 use crate::exec::meter::Metered;
 use crate::model::auth::hash_token;
+use crate::repo::content::max_revisions_from_settings;
 use crate::usage::deletion::CleanupBatch;
+use crate::usage::project::Admission;
 use crate::usage::tick::{self, TickBudget};
 
 /// The executor stack every invocation uses.
@@ -40,6 +42,7 @@ fn config(env: &Env) -> api::Config {
         media_public_url: var(env, "MEDIA_PUBLIC_URL"),
         tick_budget: budget(env),
         clock: js_sys::Date::now,
+        max_revisions: max_revisions_from_settings(var(env, "MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY").as_deref()),
     }
 }
 
@@ -52,6 +55,7 @@ fn budget(env: &Env) -> TickBudget {
         var(env, "MEDIA_USAGE_CLEANUP_BATCH_ROWS").as_deref(),
         var(env, "MEDIA_USAGE_STATEMENT_TARGET_MS").as_deref(),
     ))
+    .with_admission(Admission::from_settings(var(env, "MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY").as_deref()))
 }
 
 #[event(start)]

@@ -21,6 +21,8 @@ pub const MAX_BINDS: usize = 100;
 pub const MAX_SQL_BYTES: usize = 100_000;
 /// D1 carries integers through JS numbers: only these round-trip exactly.
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+/// D1's largest string, BLOB or row, in bytes.
+pub const MAX_ROW_BYTES: i32 = 2_000_000;
 
 /// A value bound to a statement parameter.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,6 +174,9 @@ pub enum Error {
     /// The fault injector failed this statement (tests and `MEDIA_USAGE_FAULT_AFTER_STATEMENTS`).
     #[error("injected fault at statement {0}")]
     Fault(u64),
+    /// A string, BLOB or row would pass D1's 2,000,000-byte limit; nothing was written.
+    #[error("value or row too big: {0}")]
+    TooBig(String),
     /// A statement named a table that does not exist (a content table dropped by a collection
     /// deletion while a request or job still held its name).
     #[error("no such table: {0}")]
@@ -194,6 +199,8 @@ pub fn classify(message: &str) -> Error {
         Error::Unique(message.to_owned())
     } else if lower.contains("constraint failed") {
         Error::Constraint(message.to_owned())
+    } else if lower.contains("string or blob too big") {
+        Error::TooBig(message.to_owned())
     } else if lower.contains("no such table") {
         Error::NoSuchTable(message.to_owned())
     } else {
@@ -268,6 +275,7 @@ mod tests {
         assert!(matches!(classify("UNIQUE constraint failed: media.storage_key"), Error::Unique(_)));
         assert!(matches!(classify("media usage capture inactive"), Error::CaptureInactive));
         assert!(matches!(classify("D1_ERROR: no such table: ec_posts: SQLITE_ERROR"), Error::NoSuchTable(_)));
+        assert!(matches!(classify("D1_ERROR: string or blob too big: SQLITE_TOOBIG"), Error::TooBig(_)));
         assert!(matches!(classify("no such column: x"), Error::Backend(_)));
     }
 }

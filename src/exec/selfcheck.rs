@@ -2,7 +2,7 @@
 //! (`POST /_emdash/api/admin/self-check`) and natively: guarded batches roll back, the guard
 //! failure is classified as `Stale`, integers beyond 32 bits round-trip, `RETURNING` returns
 //! rows, and statements over the bind limit are refused before the database sees them.
-//! It writes only probe rows into `_emdash_batch_guard` and removes them.
+//! It writes only probe rows into `_emdash_selfcheck_probes` and removes them.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +15,7 @@ const GUARD_NEVER: &str = include_str!("../sql/selfcheck/guard_never.sql");
 const COUNT_PROBE: &str = include_str!("../sql/selfcheck/count_probe.sql");
 const DELETE_PROBE: &str = include_str!("../sql/selfcheck/delete_probe.sql");
 const ECHO_INTEGERS: &str = include_str!("../sql/selfcheck/echo_integers.sql");
+const COUNT_GUARD_ROWS: &str = include_str!("../sql/selfcheck/count_guard_rows.sql");
 
 /// What each check found; all `true` on a healthy backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -24,7 +25,7 @@ pub struct Report {
     pub guarded_batch_rolls_back: bool,
     /// That failure surfaced as `Stale`, not as a generic error.
     pub guard_failure_is_stale: bool,
-    /// A guard whose preconditions hold lets its batch commit, and the guard row is cleaned up.
+    /// A guard whose preconditions hold lets its batch commit, and its guard row is consumed.
     pub guarded_batch_commits: bool,
     /// 2^31 + 1, −(2^40) and 2^53 − 1 came back exactly, as integers.
     pub integers_round_trip: bool,
@@ -45,11 +46,12 @@ impl Report {
     }
 }
 
+#[derive(Deserialize)]
+struct N {
+    n: i64,
+}
+
 async fn probe_count<E: Executor>(exec: &E, probe: &str) -> Result<i64, Error> {
-    #[derive(Deserialize)]
-    struct N {
-        n: i64,
-    }
     let row: Option<N> = exec.query_first(Statement::new(COUNT_PROBE).bind(probe)).await?;
     Ok(row.map_or(0, |r| r.n))
 }
@@ -71,10 +73,12 @@ pub async fn run<E: Executor>(exec: &E) -> Result<Report, Error> {
     let committed = guarded_batch(
         exec,
         Guard::new(GUARD_NEVER).bind(1i64),
-        vec![Statement::new(DELETE_PROBE).bind(probe.as_str())],
+        vec![Statement::new(INSERT_PROBE).bind(probe.as_str())],
     )
     .await;
-    let guarded_batch_commits = committed.is_ok();
+    let guard_rows: Option<N> = exec.query_first(Statement::new(COUNT_GUARD_ROWS)).await?;
+    let guarded_batch_commits =
+        committed.is_ok() && probe_count(exec, &probe).await? == 1 && guard_rows.is_some_and(|r| r.n == 0);
 
     #[derive(Deserialize)]
     struct Echo {
@@ -91,9 +95,10 @@ pub async fn run<E: Executor>(exec: &E) -> Result<Report, Error> {
     struct Id {
         id: String,
     }
-    let returned: Vec<Id> = exec.query(Statement::new(INSERT_PROBE).bind(probe.as_str())).await?;
-    let returning_works = returned.len() == 1 && returned[0].id == probe;
-    exec.execute(Statement::new(DELETE_PROBE).bind(probe.as_str())).await?;
+    let returned_probe = format!("{probe}:returning");
+    let returned: Vec<Id> = exec.query(Statement::new(INSERT_PROBE).bind(returned_probe.as_str())).await?;
+    let returning_works = returned.len() == 1 && returned[0].id == returned_probe;
+    exec.execute(Statement::new(DELETE_PROBE).bind(probe.as_str()).bind(returned_probe.as_str())).await?;
 
     let mut too_many = Statement::new(ECHO_INTEGERS);
     for i in 0..=MAX_BINDS {

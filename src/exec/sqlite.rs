@@ -1,7 +1,8 @@
 //! Native executor over bundled SQLite, configured to fail where D1 fails.
 //!
-//! Foreign keys are on (D1 enforces them), statements over D1's limits are refused before
-//! SQLite sees them, and a batch runs in one transaction (D1 batches are atomic).
+//! Foreign keys are on (D1 enforces them), strings and rows stop at D1's 2,000,000 bytes,
+//! statements over D1's limits are refused before SQLite sees them, and a batch runs in one
+//! transaction (D1 batches are atomic).
 
 use rusqlite::types::ValueRef;
 use rusqlite::Connection;
@@ -28,6 +29,9 @@ impl SqliteExecutor {
     pub fn open_in_memory_unmigrated() -> Result<Self, Error> {
         let conn = Connection::open_in_memory().map_err(|e| Error::Backend(e.to_string()))?;
         conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(|e| Error::Backend(e.to_string()))?;
+        // D1's largest string, BLOB or row.
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, super::MAX_ROW_BYTES)
+            .map_err(|e| Error::Backend(e.to_string()))?;
         Ok(SqliteExecutor { conn })
     }
 

@@ -69,11 +69,13 @@ pub fn rev_token(version: i64) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("rev:{version}"))
 }
 
-/// Parses a `_rev` token back into the version it was issued for.
+/// Parses a `_rev` token back into the version it was issued for: a version is a
+/// non-negative integer D1 can hold exactly (up to 2^53 − 1).
 pub fn parse_rev(token: &str) -> Option<i64> {
     use base64::Engine;
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).ok()?;
-    String::from_utf8(raw).ok()?.strip_prefix("rev:")?.parse().ok()
+    let version: i64 = String::from_utf8(raw).ok()?.strip_prefix("rev:")?.parse().ok()?;
+    (0..=crate::exec::MAX_SAFE_INTEGER).contains(&version).then_some(version)
 }
 
 /// The API view of a content row: system columns in camelCase, fields under `data`.

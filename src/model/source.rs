@@ -3,6 +3,8 @@
 
 /// Content source schema version.
 pub const SCHEMA_VERSION: i64 = 1;
+/// Characters of an entry's title the index keeps (its display title).
+pub const MAX_TITLE_CHARS: usize = 200;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {

@@ -23,6 +23,8 @@ const GUARD_VERSION: &str = include_str!("../sql/content/guard_version.sql");
 const INSERT_REVISION: &str = include_str!("../sql/content/insert_revision.sql");
 const SET_DRAFT_REVISION: &str = include_str!("../sql/content/set_draft_revision.sql");
 const SELECT_REVISION: &str = include_str!("../sql/content/select_revision.sql");
+const PRUNE_REVISIONS: &str = include_str!("../sql/content/prune_revisions.sql");
+const DELETE_REVISIONS: &str = include_str!("../sql/content/delete_revisions.sql");
 
 /// A new entry; `columns` are the field columns being set.
 #[derive(Debug, Clone)]
@@ -73,18 +75,36 @@ pub struct ListQuery {
     pub limit: u32,
 }
 
-/// Non-trashed entries, newest first; returns up to `limit + 1` rows so the caller can tell
-/// whether another page exists.
-pub async fn list<E: Executor>(exec: &E, c: &Collection, q: &ListQuery) -> Result<Vec<Row>, Error> {
-    let sql = render(LIST, &[("table", &c.table())]);
+/// Field bytes a list page holds at most before it stops (plus the one row that crosses it,
+/// at most D1's 2 MB): well within what D1 returns from one query.
+pub const LIST_PAGE_BYTES: i64 = 4_000_000;
+
+/// A page of entries.
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// Up to `limit + 1` rows (the extra one says another page exists).
+    pub rows: Vec<Row>,
+    /// The page stopped early at [`LIST_PAGE_BYTES`]: more rows may follow its last one.
+    pub cut_by_size: bool,
+}
+
+/// Non-trashed entries, newest first: up to `limit + 1` rows, fewer when they reach
+/// [`LIST_PAGE_BYTES`].
+pub async fn list<E: Executor>(exec: &E, c: &Collection, q: &ListQuery) -> Result<Page, Error> {
+    let row_bytes = Fragment::byte_sum(c.fields.iter().map(|f| &f.slug));
+    let sql = render(LIST, &[("table", &c.table()), ("row_bytes", &row_bytes)]);
     let (after_at, after_id) = q.after.clone().unzip();
     let stmt = Statement::new(sql)
         .bind(q.status.clone())
         .bind(q.locale.clone())
         .bind(after_at)
         .bind(after_id)
-        .bind(i64::from(q.limit) + 1);
-    Ok(exec.run(stmt).await?.rows)
+        .bind(i64::from(q.limit) + 1)
+        .bind(LIST_PAGE_BYTES);
+    let rows = exec.run(stmt).await?.rows;
+    let through = rows.last().and_then(|r| r.get("__bytes_through")).and_then(serde_json::Value::as_i64);
+    let cut_by_size = rows.len() <= q.limit as usize && through.is_some_and(|b| b >= LIST_PAGE_BYTES);
+    Ok(Page { rows, cut_by_size })
 }
 
 /// A change to an entry's live columns.
@@ -110,25 +130,47 @@ pub async fn update<E: Executor>(exec: &E, c: &Collection, id: &str, u: Update) 
     Ok(exec.run(stmt).await?.rows.into_iter().next())
 }
 
-/// Stores `data` as a new draft revision and points the entry at it, only if the entry is still
-/// at `version`. `None` when it is not (the caller re-reads to tell 404 from 409).
+/// Revisions an entry keeps at most by default (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`).
+pub const DEFAULT_MAX_REVISIONS: u32 = 20;
+/// The fewest an entry may be configured to keep: its live and its draft revision.
+pub const MIN_MAX_REVISIONS: u32 = 2;
+
+/// Reads `MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY` (2..=1,000; anything else is the default).
+pub fn max_revisions_from_settings(raw: Option<&str>) -> u32 {
+    raw.and_then(|s| s.trim().parse::<u32>().ok())
+        .filter(|n| (MIN_MAX_REVISIONS..=1_000).contains(n))
+        .unwrap_or(DEFAULT_MAX_REVISIONS)
+}
+
+/// Stores `data` as a new draft revision based on the version this save writes
+/// (`version + 1`) and points the entry at it, only if the entry is still at `version`; then
+/// prunes the entry's revisions to `max_revisions` (its live and draft ones always kept).
+/// `None` when the entry moved on (the caller re-reads to tell 404 from 409).
 pub async fn save_draft<E: Executor>(
     exec: &E,
     c: &Collection,
     id: &str,
     version: i64,
     data: &serde_json::Value,
+    max_revisions: u32,
 ) -> Result<Option<Row>, Error> {
     let table = c.table();
     let revision_id = ids::new_id();
     let guard = Guard::new(render(GUARD_VERSION, &[("table", &table)])).bind(id).bind(version);
+    let others = i64::from(max_revisions.max(MIN_MAX_REVISIONS) - MIN_MAX_REVISIONS);
     let stmts = vec![
         Statement::new(INSERT_REVISION)
             .bind(revision_id.as_str())
             .bind(c.slug.as_str())
             .bind(id)
-            .bind(data.to_string()),
+            .bind(data.to_string())
+            .bind(version + 1),
         Statement::new(render(SET_DRAFT_REVISION, &[("table", &table)])).bind(id).bind(revision_id.as_str()),
+        Statement::new(render(PRUNE_REVISIONS, &[("table", &table)]))
+            .bind(c.slug.as_str())
+            .bind(id)
+            .bind(revision_id.as_str())
+            .bind(others),
     ];
     match guarded_batch(exec, guard, stmts).await {
         Ok(outcomes) => Ok(outcomes.into_iter().nth(1).and_then(|o| o.rows.into_iter().next())),
@@ -144,6 +186,15 @@ pub struct Revision {
     pub collection: String,
     pub entry_id: String,
     pub data: String,
+    /// The live version the draft was saved over (`None` for revisions older than this field).
+    pub base_version: Option<i64>,
+}
+
+impl Revision {
+    /// A draft is stale when the live row was written after the draft's own save.
+    pub fn is_stale(&self, live_version: i64) -> bool {
+        self.base_version.is_some_and(|base| base < live_version)
+    }
 }
 
 pub async fn get_revision<E: Executor>(exec: &E, id: &str) -> Result<Option<Revision>, Error> {
@@ -190,8 +241,11 @@ pub async fn transition<E: Executor>(exec: &E, c: &Collection, id: &str, t: Tran
     Ok(exec.run(Statement::new(sql).bind(id)).await?.rows.into_iter().next())
 }
 
-/// Deletes an entry for good; false when it did not exist.
+/// Deletes an entry and its revisions for good, atomically; false when it did not exist.
 pub async fn delete<E: Executor>(exec: &E, c: &Collection, id: &str) -> Result<bool, Error> {
     let sql = render(DELETE, &[("table", &c.table())]);
-    Ok(exec.execute(Statement::new(sql).bind(id)).await? > 0)
+    let outcomes = exec
+        .batch(vec![Statement::new(sql).bind(id), Statement::new(DELETE_REVISIONS).bind(c.slug.as_str()).bind(id)])
+        .await?;
+    Ok(outcomes.first().is_some_and(|o| o.changes > 0))
 }

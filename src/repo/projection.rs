@@ -24,8 +24,6 @@ pub struct ObservedSource {
     pub source_fingerprint: Option<String>,
     pub source_completeness: String,
     pub last_error_code: Option<String>,
-    /// Occurrences of the current generation, counted up to 13.
-    pub occurrence_count: i64,
 }
 
 /// Everything a projection job reads, in one statement.
@@ -112,14 +110,16 @@ pub async fn load_entry<E: Executor>(
 /// What a publish batch writes.
 #[derive(Debug, Clone, Default)]
 pub struct Publish {
-    /// Occurrence objects for `insert_occurrences.sql`.
-    pub occurrences: Vec<Json>,
-    /// Source objects for `upsert_sources.sql`.
-    pub sources: Vec<Json>,
+    /// The JSON array of occurrence objects for `insert_occurrences.sql`, if any.
+    pub occurrences: Option<String>,
+    /// The JSON array of source objects for `upsert_sources.sql`, if any.
+    pub sources: Option<String>,
     /// Source keys to delete (their occurrences go with them).
     pub delete_keys: Vec<String>,
     /// A draft-revision error to record on coverage.
     pub draft_error: Option<&'static str>,
+    /// Sources written or deleted.
+    pub changed_sources: usize,
 }
 
 /// The CAS inputs of a publish: what the job observed.
@@ -154,11 +154,11 @@ pub async fn publish<E: Executor>(exec: &E, o: &Observed<'_>, p: &Publish) -> Re
         .bind(o.source_keys[1])
         .bind(o.sources_signature);
     let mut stmts = Vec::new();
-    if !p.occurrences.is_empty() {
-        stmts.push(Statement::new(INSERT_OCCURRENCES).bind(Json::Array(p.occurrences.clone()).to_string()));
+    if let Some(occurrences) = &p.occurrences {
+        stmts.push(Statement::new(INSERT_OCCURRENCES).bind(occurrences.as_str()));
     }
-    if !p.sources.is_empty() {
-        stmts.push(Statement::new(UPSERT_SOURCES).bind(Json::Array(p.sources.clone()).to_string()));
+    if let Some(sources) = &p.sources {
+        stmts.push(Statement::new(UPSERT_SOURCES).bind(sources.as_str()));
     }
     if !p.delete_keys.is_empty() {
         stmts.push(Statement::new(DELETE_SOURCES).bind(json!(p.delete_keys).to_string()));

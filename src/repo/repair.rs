@@ -21,6 +21,7 @@ const ADVANCE_RUN: &str = include_str!("../sql/repair/advance_run.sql");
 const FINALIZE_STATUS: &str = include_str!("../sql/repair/finalize_status.sql");
 const END_RUN: &str = include_str!("../sql/repair/end_run.sql");
 const FAIL_RUN: &str = include_str!("../sql/repair/fail_run.sql");
+const BARRIER_WAIT: &str = include_str!("../sql/repair/barrier_wait.sql");
 
 /// Starts (or restarts) a run for each of `collection_ids` whose capture is active, in one
 /// atomic batch of two statements whatever their number: coverage `running` under a new run
@@ -47,9 +48,9 @@ pub struct Run {
     pub attempt_count: i64,
 }
 
-/// Claims the next due run with a 60 s lease.
-pub async fn claim<E: Executor>(exec: &E) -> Result<Option<Run>, Error> {
-    exec.query_first(Statement::new(CLAIM_RUN).bind(ids::new_id())).await
+/// Claims the next due run (or `only` that collection's, if due) with a 60 s lease.
+pub async fn claim<E: Executor>(exec: &E, only: Option<&str>) -> Result<Option<Run>, Error> {
+    exec.query_first(Statement::new(CLAIM_RUN).bind(ids::new_id()).bind(only)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -137,9 +138,26 @@ pub async fn enqueue_and_advance<E: Executor>(
     guarded_batch(exec, guard, stmts).await.map(drop)
 }
 
-/// Finalises coverage if the queue has drained, and ends the run if it is finalised or
-/// superseded. Returns whether the run ended.
-pub async fn finalize<E: Executor>(exec: &E, run: &Run) -> Result<bool, Error> {
+/// What the barrier found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Barrier {
+    /// Coverage was finalised, or the run was superseded: the run ended.
+    Ended,
+    /// The queue has not drained; the run waits. `work_due`: some of the collection's queue work
+    /// is due now (whoever runs the queue next can let the run finalise).
+    Waiting { work_due: bool },
+    /// The run's lease was lost; nothing changed.
+    Lost,
+}
+
+/// At the barrier, in one atomic batch: finalises coverage if the collection's queue has
+/// drained, ends the run if it is finalised or superseded, and otherwise puts it back to wait
+/// until its earliest unfinished work is due (at most `max_wait_seconds`).
+pub async fn barrier<E: Executor>(exec: &E, run: &Run, max_wait_seconds: i64) -> Result<Barrier, Error> {
+    #[derive(Deserialize)]
+    struct Wait {
+        work_due: i64,
+    }
     let outcomes = exec
         .batch(vec![
             Statement::new(FINALIZE_STATUS).bind(run.collection_id.as_str()).bind(run.run_token.as_str()),
@@ -147,14 +165,17 @@ pub async fn finalize<E: Executor>(exec: &E, run: &Run) -> Result<bool, Error> {
                 .bind(run.collection_id.as_str())
                 .bind(run.lease_token.clone())
                 .bind(run.run_token.as_str()),
+            Statement::new(BARRIER_WAIT)
+                .bind(run.collection_id.as_str())
+                .bind(run.lease_token.clone())
+                .bind(max_wait_seconds),
         ])
         .await?;
-    Ok(outcomes.get(1).is_some_and(|o| o.changes > 0))
-}
-
-/// Puts a run back to wait (the barrier polls every `delay_seconds`).
-pub async fn release<E: Executor>(exec: &E, run: &Run, a: &Advance<'_>) -> Result<(), Error> {
-    exec.execute(advance_statement(run, a)).await.map(drop)
+    if outcomes.get(1).is_some_and(|o| o.changes > 0) {
+        return Ok(Barrier::Ended);
+    }
+    let wait: Option<Wait> = outcomes.get(2).map(|o| o.first()).transpose()?.flatten();
+    Ok(wait.map_or(Barrier::Lost, |w| Barrier::Waiting { work_due: w.work_due != 0 }))
 }
 
 /// Gives up on a run that keeps failing: coverage `failed` (`MEDIA_USAGE_REPAIR_FAILED`, still

@@ -8,6 +8,7 @@ use crate::exec::{Error, Executor, Statement};
 use crate::ids;
 use crate::model::collection::Collection;
 use crate::model::state::QueueState;
+use crate::sql::render;
 
 const CLAIM_WORK: &str = include_str!("../sql/usage/claim_work.sql");
 const CLAIM_ENTRY_WORK: &str = include_str!("../sql/usage/claim_entry_work.sql");
@@ -110,14 +111,25 @@ pub async fn delete_obsolete<E: Executor>(exec: &E, work: &WorkRow) -> Result<bo
 /// Work rows of a collection, newest first.
 pub async fn list_work<E: Executor>(
     exec: &E,
-    collection_id: &str,
+    collection: &Collection,
     state: Option<QueueState>,
     after: Option<(String, String)>,
     limit: u32,
-) -> Result<Vec<WorkRow>, Error> {
+) -> Result<Vec<ListedWork>, Error> {
     let (at, id) = after.unzip();
-    exec.query(Statement::new(LIST_WORK).bind(collection_id).bind(state).bind(at).bind(id).bind(i64::from(limit) + 1))
-        .await
+    let sql = render(LIST_WORK, &[("table", &collection.table())]);
+    exec.query(
+        Statement::new(sql).bind(collection.id.as_str()).bind(state).bind(at).bind(id).bind(i64::from(limit) + 1),
+    )
+    .await
+}
+
+/// A work row as operators see it: with the slug of its entry (`None` once the entry is gone).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct ListedWork {
+    #[serde(flatten)]
+    pub row: WorkRow,
+    pub content_slug: Option<String>,
 }
 
 /// A work row with whether its lease is live by the database clock.

@@ -43,13 +43,31 @@ pub struct Occurrence {
     pub mime_type: Option<String>,
 }
 
-/// A field that can hold media references, with its image sub-fields for repeaters.
+/// A field that can hold media references, with its media sub-fields for repeaters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtractionField {
     pub slug: Ident,
     pub field_type: FieldType,
-    /// Image sub-field slugs of a repeater, sorted.
-    pub image_sub_fields: Vec<Ident>,
+    /// The `image` and `file` sub-fields of a repeater, sorted by slug.
+    pub media_sub_fields: Vec<MediaSubField>,
+}
+
+/// A repeater sub-field that holds a media reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaSubField {
+    pub slug: Ident,
+    /// [`FieldType::Image`] or [`FieldType::File`].
+    pub field_type: FieldType,
+}
+
+/// How a field or sub-field of this type holds a media reference, if it does (portable text
+/// and repeaters hold them inside their values).
+fn reference_type(t: FieldType) -> Option<(ReferenceType, Option<&'static str>)> {
+    match t {
+        FieldType::Image => Some((ReferenceType::ImageField, Some("image"))),
+        FieldType::File => Some((ReferenceType::FileField, None)),
+        _ => None,
+    }
 }
 
 /// The extraction schema of a collection: extraction fields sorted by slug.
@@ -58,17 +76,21 @@ pub fn extraction_fields(fields: &[Field]) -> Vec<ExtractionField> {
         .iter()
         .filter_map(|f| match f.field_type {
             FieldType::Image | FieldType::File | FieldType::PortableText => {
-                Some(ExtractionField { slug: f.slug.clone(), field_type: f.field_type, image_sub_fields: Vec::new() })
+                Some(ExtractionField { slug: f.slug.clone(), field_type: f.field_type, media_sub_fields: Vec::new() })
             }
             FieldType::Repeater => {
-                let mut subs: Vec<Ident> =
-                    f.sub_fields.iter().filter(|s| s.field_type == FieldType::Image).map(|s| s.slug.clone()).collect();
-                subs.sort();
-                subs.dedup();
+                let mut subs: Vec<MediaSubField> = f
+                    .sub_fields
+                    .iter()
+                    .filter(|s| reference_type(s.field_type).is_some())
+                    .map(|s| MediaSubField { slug: s.slug.clone(), field_type: s.field_type })
+                    .collect();
+                subs.sort_by(|a, b| a.slug.cmp(&b.slug));
+                subs.dedup_by(|a, b| a.slug == b.slug);
                 (!subs.is_empty()).then(|| ExtractionField {
                     slug: f.slug.clone(),
                     field_type: FieldType::Repeater,
-                    image_sub_fields: subs,
+                    media_sub_fields: subs,
                 })
             }
             _ => None,
@@ -213,24 +235,20 @@ pub fn extract(fields: &[ExtractionField], data: &Map<String, Json>) -> Vec<Occu
         let slug = f.slug.as_str();
         let Some(value) = data.get(slug) else { continue };
         match f.field_type {
-            FieldType::Image => {
-                if let Some(r) = parse_reference(value) {
-                    out.push(occurrence(slug, slug.to_owned(), ReferenceType::ImageField, r, Some("image")));
-                }
-            }
-            FieldType::File => {
-                if let Some(r) = parse_reference(value) {
-                    out.push(occurrence(slug, slug.to_owned(), ReferenceType::FileField, r, None));
+            FieldType::Image | FieldType::File => {
+                if let (Some((kind, fallback)), Some(r)) = (reference_type(f.field_type), parse_reference(value)) {
+                    out.push(occurrence(slug, slug.to_owned(), kind, r, fallback));
                 }
             }
             FieldType::Repeater => {
                 let Some(items) = value.as_array() else { continue };
                 for (i, item) in items.iter().enumerate() {
                     let Some(obj) = item.as_object() else { continue };
-                    for sub in &f.image_sub_fields {
-                        if let Some(r) = obj.get(sub.as_str()).and_then(parse_reference) {
-                            let path = format!("{slug}[{i}].{sub}");
-                            out.push(occurrence(slug, path, ReferenceType::ImageField, r, Some("image")));
+                    for sub in &f.media_sub_fields {
+                        let Some((kind, fallback)) = reference_type(sub.field_type) else { continue };
+                        if let Some(r) = obj.get(sub.slug.as_str()).and_then(parse_reference) {
+                            let path = format!("{slug}[{i}].{}", sub.slug);
+                            out.push(occurrence(slug, path, kind, r, fallback));
                         }
                     }
                 }
@@ -319,10 +337,16 @@ mod tests {
         let s = schema();
         let slugs: Vec<&str> = s.iter().map(|f| f.slug.as_str()).collect();
         assert_eq!(slugs, ["attachment", "body", "hero", "sections"]);
-        assert_eq!(schema()[3].image_sub_fields, [Ident::parse("image").unwrap()]);
+        let sections = &s[3];
+        let subs: Vec<(&str, FieldType)> =
+            sections.media_sub_fields.iter().map(|s| (s.slug.as_str(), s.field_type)).collect();
+        assert_eq!(subs, [("file", FieldType::File), ("image", FieldType::Image)]);
         let mut files_only = field("r", FieldType::Repeater);
         files_only.sub_fields = vec![SubField { slug: Ident::parse("f").unwrap(), field_type: FieldType::File }];
-        assert!(!is_extraction_field(&files_only));
+        assert!(is_extraction_field(&files_only), "a repeater of files holds references");
+        let mut texts_only = field("r", FieldType::Repeater);
+        texts_only.sub_fields = vec![SubField { slug: Ident::parse("t").unwrap(), field_type: FieldType::String }];
+        assert!(!is_extraction_field(&texts_only));
         assert!(is_extraction_field(&field("h", FieldType::Image)));
         assert!(!is_extraction_field(&field("j", FieldType::Json)));
     }
@@ -384,12 +408,25 @@ mod tests {
     }
 
     #[test]
-    fn scenario_5_repeaters_index_image_sub_fields_only() {
-        let occ =
-            run(json!({"sections": [{"image": {"id": "a"}, "file": "zz"}, {"image": "b"}, "junk", {"other": "c"}]}));
-        let paths: Vec<&str> = occ.iter().map(|o| o.field_path.as_str()).collect();
-        assert_eq!(paths, ["sections[0].image", "sections[1].image"]);
-        assert!(occ.iter().all(|o| o.field_slug == "sections" && o.reference_type == ReferenceType::ImageField));
+    fn scenario_5_repeaters_index_image_and_file_sub_fields() {
+        let occ = run(json!({"sections": [
+            {"image": {"id": "a"}, "file": {"id": "zz", "mimeType": "application/pdf"}},
+            {"image": "b"}, "junk", {"other": "c"}, {"file": "https://x/y.pdf"}
+        ]}));
+        let found: Vec<(&str, ReferenceType, Option<&str>)> =
+            occ.iter().map(|o| (o.field_path.as_str(), o.reference_type, o.media_kind)).collect();
+        assert_eq!(
+            found,
+            [
+                ("sections[0].file", ReferenceType::FileField, Some("document")),
+                ("sections[0].image", ReferenceType::ImageField, Some("image")),
+                ("sections[1].image", ReferenceType::ImageField, Some("image")),
+            ]
+        );
+        assert!(occ.iter().all(|o| o.field_slug == "sections"));
+        // A bare file id has no kind until its MIME type is known, as for a top-level file field.
+        let bare = run(json!({"sections": [{"file": "f1"}]}));
+        assert_eq!((bare[0].reference_type, bare[0].media_kind), (ReferenceType::FileField, None));
     }
 
     #[test]

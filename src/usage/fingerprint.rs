@@ -33,7 +33,9 @@ pub fn fingerprint(schema: &[ExtractionField], meta: &SourceMeta, occurrences: &
             json!({
                 "slug": f.slug.as_str(),
                 "type": f.field_type.as_str(),
-                "subFields": f.image_sub_fields.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                "subFields": f.media_sub_fields.iter()
+                    .map(|s| json!({"slug": s.slug.as_str(), "type": s.field_type.as_str()}))
+                    .collect::<Vec<_>>(),
             })
         })
         .collect();

@@ -16,16 +16,40 @@ use crate::model::source::{source_key, SourceMeta, Variant};
 use crate::repo::projection::{self, LoadedEntry, Observed, ObservedSource, Publish};
 use crate::repo::work::{self, WorkRow};
 
-/// Occurrence rows one claim may write or delete.
-pub const MAX_UNITS_PER_CLAIM: usize = 12;
-/// Projection bytes one claim may write.
-pub const MAX_BYTES_PER_CLAIM: usize = 512 * 1024;
-/// The most statements one job can issue: claim, load, and a publish batch of at most seven
-/// (guard, occurrences, sources, deletions, work, coverage, guard cleanup).
-pub const JOB_MAX_STATEMENTS: u64 = 9;
+/// What one job may publish. A publish is one guarded batch of at most seven statements
+/// whatever the number of occurrences: each variant's occurrences travel as one bound JSON value
+/// that `json_each` expands inside D1. So what bounds a publish is the size of a bound value
+/// (D1 refuses strings over 2,000,000 bytes) and the rows it writes, not a statement count; see
+/// the README ("Admission").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// Occurrences per source variant (`MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY`): the live
+    /// columns and the draft overlay may each hold this many; occurrences being removed do not
+    /// count.
+    pub max_occurrences: usize,
+}
 
-/// Estimated bytes to delete one stored occurrence (admission of deletions).
-const DELETED_OCCURRENCE_BYTES: usize = 512;
+impl Admission {
+    pub const DEFAULT: Admission = Admission { max_occurrences: 1_000 };
+    /// The largest configurable limit: 5,000 occurrences of typical size (~350 bytes each as
+    /// bound JSON) in both variants stay within [`MAX_BOUND_BYTES`]; larger ones are refused by
+    /// the byte bound anyway.
+    pub const MAX_OCCURRENCES: usize = 5_000;
+
+    /// Reads `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY` (1..=5,000; anything else is the default).
+    pub fn from_settings(raw: Option<&str>) -> Admission {
+        raw.and_then(|s| s.trim().parse::<usize>().ok())
+            .filter(|n| (1..=Self::MAX_OCCURRENCES).contains(n))
+            .map_or(Self::DEFAULT, |max_occurrences| Admission { max_occurrences })
+    }
+}
+
+/// The most bytes one bound JSON value of a publish may have: D1's 2,000,000-byte string limit
+/// with room for the rest of the row.
+pub const MAX_BOUND_BYTES: usize = 1_500_000;
+/// The most statements one job can issue: claim, load, and a publish batch of at most six
+/// (guard, occurrences, sources, deletions, work, coverage).
+pub const JOB_MAX_STATEMENTS: u64 = 8;
 
 /// How a job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,17 +145,27 @@ enum Plan {
     BadSchema(&'static str),
 }
 
+/// A bound JSON array of the publish batch, or `None` when it would pass [`MAX_BOUND_BYTES`].
+fn bound_json(items: Vec<Json>) -> Option<Option<String>> {
+    if items.is_empty() {
+        return Some(None);
+    }
+    let text = Json::Array(items).to_string();
+    (text.len() <= MAX_BOUND_BYTES).then_some(Some(text))
+}
+
 /// Decides the writes for an entry (pure): which snapshots changed, which stored sources no
-/// longer exist, and whether the whole change fits one claim.
-fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry) -> Plan {
+/// longer exist, and whether the change is admitted (each written variant within
+/// `admission.max_occurrences`, each bound value within [`MAX_BOUND_BYTES`]).
+fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry, admission: Admission) -> Plan {
     let observed = |key: &str| loaded.observed.iter().find(|o| o.source_key == key);
     let fields = match fields_of(loaded) {
         Ok(f) => f,
         Err(code) => return Plan::BadSchema(code),
     };
     let schema = extraction_fields(&fields);
-    let mut publish = Publish::default();
-    let (mut units, mut bytes) = (0usize, 0usize);
+    let (mut occurrences, mut sources, mut delete_keys) = (Vec::new(), Vec::new(), Vec::new());
+    let mut draft_error = None;
     let mut wanted: Vec<String> = Vec::new();
     if let Some(row) = &loaded.row {
         let revision = RevisionRow {
@@ -160,45 +194,49 @@ fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry) -> Pla
                     o.source_completeness == "failed" && o.last_error_code.as_deref() == Some(failure.code)
                 });
                 if !already {
-                    publish.sources.push(source_json(&failure.meta, None, None, "failed", Some(failure.code)));
+                    sources.push(source_json(&failure.meta, None, None, "failed", Some(failure.code)));
                 }
-                publish.draft_error = Some(failure.code);
+                draft_error = Some(failure.code);
             }
             None => {}
         }
         for s in changed {
-            let generation = ids::new_id();
-            units += s.occurrences.len();
-            bytes += s.byte_length;
-            for o in &s.occurrences {
-                let mut v = json!(o);
-                v["sourceKey"] = json!(s.meta.source_key);
-                v["generation"] = json!(generation);
-                v["referenceType"] = json!(o.reference_type.as_str());
-                publish.occurrences.push(v);
+            if s.occurrences.len() > admission.max_occurrences {
+                return Plan::ResourceLimit;
             }
-            publish.sources.push(source_json(&s.meta, Some(&generation), Some(&s.fingerprint), "complete", None));
+            let generation = ids::new_id();
+            // The media id is the asset id of a local reference; SQL derives it.
+            occurrences.extend(s.occurrences.iter().map(|o| {
+                json!({
+                    "sourceKey": s.meta.source_key,
+                    "generation": generation,
+                    "fieldSlug": o.field_slug,
+                    "fieldPath": o.field_path,
+                    "occurrenceIndex": o.occurrence_index,
+                    "referenceType": o.reference_type.as_str(),
+                    "provider": o.provider,
+                    "providerAssetId": o.provider_asset_id,
+                    "mediaKind": o.media_kind,
+                    "mimeType": o.mime_type,
+                })
+            }));
+            sources.push(source_json(&s.meta, Some(&generation), Some(&s.fingerprint), "complete", None));
         }
     }
+    // Removing a source is always admitted: its occurrences go with it (a trigger), however many.
     for o in &loaded.observed {
         if !wanted.contains(&o.source_key) {
-            let n = usize::try_from(o.occurrence_count).unwrap_or(0);
-            units += n;
-            bytes += 2 * n * DELETED_OCCURRENCE_BYTES;
-            publish.delete_keys.push(o.source_key.clone());
+            delete_keys.push(o.source_key.clone());
         }
     }
-    if units > MAX_UNITS_PER_CLAIM || bytes > MAX_BYTES_PER_CLAIM {
-        Plan::ResourceLimit
-    } else if publish.occurrences.is_empty()
-        && publish.sources.is_empty()
-        && publish.delete_keys.is_empty()
-        && publish.draft_error.is_none()
-    {
-        Plan::Unchanged
-    } else {
-        Plan::Write(publish)
+    if occurrences.is_empty() && sources.is_empty() && delete_keys.is_empty() && draft_error.is_none() {
+        return Plan::Unchanged;
     }
+    let changed_sources = sources.len() + delete_keys.len();
+    let (Some(occurrences), Some(sources)) = (bound_json(occurrences), bound_json(sources)) else {
+        return Plan::ResourceLimit;
+    };
+    Plan::Write(Publish { occurrences, sources, delete_keys, draft_error, changed_sources })
 }
 
 /// Records a failed attempt; terminal after [`MAX_ATTEMPTS`] or when `always_terminal`.
@@ -220,7 +258,7 @@ async fn obsolete<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome, E
 }
 
 /// Processes one claimed work row.
-pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome, Error> {
+pub async fn process<E: Executor>(exec: &E, work: &WorkRow, admission: Admission) -> Result<JobOutcome, Error> {
     // Claimed more often than it may be attempted: earlier holders died or lost the row without
     // recording anything (a crash, a backend error, a lost lease). Stop here, visibly.
     if work.attempt_count > MAX_ATTEMPTS {
@@ -244,7 +282,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
     if loaded.registry_slug.as_deref() != Some(work.collection_slug.as_str()) {
         return obsolete(exec, work).await;
     }
-    let publish = match plan(&work.collection_id, &work.collection_slug, &loaded) {
+    let publish = match plan(&work.collection_id, &work.collection_slug, &loaded, admission) {
         Plan::ResourceLimit => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
         Plan::BadSchema(code) => return record_failure(exec, work, code, false).await,
         Plan::Unchanged => {
@@ -265,7 +303,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
         source_keys: [&keys[0], &keys[1]],
         sources_signature: &loaded.sources_signature,
     };
-    let changed = publish.sources.len() + publish.delete_keys.len();
+    let changed = publish.changed_sources;
     match projection::publish(exec, &observed, &publish).await {
         Ok(()) => Ok(JobOutcome::Published { changed }),
         Err(Error::Stale) => Ok(JobOutcome::Conflict),
@@ -277,7 +315,11 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome
 }
 
 /// Claims and processes the next due job (or the given entry's); `None` when nothing is due.
-pub async fn process_next<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<Option<JobOutcome>, Error> {
+pub async fn process_next<E: Executor>(
+    exec: &E,
+    key: Option<(&str, &str)>,
+    admission: Admission,
+) -> Result<Option<JobOutcome>, Error> {
     let Some(work) = work::claim(exec, key).await? else { return Ok(None) };
-    process(exec, &work).await.map(Some)
+    process(exec, &work, admission).await.map(Some)
 }

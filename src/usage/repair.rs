@@ -11,32 +11,38 @@ use super::backoff::MAX_ATTEMPTS;
 use crate::exec::{Error, Executor};
 use crate::model::ident::Ident;
 use crate::model::state::RepairPhase;
-use crate::repo::repair::{self as repo, Advance, Run};
+use crate::repo::repair::{self as repo, Advance, Barrier, Run};
 
 /// Entries queued per scan step (one JSON parameter; one statement).
 pub const PAGE_SIZE: u32 = 500;
-/// How often a run whose queue has not drained yet looks again.
+/// The longest a run whose queue has not drained waits before it looks again (it looks as soon
+/// as the collection's earliest unfinished work row is due).
 pub const BARRIER_POLL_SECONDS: i64 = 10;
-/// The most statements one repair step issues: claim, page read, a guarded batch of four, and
-/// the end of a run whose batch lost its guard.
-pub const STEP_MAX_STATEMENTS: u64 = 7;
+/// The most statements one repair step issues: claim, page read, a guarded batch of three
+/// (guard, enqueue, advance), and the end of a run whose batch lost its guard.
+pub const STEP_MAX_STATEMENTS: u64 = 6;
+/// The statements of a step of a run known to be at its barrier: claim and a batch of three.
+pub const BARRIER_STEP_STATEMENTS: u64 = 4;
 
 /// What one step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StepOutcome {
-    /// Queued a page of entries (or orphaned sources) and moved the cursor.
-    Queued { n: usize },
-    /// The queue has not drained; the run waits.
-    Waiting,
+    /// Queued a page of entries (or orphaned sources) and moved the cursor. `at_barrier` names
+    /// the collection when that was the last page: its run now waits for the queue to drain.
+    Queued { n: usize, at_barrier: Option<String> },
+    /// The queue has not drained; the run of `collection_id` waits. `work_due`: the collection
+    /// has queue work due now, so the run can finalise once the work lane has run it.
+    Waiting { collection_id: String, work_due: bool },
     /// Coverage was finalised (or the run was superseded or its collection is gone).
     Finished,
     /// The lease was lost or the collection changed; nothing was written.
     Conflict,
 }
 
-/// Claims the next due run and advances it one step; `None` when no run is due.
-pub async fn step_next<E: Executor>(exec: &E) -> Result<Option<StepOutcome>, Error> {
-    let Some(run) = repo::claim(exec).await? else { return Ok(None) };
+/// Claims the next due run (or `only` that collection's, if due) and advances it one step;
+/// `None` when no such run is due.
+pub async fn step_next<E: Executor>(exec: &E, only: Option<&str>) -> Result<Option<StepOutcome>, Error> {
+    let Some(run) = repo::claim(exec, only).await? else { return Ok(None) };
     step(exec, &run).await.map(Some)
 }
 
@@ -68,7 +74,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
                 delay_seconds: 0,
                 progressed: true,
             };
-            advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len()).await
+            advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len(), next.phase).await
         }
         RepairPhase::Sources => {
             let page = match repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await {
@@ -88,32 +94,33 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
                 delay_seconds: 0,
                 progressed: true,
             };
-            advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len()).await
+            advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len(), next.phase).await
         }
-        RepairPhase::Barrier => {
-            if repo::finalize(exec, run).await? {
-                return Ok(StepOutcome::Finished);
+        // Waiting for the queue is not a failure: the wait resets the attempt count.
+        RepairPhase::Barrier => Ok(match repo::barrier(exec, run, BARRIER_POLL_SECONDS).await? {
+            Barrier::Ended => StepOutcome::Finished,
+            Barrier::Waiting { work_due } => {
+                StepOutcome::Waiting { collection_id: run.collection_id.clone(), work_due }
             }
-            let wait = Advance {
-                phase: RepairPhase::Barrier,
-                scan_cursor: run.scan_cursor.as_deref(),
-                source_cursor: run.source_cursor.as_deref(),
-                delay_seconds: BARRIER_POLL_SECONDS,
-                // Waiting for the queue is not a failure.
-                progressed: true,
-            };
-            repo::release(exec, run, &wait).await?;
-            Ok(StepOutcome::Waiting)
-        }
+            Barrier::Lost => StepOutcome::Conflict,
+        }),
     }
 }
 
 /// Maps the outcome of a scan or orphan step. A lost guard ends the run when it no longer owns
 /// its collection's coverage (collection deleted, run superseded); otherwise the run is retried
 /// when its lease expires.
-async fn advanced<E: Executor>(exec: &E, run: &Run, res: Result<(), Error>, n: usize) -> Result<StepOutcome, Error> {
+async fn advanced<E: Executor>(
+    exec: &E,
+    run: &Run,
+    res: Result<(), Error>,
+    n: usize,
+    next: RepairPhase,
+) -> Result<StepOutcome, Error> {
     match res {
-        Ok(()) => Ok(StepOutcome::Queued { n }),
+        Ok(()) => {
+            Ok(StepOutcome::Queued { n, at_barrier: (next == RepairPhase::Barrier).then(|| run.collection_id.clone()) })
+        }
         Err(Error::Stale) => {
             Ok(if repo::end(exec, run).await? { StepOutcome::Finished } else { StepOutcome::Conflict })
         }

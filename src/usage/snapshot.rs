@@ -8,7 +8,7 @@ use super::extract::{extract, ExtractionField, Occurrence};
 use super::fingerprint::fingerprint;
 use crate::exec::Row;
 use crate::model::field::{parse_json_like, Field};
-use crate::model::source::{source_key, SourceMeta, Variant, SCHEMA_VERSION};
+use crate::model::source::{source_key, SourceMeta, Variant, MAX_TITLE_CHARS, SCHEMA_VERSION};
 
 /// A projected source: metadata, occurrences and fingerprint.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,15 +73,17 @@ fn column_data(fields: &[Field], row: &Row) -> Map<String, Json> {
         .collect()
 }
 
-/// First non-blank `title`/`name`, else the slug, else the id.
+/// The display title: the first non-blank `title`/`name`, else the slug, else the id, cut to
+/// its first [`MAX_TITLE_CHARS`] characters (the index shows and fingerprints this, never a
+/// field in full).
 fn title(data: &Map<String, Json>, slug: Option<&str>, id: &str) -> String {
-    ["title", "name"]
+    let full = ["title", "name"]
         .iter()
         .filter_map(|k| data.get(*k).and_then(Json::as_str))
         .find(|s| !s.trim().is_empty())
-        .map(str::to_owned)
-        .or_else(|| slug.filter(|s| !s.is_empty()).map(str::to_owned))
-        .unwrap_or_else(|| id.to_owned())
+        .or_else(|| slug.filter(|s| !s.is_empty()))
+        .unwrap_or(id);
+    full.chars().take(MAX_TITLE_CHARS).collect()
 }
 
 /// Builds the snapshots of a present entry row.
@@ -240,6 +242,24 @@ mod tests {
         assert_eq!(d.meta.revision_id.as_deref(), Some("r1"));
         assert_eq!(d.occurrences[0].media_id.as_deref(), Some("m2"));
         assert_ne!(d.fingerprint, s.columns.fingerprint);
+    }
+
+    #[test]
+    fn the_display_title_is_cut_to_200_characters() {
+        let f = fields();
+        let long = "é".repeat(500_000);
+        let mut r = row(None);
+        r.insert("title".into(), json!(long));
+        let s = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        assert_eq!(s.meta.content_title, "é".repeat(200));
+        assert!(s.byte_length < 2_000, "the fingerprint payload stays small: {}", s.byte_length);
+        // Titles that differ only past the cut fingerprint the same.
+        r.insert("title".into(), json!(format!("{}x", "é".repeat(200))));
+        let t = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        assert_eq!(s.fingerprint, t.fingerprint);
+        r.insert("title".into(), json!("a".repeat(200)));
+        let exact = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        assert_eq!(exact.meta.content_title.len(), 200);
     }
 
     #[test]

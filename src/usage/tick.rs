@@ -5,8 +5,10 @@
 use serde_json::json;
 
 use super::deletion::{self, CleanupBatch, Held, StepOutcome as DeletionStep};
-use super::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
-use super::repair::{self, StepOutcome as RepairStep, STEP_MAX_STATEMENTS as REPAIR_STEP_MAX_STATEMENTS};
+use super::project::{self, Admission, JobOutcome, JOB_MAX_STATEMENTS};
+use super::repair::{
+    self, StepOutcome as RepairStep, BARRIER_STEP_STATEMENTS, STEP_MAX_STATEMENTS as REPAIR_STEP_MAX_STATEMENTS,
+};
 use crate::clock::Clock;
 use crate::exec::meter::Metered;
 use crate::exec::{Error, Executor};
@@ -20,12 +22,14 @@ pub const LOG_STATEMENTS: u64 = 1;
 /// An upper bound on steps per tick, whatever the budget.
 pub const MAX_STEPS_PER_TICK: u32 = 10_000;
 
-/// A tick's budget and the cleanup batch policy of its deletion lane.
+/// A tick's budget, the cleanup batch policy of its deletion lane and the admission of its
+/// projection jobs.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TickBudget {
     pub max_statements: u64,
     pub max_ms: f64,
     pub cleanup: CleanupBatch,
+    pub admission: Admission,
 }
 
 impl TickBudget {
@@ -34,6 +38,7 @@ impl TickBudget {
         max_statements: 40,
         max_ms: 2500.0,
         cleanup: CleanupBatch::Adaptive { target_ms: deletion::DEFAULT_TARGET_MS },
+        admission: Admission::DEFAULT,
     };
 
     /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`, with the
@@ -44,6 +49,10 @@ impl TickBudget {
 
     pub fn with_cleanup(self, cleanup: CleanupBatch) -> TickBudget {
         TickBudget { cleanup, ..self }
+    }
+
+    pub fn with_admission(self, admission: Admission) -> TickBudget {
+        TickBudget { admission, ..self }
     }
 
     /// Reads `MEDIA_USAGE_TICK_MAX_QUERIES` / `MEDIA_USAGE_TICK_MAX_MS`: defaults 40 and 2500,
@@ -109,29 +118,32 @@ pub enum Lane {
     /// Collection deletions; the deletion being worked on is held between steps and released
     /// when the tick ends.
     Deletion { held: Option<Held> },
-    /// Repair runs.
-    Repair,
+    /// Repair runs; `barrier` names the collection whose run waits at its barrier for the work
+    /// lane: the lane's next step looks at that run only.
+    Repair { barrier: Option<String> },
 }
 
-/// What a lane step did for the rotation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stepped {
-    Progress,
-    /// Progress that gave the work lane something to do again (a repair scan queued entries).
-    ProgressWakingWork,
+/// What a lane step did, for the rotation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Stepped {
+    /// It gave the work lane something to do again (a repair pass queued entries).
+    wakes_work: bool,
+    /// A repair run now waits at its barrier for queue work that may be due: the lane has
+    /// nothing useful to do until the work lane has run out of due work.
+    waits_for_work: bool,
 }
 
 impl Lane {
     /// The lanes of a tick, in rotation order.
     pub fn all() -> Vec<Lane> {
-        vec![Lane::Work, Lane::Deletion { held: None }, Lane::Repair]
+        vec![Lane::Work, Lane::Deletion { held: None }, Lane::Repair { barrier: None }]
     }
 
     pub fn name(&self) -> &'static str {
         match self {
             Lane::Work => "work",
             Lane::Deletion { .. } => "deletion",
-            Lane::Repair => "repair",
+            Lane::Repair { .. } => "repair",
         }
     }
 
@@ -140,7 +152,8 @@ impl Lane {
         match self {
             Lane::Work => JOB_MAX_STATEMENTS,
             Lane::Deletion { .. } => deletion::STEP_MAX_STATEMENTS,
-            Lane::Repair => REPAIR_STEP_MAX_STATEMENTS,
+            Lane::Repair { barrier: Some(_) } => BARRIER_STEP_STATEMENTS,
+            Lane::Repair { barrier: None } => REPAIR_STEP_MAX_STATEMENTS,
         }
     }
 
@@ -161,14 +174,14 @@ impl Lane {
         report: &mut TickReport,
     ) -> Result<Option<Stepped>, Error> {
         match self {
-            Lane::Work => Ok(project::process_next(exec, None).await?.map(|outcome| {
+            Lane::Work => Ok(project::process_next(exec, None, budget.admission).await?.map(|outcome| {
                 report.jobs += 1;
                 match outcome {
                     JobOutcome::Failed { .. } => report.failed_jobs += 1,
                     JobOutcome::Conflict => report.conflicts += 1,
                     _ => {}
                 }
-                Stepped::Progress
+                Stepped::default()
             })),
             Lane::Deletion { held } => {
                 let Some(step) = deletion::step(exec, clock, budget.cleanup, held).await? else { return Ok(None) };
@@ -184,16 +197,31 @@ impl Lane {
                     }
                     DeletionStep::Advanced { .. } | DeletionStep::Cancelled | DeletionStep::LeaseLost => {}
                 }
-                Ok(Some(Stepped::Progress))
+                Ok(Some(Stepped::default()))
             }
-            Lane::Repair => Ok(repair::step_next(exec).await?.map(|step| {
+            Lane::Repair { barrier } => {
+                let only = barrier.take();
+                let Some(step) = repair::step_next(exec, only.as_deref()).await? else {
+                    // The run it waited for is not due any more (someone else has it); other
+                    // runs may be.
+                    return Ok(only.map(|_| Stepped::default()));
+                };
                 report.repair_steps += 1;
-                if matches!(step, RepairStep::Queued { n } if n > 0) {
-                    Stepped::ProgressWakingWork
-                } else {
-                    Stepped::Progress
-                }
-            })),
+                Ok(Some(match step {
+                    RepairStep::Queued { n, at_barrier } => {
+                        let waits_for_work = at_barrier.is_some();
+                        *barrier = at_barrier;
+                        Stepped { wakes_work: n > 0, waits_for_work }
+                    }
+                    RepairStep::Waiting { collection_id, work_due: true } => {
+                        *barrier = Some(collection_id);
+                        Stepped { wakes_work: false, waits_for_work: true }
+                    }
+                    RepairStep::Waiting { work_due: false, .. } | RepairStep::Finished | RepairStep::Conflict => {
+                        Stepped::default()
+                    }
+                }))
+            }
         }
     }
 
@@ -215,6 +243,16 @@ struct Slot {
     idle: bool,
     /// Its next step does not fit the budget any more.
     out_of_budget: bool,
+    /// Asleep until the work lane runs out of due work.
+    waiting_for_work: bool,
+}
+
+/// Wakes the lanes asleep until the work lane stops.
+fn wake_waiters(slots: &mut [Slot]) {
+    for s in slots.iter_mut().filter(|s| s.waiting_for_work) {
+        s.waiting_for_work = false;
+        s.idle = false;
+    }
 }
 
 /// Runs the lanes in rotation while the budget allows another step of one of them, without
@@ -226,8 +264,11 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
 ) -> TickReport {
     let started = clock.now_ms();
     let mut report = TickReport::new();
-    let mut slots: Vec<Slot> =
-        Lane::all().into_iter().map(|lane| Slot { lane, idle: false, out_of_budget: false }).collect();
+    let mut slots: Vec<Slot> = Lane::all()
+        .into_iter()
+        .map(|lane| Slot { lane, idle: false, out_of_budget: false, waiting_for_work: false })
+        .collect();
+    let work_lane = |slots: &[Slot]| slots.iter().position(|s| matches!(s.lane, Lane::Work));
     let mut stopped_by_budget = false;
     for turn in 0..MAX_STEPS_PER_TICK as usize {
         if slots.iter().all(|s| s.idle || s.out_of_budget) {
@@ -244,13 +285,24 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         }
         let held: u64 = slots.iter().map(|s| s.lane.release_cost()).sum();
         let spent = exec.usage().statements;
+        let is_work = matches!(slots[k].lane, Lane::Work);
         if spent + slots[k].lane.reserve() + held + LOG_STATEMENTS > budget.max_statements {
             slots[k].out_of_budget = true;
+            // The work lane will not run again this tick: whoever waited for it looks now.
+            if is_work {
+                wake_waiters(&mut slots);
+            }
             continue;
         }
         let slot = &mut slots[k];
         match slot.lane.step_next(exec, clock, &budget, &mut report).await {
-            Ok(None) => slot.idle = true,
+            Ok(None) => {
+                slot.idle = true;
+                // The work lane ran out of due work: whoever waited for it looks again.
+                if is_work {
+                    wake_waiters(&mut slots);
+                }
+            }
             Ok(Some(stepped)) => {
                 if report.outcome == TickOutcome::Idle {
                     report.outcome = TickOutcome::Progress;
@@ -259,8 +311,17 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
                 if !report.lanes.contains(&name) {
                     report.lanes.push(name);
                 }
-                if stepped == Stepped::ProgressWakingWork {
-                    slots.iter_mut().filter(|s| matches!(s.lane, Lane::Work)).for_each(|s| s.idle = false);
+                let work = work_lane(&slots);
+                if stepped.wakes_work {
+                    if let Some(w) = work {
+                        slots[w].idle = false;
+                    }
+                }
+                // A run waiting for the queue sleeps until the work lane is idle or out of budget
+                // (if it already is, the run's next look is its barrier step, the cheapest).
+                if stepped.waits_for_work && work.is_some_and(|w| !slots[w].idle && !slots[w].out_of_budget) {
+                    slots[k].idle = true;
+                    slots[k].waiting_for_work = true;
                 }
             }
             // One lane's failure must not starve the others: note it, rest that lane, go on.

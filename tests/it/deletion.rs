@@ -568,6 +568,40 @@ fn a_registry_row_that_is_not_the_one_being_deleted_is_left_alone() {
         Some(id.as_str())
     );
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections WHERE id = 'intruder'"), 1);
+
+    // The same at a due front phase: the intruder's slug match does not make the tombstone ours
+    // to take over.
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    exec_sql(
+        &api.db,
+        &format!(
+            "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE collection_id = '{id}';
+             DELETE FROM _emdash_collections WHERE id = '{id}';
+             INSERT INTO _emdash_collections (id, slug, label) VALUES ('intruder', 'posts', 'X');
+             INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, state, phase, lease_token, lease_expires_at)
+             VALUES ('{id}', 'posts', 'leased', 'table', 'dead', '2000-01-01T00:00:00.000Z')"
+        ),
+    );
+    let before = tombstone_row(&api.db);
+    let r = delete(&api, "posts");
+    assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
+    assert_eq!(tombstone_row(&api.db), before, "not taken over");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 1);
+}
+
+#[test]
+fn a_repeated_delete_past_the_front_phases_answers_from_one_read() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    data(&delete(&api, "posts"));
+    let before = tombstone_row(&api.db);
+    let metered = Metered::new(&api.db, MonotonicClock::default());
+    let r = call_on(&metered, "DELETE", "/schema/collections/posts");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(metered.usage().statements, 1, "one read, no claim attempt");
+    assert_eq!(tombstone_row(&api.db), before);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1002,7 +1036,7 @@ fn a_holder_whose_lease_expired_changes_nothing_once_another_took_over() {
 
 #[test]
 fn a_projection_racing_the_front_phases_writes_nothing() {
-    use media_usage_worker::usage::project::{process_next, JobOutcome};
+    use media_usage_worker::usage::project::{process_next, Admission, JobOutcome};
     // The race ends after the registry phase (table still there), or after the table phase.
     for (race_to, expected) in [("registry", JobOutcome::Conflict), ("table", JobOutcome::Obsolete)] {
         let api = Api::new();
@@ -1023,7 +1057,7 @@ fn a_projection_racing_the_front_phases_writes_nothing() {
             );
             assert_eq!(r.status, if race_to == "table" { 200 } else { 500 }, "{}", r.body);
         });
-        let outcome = now(process_next(&hooked, None)).unwrap();
+        let outcome = now(process_next(&hooked, None, Admission::DEFAULT)).unwrap();
         hooked.done();
         assert_eq!(outcome, Some(expected.clone()), "{race_to}");
         assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0, "{race_to}");
@@ -1394,10 +1428,14 @@ fn the_tombstone_is_created_only_for_the_exact_actively_captured_collection() {
     }
     // The registry row renamed, replaced or gone between the request's read and its insert: no
     // tombstone.
-    for (change, status) in [
-        ("UPDATE _emdash_collections SET slug = 'renamed'", 404),
-        ("DELETE FROM _emdash_collections", 404),
-        ("PRAGMA foreign_keys = OFF; UPDATE _emdash_collections SET id = 'replacement'; PRAGMA foreign_keys = ON", 409),
+    for (change, status, want) in [
+        ("UPDATE _emdash_collections SET slug = 'renamed'", 404, "COLLECTION_NOT_FOUND"),
+        ("DELETE FROM _emdash_collections", 404, "COLLECTION_NOT_FOUND"),
+        (
+            "PRAGMA foreign_keys = OFF; UPDATE _emdash_collections SET id = 'replacement'; PRAGMA foreign_keys = ON",
+            409,
+            "CONFLICT",
+        ),
     ] {
         let api = Api::new();
         data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
@@ -1405,7 +1443,7 @@ fn the_tombstone_is_created_only_for_the_exact_actively_captured_collection() {
             .before("INSERT INTO _emdash_media_usage_collection_deletions", move |db| exec_sql(db, change));
         let r = call_on(&hooked, "DELETE", "/schema/collections/posts?force=true");
         hooked.done();
-        assert_eq!(r.status, status, "{change}: {}", r.body);
+        assert_eq!((r.status, code(&r)), (status, want.into()), "{change}: {}", r.body);
         assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_collection_deletions"), 0, "{change}");
     }
 }

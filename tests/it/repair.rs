@@ -4,7 +4,9 @@
 use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::fault::Faulty;
+use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::usage::repair::{self, StepOutcome as RepairStep};
 use media_usage_worker::usage::tick::{self, TickBudget};
 use serde_json::{json, Value as Json};
 
@@ -111,7 +113,7 @@ fn a_failing_entry_finalises_partial_and_orphans_are_removed() {
     let api = Api::new();
     stale_collection(&api, 2);
     // An entry too big to index, and a source whose entry vanished, both without capture.
-    let big: Vec<Json> = (0..13).map(|i| json!({"image": format!("b{i}")})).collect();
+    let big: Vec<Json> = (0..1_001).map(|i| json!({"image": format!("b{i}")})).collect();
     lost_write(
         &api,
         &format!("INSERT INTO ec_posts (id, slug, status, gallery) VALUES ('big', 'big', 'published', '{}'); DELETE FROM ec_posts WHERE slug = 'e0';", Json::Array(big)),
@@ -133,7 +135,8 @@ fn a_failing_entry_finalises_partial_and_orphans_are_removed() {
 #[test]
 fn writes_during_a_run_are_covered_and_a_newer_run_supersedes_an_older_one() {
     let api = Api::new();
-    stale_collection(&api, 3);
+    // Too many entries for the request to finish the run.
+    stale_collection(&api, 20);
     data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
     data(&api.post("/content/posts", &json!({"slug": "late", "status": "published", "data": {"hero": "late-hero"}})));
     assert_eq!(status(&api)["collections"][0]["status"], "running");
@@ -227,7 +230,7 @@ fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
             )
             .unwrap();
     }
-    let outcome = block_on(media_usage_worker::usage::repair::step_next(&api.db)).unwrap();
+    let outcome = block_on(media_usage_worker::usage::repair::step_next(&api.db, None)).unwrap();
     assert_eq!(outcome, Some(media_usage_worker::usage::repair::StepOutcome::Finished));
     let st = status(&api);
     assert_eq!(st["status"], "failed");
@@ -249,4 +252,133 @@ fn a_schema_change_mid_run_ends_the_run_and_leaves_coverage_stale() {
     assert_eq!(st["status"], "stale");
     assert_eq!(st["collections"][0]["reconciliationRequired"], true);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
+}
+
+#[test]
+fn a_small_repair_finishes_in_its_request() {
+    let api = Api::new();
+    stale_collection(&api, 3);
+    let r = data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
+    assert_eq!(r["status"], "complete", "{r}");
+    assert_eq!(r["collections"][0]["indexedSourceCount"], 3, "{r}");
+    assert_eq!(r["collections"][0]["reconciliationRequired"], false);
+    assert!(r["statements"].as_u64().unwrap() <= 40, "{r}");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0, "the run ended");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id = 'he1'"), 1);
+    assert_eq!(status(&api)["status"], "complete");
+}
+
+/// A run at the barrier, due now, with a run token matching its collection's running status,
+/// and `n` entries queued for it.
+fn run_at_barrier(api: &Api, n: usize) {
+    stale_collection(api, n);
+    let id = collection_id(api);
+    api.db
+        .connection()
+        .execute_batch(&format!(
+            "INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token, phase, state, next_attempt_at)
+             VALUES ('{id}', 'posts', 'run', 'barrier', 'pending', '2000-01-01T00:00:00.000Z');
+             UPDATE _emdash_media_usage_index_status SET status = 'running', cursor = 'run', reconciliation_required = 1;
+             INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) SELECT '{id}', id, 'posts' FROM ec_posts;"
+        ))
+        .unwrap();
+}
+
+/// One repair step at the barrier: what it did, and in how many seconds the run is due again
+/// (-1 once it ended).
+fn barrier_step(api: &Api) -> (&'static str, i64) {
+    let step = match block_on(repair::step_next(&api.db, None)).unwrap() {
+        Some(RepairStep::Waiting { work_due: true, .. }) => "waiting, work due",
+        Some(RepairStep::Waiting { work_due: false, .. }) => "waiting",
+        Some(RepairStep::Finished) => "finished",
+        other => panic!("{other:?}"),
+    };
+    let wait = scalar(
+        &api.db,
+        "SELECT coalesce((SELECT CAST(round((julianday(next_attempt_at) - julianday(updated_at)) * 86400) AS INTEGER)
+         FROM _emdash_media_usage_reconciliations), -1)",
+    );
+    (step, wait)
+}
+
+#[test]
+fn the_barrier_waits_only_as_long_as_the_earliest_unfinished_work() {
+    let set_work = |api: &Api, sql: &str| api.db.connection().execute_batch(sql).unwrap();
+    // Work due now: the run is due again at once and says so.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    assert_eq!(barrier_step(&api), ("waiting, work due", 0));
+    // Work in backoff for 4 s: the run looks again when it is due.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    set_work(&api, "UPDATE _emdash_media_usage_work SET state = 'retry', next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+4 seconds')");
+    assert_eq!(barrier_step(&api), ("waiting", 4));
+    // Another owner's live lease for 6 s: the run looks again when it expires.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    set_work(&api, "UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'other', lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+6 seconds'), next_attempt_at = '2000-01-01T00:00:00.000Z'");
+    assert_eq!(barrier_step(&api), ("waiting", 6));
+    // Work far in the future (a long backoff): at most the poll interval.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    set_work(&api, "UPDATE _emdash_media_usage_work SET state = 'retry', next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+200 seconds')");
+    assert_eq!(barrier_step(&api), ("waiting", repair::BARRIER_POLL_SECONDS));
+    // Another collection's due work does not hold this run.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    set_work(&api, "UPDATE _emdash_media_usage_work SET collection_id = 'other', state = 'retry', next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+4 seconds')");
+    assert_eq!(barrier_step(&api), ("finished", -1));
+    // Nothing queued but something else keeps the run from finalising (capture paused by a
+    // collection deletion): the poll interval, never a busy loop.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    set_work(
+        &api,
+        "DELETE FROM _emdash_media_usage_work; UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting'",
+    );
+    assert_eq!(barrier_step(&api), ("waiting", repair::BARRIER_POLL_SECONDS));
+    // Failed work does not hold the barrier: coverage is finalised partial.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    set_work(
+        &api,
+        "UPDATE _emdash_media_usage_work SET state = 'failed', last_error_code = 'MEDIA_USAGE_RESOURCE_LIMIT'",
+    );
+    assert_eq!(barrier_step(&api), ("finished", -1));
+    assert_eq!(status(&api)["status"], "partial");
+}
+
+fn one_tick(api: &Api, budget: TickBudget) -> tick::TickReport {
+    let clock = MonotonicClock::default();
+    block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget))
+}
+
+#[test]
+fn a_run_waiting_for_due_work_sleeps_until_the_work_lane_has_run_it() {
+    // Two queued entries: the work lane runs one, the run looks and finds the other due, sleeps
+    // while the work lane runs it, then finalises: two repair steps, not a poll per rotation.
+    let api = Api::new();
+    run_at_barrier(&api, 2);
+    let report = one_tick(&api, TickBudget::DEFAULT);
+    assert_eq!((report.jobs, report.repair_steps), (2, 2), "{report:?}");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
+    assert_eq!(status(&api)["status"], "complete");
+}
+
+#[test]
+fn a_targeted_look_claims_only_that_collections_due_run() {
+    // Not due any more (someone took it): nothing.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'other', lease_expires_at = '2999-01-01T00:00:00.000Z'")
+        .unwrap();
+    let claimed = block_on(repair::step_next(&api.db, Some(&collection_id(&api)))).unwrap();
+    assert_eq!(claimed, None);
+    // A targeted look never takes another collection's run.
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    assert_eq!(block_on(repair::step_next(&api.db, Some("other"))).unwrap(), None);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'pending'"), 1);
 }

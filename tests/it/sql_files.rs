@@ -23,6 +23,7 @@ fn instantiate(sql: &str) -> String {
         .replace("{name}", "'posts'")
         .replace("{collection_id}", "'c1'")
         .replace("{lease}", LEASE_GUARD)
+        .replace("{row_bytes}", "0 + coalesce(length(CAST(e.\"title\" AS BLOB)), 0)")
 }
 
 /// The shared live-lease predicate that deletion statements embed as `{lease}`.

@@ -22,6 +22,7 @@ pub fn config() -> Config {
         media_public_url: Some("https://cdn.example/media/".into()),
         tick_budget: TickBudget::DEFAULT,
         clock: || 0.0,
+        max_revisions: media_usage_worker::repo::content::DEFAULT_MAX_REVISIONS,
     }
 }
 

@@ -10,7 +10,7 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
-use media_usage_worker::usage::project::{self, JobOutcome};
+use media_usage_worker::usage::project::{self, Admission, JobOutcome};
 use media_usage_worker::usage::tick::{self, TickBudget};
 use serde_json::{json, Value as Json};
 
@@ -174,14 +174,87 @@ fn publishing_moves_the_draft_projection_to_live() {
     assert_eq!(coverage(&api), "complete");
 }
 
-#[test]
-fn twelve_occurrences_are_admitted_and_thirteen_fail_terminally() {
-    let api = setup();
-    create(&api, "twelve", "published", json!({"gallery": gallery(12, "a")}));
-    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 12);
-    assert_eq!(coverage(&api), "complete");
+/// `posts` with projection jobs admitting at most `max` occurrences per variant.
+fn setup_admitting(max: usize) -> Api {
+    let mut api = setup();
+    api.config.tick_budget = api.config.tick_budget.with_admission(Admission { max_occurrences: max });
+    api
+}
 
-    let id = create(&api, "thirteen", "published", json!({"gallery": gallery(13, "b")}));
+fn occurrences_of(api: &Api, id: &str, variant: &str) -> i64 {
+    scalar(
+        &api.db,
+        &format!(
+            "SELECT count(*) FROM _emdash_media_usage u JOIN _emdash_media_usage_sources s
+             ON s.source_key = u.source_key AND s.current_generation = u.generation
+             WHERE s.content_id = '{id}' AND s.source_variant = '{variant}'"
+        ),
+    )
+}
+
+#[test]
+fn a_thousand_occurrences_per_variant_are_indexed_in_one_job_through_every_transition() {
+    let api = setup();
+    let metered_write = |method: &str, path: &str, body: Option<Json>| {
+        let metered = Metered::new(&api.db, MonotonicClock::default());
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let req = Request {
+            method: method.into(),
+            path: format!("{}{path}", api::BASE_PATH),
+            query: query.split_once('=').map(|(k, v)| vec![(k.to_owned(), v.to_owned())]).unwrap_or_default(),
+            authorization: Some(format!("Bearer {ADMIN}")),
+            body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+            ..Request::default()
+        };
+        let r = block_on(api::handle(&metered, &api.config, &req));
+        assert!(r.status < 300, "{method} {path}: {}", r.body);
+        assert_eq!(
+            text(
+                &api.db,
+                "SELECT group_concat(state || ':' || coalesce(last_error_code, '')) FROM _emdash_media_usage_work"
+            ),
+            None,
+            "{method} {path}: indexed by its own request"
+        );
+        assert_eq!(coverage(&api), "complete", "{method} {path}");
+        (r, metered.usage().statements)
+    };
+    let (r, _) = metered_write(
+        "POST",
+        "/content/posts",
+        Some(json!({"slug": "g", "status": "published", "data": {"gallery": gallery(1_000, "a")}})),
+    );
+    let id = r.body_json()["data"]["item"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(occurrences_of(&api, &id, "columns"), 1_000);
+    // A draft replacing every image: 1,000 live and 1,000 draft occurrences.
+    metered_write(
+        "PUT",
+        &format!("/content/posts/{id}"),
+        Some(json!({"draft": true, "data": {"gallery": gallery(1_000, "b")}})),
+    );
+    assert_eq!((occurrences_of(&api, &id, "columns"), occurrences_of(&api, &id, "draft_overlay")), (1_000, 1_000));
+    // Publishing writes 1,000 new live occurrences and removes 2,000 (old live and the draft).
+    metered_write("POST", &format!("/content/posts/{id}/publish"), Some(json!({})));
+    assert_eq!((occurrences_of(&api, &id, "columns"), occurrences_of(&api, &id, "draft_overlay")), (1_000, 0));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id LIKE 'a%'"), 0);
+    for (method, path) in [
+        ("POST", format!("/content/posts/{id}/unpublish")),
+        ("DELETE", format!("/content/posts/{id}")),
+        ("POST", format!("/content/posts/{id}/restore")),
+        ("DELETE", format!("/content/posts/{id}?permanent=true")),
+    ] {
+        let body = (method == "POST").then(|| json!({}));
+        let (_, statements) = metered_write(method, &path, body);
+        assert!(statements <= 3 + project::JOB_MAX_STATEMENTS, "{method} {path}: {statements} statements");
+    }
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0);
+}
+
+#[test]
+fn one_occurrence_over_the_limit_fails_terminally_and_names_the_entry() {
+    let api = setup();
+    let id = create(&api, "too-big", "published", json!({"gallery": gallery(1_001, "x")}));
     let work: (String, i64, String) = api
         .db
         .connection()
@@ -190,29 +263,87 @@ fn twelve_occurrences_are_admitted_and_thirteen_fail_terminally() {
         })
         .unwrap();
     assert_eq!(work, ("failed".into(), 1, "MEDIA_USAGE_RESOURCE_LIMIT".into()));
-    assert_eq!(
-        scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_sources WHERE content_id = '{id}'")),
-        0
-    );
-    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 12, "nothing of the 13 was written");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0, "nothing was written");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0);
     let st = data(&api.get("/admin/media-usage/status"));
     assert_eq!(st["status"], "partial");
     assert_eq!(st["collections"][0]["lastErrorCode"], "MEDIA_USAGE_RESOURCE_LIMIT");
+    let listed = data(&api.get("/admin/media-usage/work?collection=posts&state=failed"));
+    assert_eq!(listed["items"][0]["contentId"], id.as_str());
+    assert_eq!(listed["items"][0]["contentSlug"], "too-big", "the operator sees which entry");
     // Counts are withheld while coverage is not complete.
     let m = register_media(&api, "any.png");
     let usage = data(&api.get(&format!("/media/{m}?includeUsage=1")))["item"]["usage"].clone();
     assert_eq!(usage, json!({"count": null, "coverage": {"scope": "all_content_collections", "status": "partial"}}));
+    // The limit is per variant: 1,000 live plus a 1,000-image draft is fine, a 1,001-image
+    // draft is not.
+    let api = setup();
+    let id = create(&api, "ok", "published", json!({"gallery": gallery(1_000, "l")}));
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"gallery": gallery(1_001, "d")}})));
+    assert_eq!(
+        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_work").as_deref(),
+        Some("MEDIA_USAGE_RESOURCE_LIMIT")
+    );
+    assert_eq!(occurrences_of(&api, &id, "columns"), 1_000, "the live projection stays");
 }
 
 #[test]
-fn a_byte_budget_overflow_fails_without_a_source_row() {
+fn the_limit_is_configurable() {
+    let api = setup_admitting(12);
+    create(&api, "twelve", "published", json!({"gallery": gallery(12, "a")}));
+    create(&api, "thirteen", "published", json!({"gallery": gallery(13, "b")}));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 12);
+    assert_eq!(
+        text(&api.db, "SELECT group_concat(last_error_code) FROM _emdash_media_usage_work").as_deref(),
+        Some("MEDIA_USAGE_RESOURCE_LIMIT")
+    );
+    assert_eq!(Admission::from_settings(Some("12")), Admission { max_occurrences: 12 });
+    assert_eq!(Admission::from_settings(Some("5000")), Admission { max_occurrences: 5_000 });
+    for bad in [None, Some(""), Some("0"), Some("5001"), Some("-1"), Some("many")] {
+        assert_eq!(Admission::from_settings(bad), Admission::DEFAULT, "{bad:?}");
+    }
+}
+
+#[test]
+fn a_change_whose_bound_json_passes_the_byte_bound_fails_without_a_source_row() {
+    // Written past the API (whose bodies stop at 1 MiB) but captured like any write: `n` images
+    // with 200 KB asset ids.
+    let write = |api: &Api, n: usize| {
+        let items: Vec<Json> = (0..n).map(|i| json!({"image": format!("{i}{}", "m".repeat(200_000))})).collect();
+        api.db
+            .connection()
+            .execute(
+                "INSERT INTO ec_posts (id, slug, status, gallery) VALUES ('big', 'big', 'published', ?1)",
+                [Json::Array(items).to_string()],
+            )
+            .unwrap();
+        block_on(tick::drain(&api.db, &MonotonicClock::default(), TickBudget::DEFAULT, 5)).unwrap();
+    };
+    // Eight: 1.6 MB of occurrences in one bound value.
     let api = setup();
-    create(&api, "huge", "published", json!({"title": "é".repeat(300_000), "hero": "m1"}));
+    write(&api, 8);
     assert_eq!(
         text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_work").as_deref(),
         Some("MEDIA_USAGE_RESOURCE_LIMIT")
     );
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0);
+    // Seven fit (1.4 MB).
+    let api = setup();
+    write(&api, 7);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 7);
+    assert_eq!(coverage(&api), "complete")
+}
+
+#[test]
+fn a_500_kb_title_is_indexed_with_a_bounded_display_title() {
+    let api = setup();
+    let m = register_media(&api, "hero.png");
+    let title = "T".repeat(500_000);
+    create(&api, "long", "published", json!({"title": title, "hero": m}));
+    assert_eq!(coverage(&api), "complete");
+    let used = used_in(&api, &m);
+    assert_eq!(used["items"][0]["title"].as_str().map(str::len), Some(200), "{}", &used.to_string()[..300]);
+    assert_eq!(scalar(&api.db, "SELECT max(length(content_title)) FROM _emdash_media_usage_sources"), 200);
 }
 
 #[test]
@@ -347,7 +478,7 @@ fn a_lost_cas_publishes_nothing_and_leaves_no_rows() {
         let generation = text(&api.db, "SELECT current_generation FROM _emdash_media_usage_sources");
         let occurrences = scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage");
         let exec = RaceAfterLoad { inner: &api.db, seen: Cell::new(0), mutate: race };
-        let outcome = block_on(project::process_next(&exec, None)).unwrap();
+        let outcome = block_on(project::process_next(&exec, None, Admission::DEFAULT)).unwrap();
         assert_eq!(outcome, Some(JobOutcome::Conflict), "{race}");
         assert_eq!(text(&api.db, "SELECT current_generation FROM _emdash_media_usage_sources"), generation, "{race}");
         assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), occurrences, "{race}");
@@ -484,7 +615,7 @@ fn failures_back_off_and_turn_terminal_after_five_attempts() {
             .connection()
             .execute_batch("UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z'")
             .unwrap();
-        let outcome = block_on(project::process_next(&api.db, None)).unwrap().unwrap();
+        let outcome = block_on(project::process_next(&api.db, None, Admission::DEFAULT)).unwrap().unwrap();
         let terminal = attempt == 5;
         assert_eq!(outcome, JobOutcome::Failed { code: "MEDIA_USAGE_SNAPSHOT_FAILED", terminal }, "attempt {attempt}");
         delays.push(scalar(
@@ -499,7 +630,7 @@ fn failures_back_off_and_turn_terminal_after_five_attempts() {
 
 #[test]
 fn operators_list_and_retry_work() {
-    let api = setup();
+    let api = setup_admitting(12);
     let id = create(&api, "w", "published", json!({"gallery": gallery(13, "z")}));
     let cid = collection_id(&api);
     let list = data(&api.get("/admin/media-usage/work?collection=posts&state=failed"));
@@ -542,26 +673,24 @@ fn operators_list_and_retry_work() {
 }
 
 #[test]
-fn deleting_an_entry_whose_source_is_over_the_limit_fails_and_keeps_the_generation() {
-    let api = setup();
+fn removing_a_source_of_any_size_is_always_admitted() {
+    let api = setup_admitting(12);
     let id = create(&api, "big", "published", json!({"gallery": gallery(12, "g")}));
-    // A thirteenth occurrence in the stored generation (as an older, larger limit could leave).
+    // Far more occurrences in the stored generation than the limit (an older, larger limit).
     api.db
         .connection()
         .execute_batch(
-            "INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
-             SELECT 'extra', source_key, current_generation, 'hero', 'hero', 'image_field', 'g-extra', 'g-extra' FROM _emdash_media_usage_sources",
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+             INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
+             SELECT 'extra' || i, source_key, current_generation, 'gallery', 'gallery[' || (i + 12) || '].image', 'image_field', 'x' || i, 'x' || i
+             FROM _emdash_media_usage_sources, n",
         )
         .unwrap();
-    let generation = text(&api.db, "SELECT current_generation FROM _emdash_media_usage_sources");
     api.call("DELETE", &format!("/content/posts/{id}?permanent=true"), Some(ADMIN), None);
-    assert_eq!(
-        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_work").as_deref(),
-        Some("MEDIA_USAGE_RESOURCE_LIMIT")
-    );
-    assert_eq!(text(&api.db, "SELECT current_generation FROM _emdash_media_usage_sources"), generation);
-    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 13);
-    assert_eq!(coverage(&api), "partial");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0);
+    assert_eq!(coverage(&api), "complete");
 }
 
 #[test]
@@ -576,7 +705,7 @@ fn a_write_to_a_deleted_collections_queue_is_dropped_as_obsolete() {
             "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('{cid}', '{id}x', 'gone')"
         ))
         .unwrap();
-    assert_eq!(block_on(project::process_next(&api.db, None)).unwrap(), Some(JobOutcome::Obsolete));
+    assert_eq!(block_on(project::process_next(&api.db, None, Admission::DEFAULT)).unwrap(), Some(JobOutcome::Obsolete));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
 }
 
@@ -594,7 +723,7 @@ fn a_job_whose_holders_keep_dying_fails_visibly_instead_of_looping() {
             .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z'")
             .unwrap();
     }
-    let outcome = block_on(project::process_next(&api.db, None)).unwrap();
+    let outcome = block_on(project::process_next(&api.db, None, Admission::DEFAULT)).unwrap();
     assert_eq!(outcome, Some(JobOutcome::Failed { code: "MEDIA_USAGE_PROCESSING_FAILED", terminal: true }));
     assert_eq!(text(&api.db, "SELECT state FROM _emdash_media_usage_work").as_deref(), Some("failed"));
     assert_eq!(coverage(&api), "partial");
@@ -703,4 +832,139 @@ fn used_in_and_counts_start_from_the_media_index() {
         );
         assert!(!plan.iter().any(|d| d.starts_with("SCAN s") || d.starts_with("SCAN u")), "{plan:#?}");
     }
+}
+
+/// A sample value of each field type, holding media id `m` where the type can.
+fn sample(t: &str, m: &str) -> Json {
+    match t {
+        "string" | "text" => json!(m),
+        "number" => json!(1),
+        "boolean" => json!(true),
+        "datetime" => json!("2026-01-02"),
+        "image" | "file" => json!({"id": m}),
+        "portableText" => json!([{"_type": "image", "asset": {"_ref": m}}]),
+        "repeater" => json!([{"x": m}]),
+        "json" => json!({"id": m}),
+        other => panic!("no sample for {other}"),
+    }
+}
+
+#[test]
+fn every_field_and_sub_field_type_the_schema_accepts_is_extracted_or_holds_no_media() {
+    use media_usage_worker::model::field::FieldType;
+    // What the index records for a media id in a field (or repeater sub-field) of each type.
+    let expected = |t: FieldType| match t {
+        FieldType::Image => Some("image_field"),
+        FieldType::File => Some("file_field"),
+        FieldType::PortableText => Some("portable_text_image"),
+        _ => None,
+    };
+    for t in FieldType::ALL {
+        // As a field.
+        let api = Api::new();
+        let mut field = json!({"slug": "f", "type": t.as_str()});
+        if *t == FieldType::Repeater {
+            field["subFields"] = json!([{"slug": "x", "type": "string"}]);
+        }
+        data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "P", "fields": [field]})));
+        data(&api.post(
+            "/content/posts",
+            &json!({"slug": "e", "status": "published", "data": {"f": sample(t.as_str(), "m1")}}),
+        ));
+        let found = text(&api.db, "SELECT group_concat(reference_type) FROM _emdash_media_usage WHERE media_id = 'm1'");
+        assert_eq!(found.as_deref(), expected(*t), "field of type {}", t.as_str());
+        assert_eq!(coverage(&api), "complete", "{}", t.as_str());
+
+        // As a repeater sub-field: accepted and extracted, accepted and holding no media, or
+        // refused by the schema.
+        let api = Api::new();
+        let r = api.post(
+            "/schema/collections",
+            &json!({"slug": "posts", "label": "P", "fields": [
+                {"slug": "r", "type": "repeater", "subFields": [{"slug": "s", "type": t.as_str()}]}
+            ]}),
+        );
+        if !t.allowed_in_repeater() {
+            assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "sub-field of type {}", t.as_str());
+            continue;
+        }
+        assert_eq!(r.status, 201, "sub-field of type {}: {}", t.as_str(), r.body);
+        let value = json!([{"s": sample(t.as_str(), "m2")}]);
+        data(&api.post("/content/posts", &json!({"slug": "e", "status": "published", "data": {"r": value}})));
+        let found = text(
+            &api.db,
+            "SELECT group_concat(reference_type || ' ' || field_path) FROM _emdash_media_usage WHERE media_id = 'm2'",
+        );
+        let want = expected(*t).map(|k| format!("{k} r[0].s"));
+        assert_eq!(found, want, "sub-field of type {}", t.as_str());
+    }
+}
+
+#[test]
+fn a_file_used_only_in_a_repeater_cannot_be_deleted_safely() {
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "docs", "label": "Docs", "fields": [
+            {"slug": "downloads", "type": "repeater", "subFields": [{"slug": "label", "type": "string"}, {"slug": "file", "type": "file"}]}
+        ]}),
+    ));
+    let pdf = register_media(&api, "guide.pdf");
+    data(&api.post(
+        "/content/docs",
+        &json!({"slug": "guide", "status": "published", "data": {"downloads": [{"label": "Guide", "file": {"id": pdf, "mimeType": "application/pdf"}}]}}),
+    ));
+    let r = api.call("DELETE", &format!("/media/{pdf}"), Some(ADMIN), None);
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".into()), "{}", r.body);
+    let used = used_in(&api, &pdf);
+    assert_eq!(used["items"][0]["occurrences"][0]["fieldPath"], "downloads[0].file");
+    assert_eq!(used["items"][0]["occurrences"][0]["referenceType"], "file_field");
+    assert_eq!(api.get(&format!("/media/{pdf}")).status, 200, "the file is still there");
+}
+
+#[test]
+fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
+    use media_usage_worker::exec::sqlite::SqliteExecutor;
+    use media_usage_worker::migrations::ALL;
+    // Everything before 0007, a collection with a file repeater and an indexed entry, another
+    // with an image repeater only; then the rest of the migrations.
+    let db = SqliteExecutor::open_in_memory_unmigrated().unwrap();
+    let upto = ALL.iter().position(|m| m.name.starts_with("0007")).unwrap();
+    for m in &ALL[..upto] {
+        db.connection().execute_batch(m.sql).unwrap();
+    }
+    let api = Api { db, config: crate::support::config() };
+    for (slug, sub) in [("docs", "file"), ("pics", "image")] {
+        data(&api.post(
+            "/schema/collections",
+            &json!({"slug": slug, "label": slug, "fields": [{"slug": "r", "type": "repeater", "subFields": [{"slug": "s", "type": sub}]}]}),
+        ));
+        data(&api.post(
+            &format!("/content/{slug}"),
+            &json!({"slug": "e", "status": "published", "data": {"r": [{"s": "m"}]}}),
+        ));
+    }
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_media_usage_sources SET content_title = printf('%.300c', 'x')")
+        .unwrap();
+    for m in &ALL[upto..] {
+        api.db.connection().execute_batch(m.sql).unwrap();
+    }
+    let st = data(&api.get("/admin/media-usage/status"));
+    let of =
+        |slug: &str| st["collections"].as_array().unwrap().iter().find(|c| c["collection"] == slug).unwrap().clone();
+    assert_eq!(
+        (of("docs")["status"].clone(), of("docs")["reconciliationRequired"].clone()),
+        (json!("stale"), json!(true))
+    );
+    assert_eq!(
+        (of("pics")["status"].clone(), of("pics")["reconciliationRequired"].clone()),
+        (json!("complete"), json!(false))
+    );
+    assert_eq!(scalar(&api.db, "SELECT max(length(content_title)) FROM _emdash_media_usage_sources"), 200);
+    // A repair indexes the file.
+    data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "docs"})));
+    assert_eq!(data(&api.get("/admin/media-usage/status"))["status"], "complete");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE reference_type = 'file_field'"), 1);
 }

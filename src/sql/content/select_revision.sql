@@ -1,1 +1,1 @@
-SELECT id, collection, entry_id, data FROM revisions WHERE id = ?1
+SELECT id, collection, entry_id, data, base_version FROM revisions WHERE id = ?1

@@ -1,1 +1,1 @@
-SELECT count(*) AS n FROM _emdash_batch_guard WHERE id = ?1
+SELECT count(*) AS n FROM _emdash_selfcheck_probes WHERE id = ?1

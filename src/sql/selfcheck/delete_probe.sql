@@ -1,1 +1,1 @@
-DELETE FROM _emdash_batch_guard WHERE id = ?1
+DELETE FROM _emdash_selfcheck_probes WHERE id IN (?1, ?2)

@@ -1,1 +1,1 @@
-INSERT INTO _emdash_batch_guard (id) VALUES (?1) RETURNING id
+INSERT INTO _emdash_selfcheck_probes (id) VALUES (?1) RETURNING id

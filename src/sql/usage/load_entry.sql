@@ -8,10 +8,7 @@ SELECT e.*,
   (SELECT json_group_array(json_object(
       'source_key', s.source_key, 'current_generation', s.current_generation,
       'source_fingerprint', s.source_fingerprint, 'source_completeness', s.source_completeness,
-      'last_error_code', s.last_error_code,
-      'occurrence_count', (SELECT count(*) FROM (
-          SELECT 1 FROM _emdash_media_usage AS u
-          WHERE u.source_key = s.source_key AND u.generation = s.current_generation LIMIT 13))))
+      'last_error_code', s.last_error_code))
    FROM (SELECT * FROM _emdash_media_usage_sources WHERE source_key IN (?3, ?4) ORDER BY source_key) AS s) AS __sources,
   (SELECT json_group_array(json_array(s.source_key, s.current_generation, s.updated_at, s.source_fingerprint,
                                       s.source_completeness, s.last_error_code, s.collection_id,

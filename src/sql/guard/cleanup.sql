@@ -1,1 +1,0 @@
-DELETE FROM _emdash_batch_guard WHERE id = ?1

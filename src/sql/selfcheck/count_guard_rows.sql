@@ -1,0 +1,1 @@
+SELECT count(*) AS n FROM _emdash_batch_guard

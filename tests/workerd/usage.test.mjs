@@ -97,12 +97,12 @@ test("draft overlays and published columns are eligible by the rules", async () 
   assert.equal((await usedIn(draft)).items.length, 2);
 });
 
-test("a 13-occurrence entry fails terminally and coverage turns partial; 12 are admitted", async () => {
+test("a 1,001-occurrence entry fails terminally and coverage turns partial; 1,000 are admitted", async () => {
   const c = await collection(FIELDS);
-  await entry(c, "twelve", { gallery: gallery(12, "t") });
+  await entry(c, "thousand", { gallery: gallery(1000, "t") });
   const [n12] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage u JOIN _emdash_media_usage_sources s ON s.source_key = u.source_key WHERE s.collection_id = ?1", c.id);
-  assert.equal(n12.n, 12);
-  const id = await entry(c, "thirteen", { gallery: gallery(13, "x") });
+  assert.equal(n12.n, 1000);
+  const id = await entry(c, "too-big", { gallery: gallery(1001, "x") });
   const [work] = await rows(w, "SELECT state, attempt_count, last_error_code FROM _emdash_media_usage_work WHERE content_id = ?1", id);
   assert.deepEqual({ ...work }, { state: "failed", attempt_count: 1, last_error_code: "MEDIA_USAGE_RESOURCE_LIMIT" });
   assert.equal((await rows(w, "SELECT * FROM _emdash_media_usage_sources WHERE content_id = ?1", id)).length, 0);

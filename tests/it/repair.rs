@@ -323,6 +323,17 @@ fn the_barrier_waits_only_as_long_as_the_earliest_unfinished_work() {
     run_at_barrier(&api, 1);
     set_work(&api, "UPDATE _emdash_media_usage_work SET state = 'retry', next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+200 seconds')");
     assert_eq!(barrier_step(&api), ("waiting", repair::BARRIER_POLL_SECONDS));
+    // Another collection's due work neither holds this run nor sets its pace.
+    let api = Api::new();
+    run_at_barrier(&api, 2);
+    set_work(
+        &api,
+        "UPDATE _emdash_media_usage_work SET collection_id = 'other', next_attempt_at = '2000-01-01T00:00:00.000Z'
+         WHERE content_id = (SELECT min(content_id) FROM _emdash_media_usage_work);
+         UPDATE _emdash_media_usage_work SET state = 'retry', next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+4 seconds')
+         WHERE collection_id <> 'other'",
+    );
+    assert_eq!(barrier_step(&api), ("waiting", 4));
     // Another collection's due work does not hold this run.
     let api = Api::new();
     run_at_barrier(&api, 1);
@@ -337,6 +348,17 @@ fn the_barrier_waits_only_as_long_as_the_earliest_unfinished_work() {
         "DELETE FROM _emdash_media_usage_work; UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting'",
     );
     assert_eq!(barrier_step(&api), ("waiting", repair::BARRIER_POLL_SECONDS));
+    // Failed work neither holds the barrier nor sets its pace: only the job in backoff does.
+    let api = Api::new();
+    run_at_barrier(&api, 2);
+    set_work(
+        &api,
+        "UPDATE _emdash_media_usage_work SET state = 'failed', next_attempt_at = '2000-01-01T00:00:00.000Z'
+         WHERE content_id = (SELECT min(content_id) FROM _emdash_media_usage_work);
+         UPDATE _emdash_media_usage_work SET state = 'retry', next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+4 seconds')
+         WHERE state <> 'failed'",
+    );
+    assert_eq!(barrier_step(&api), ("waiting", 4));
     // Failed work does not hold the barrier: coverage is finalised partial.
     let api = Api::new();
     run_at_barrier(&api, 1);
@@ -376,9 +398,43 @@ fn a_targeted_look_claims_only_that_collections_due_run() {
         .unwrap();
     let claimed = block_on(repair::step_next(&api.db, Some(&collection_id(&api)))).unwrap();
     assert_eq!(claimed, None);
-    // A targeted look never takes another collection's run.
+    // A targeted look never takes another collection's run, due or with an expired lease.
     let api = Api::new();
     run_at_barrier(&api, 1);
     assert_eq!(block_on(repair::step_next(&api.db, Some("other"))).unwrap(), None);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'pending'"), 1);
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'dead', lease_expires_at = '2000-01-01T00:00:00.000Z'")
+        .unwrap();
+    assert_eq!(block_on(repair::step_next(&api.db, Some("other"))).unwrap(), None);
+    assert_eq!(
+        scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE lease_token = 'dead'"),
+        1
+    );
+    // Its own, with an expired lease, it takes over.
+    let own = collection_id(&api);
+    assert!(block_on(repair::step_next(&api.db, Some(&own))).unwrap().is_some());
+}
+
+#[test]
+fn a_barrier_whose_lease_was_lost_changes_nothing() {
+    use media_usage_worker::repo::repair as repo;
+    let api = Api::new();
+    run_at_barrier(&api, 1);
+    let run = block_on(repo::claim(&api.db, None)).unwrap().unwrap();
+    api.db.connection().execute_batch("UPDATE _emdash_media_usage_reconciliations SET lease_token = 'thief'").unwrap();
+    let before = scalar(
+        &api.db,
+        "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'leased' AND lease_token = 'thief'",
+    );
+    assert_eq!(block_on(repo::barrier(&api.db, &run, 10)).unwrap(), repo::Barrier::Lost);
+    assert_eq!(before, 1);
+    assert_eq!(
+        scalar(
+            &api.db,
+            "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'leased' AND lease_token = 'thief'"
+        ),
+        1
+    );
 }

@@ -254,6 +254,7 @@ fn a_thousand_occurrences_per_variant_are_indexed_in_one_job_through_every_trans
 #[test]
 fn one_occurrence_over_the_limit_fails_terminally_and_names_the_entry() {
     let api = setup();
+    create(&api, "fine", "published", json!({"gallery": gallery(3, "f")}));
     let id = create(&api, "too-big", "published", json!({"gallery": gallery(1_001, "x")}));
     let work: (String, i64, String) = api
         .db
@@ -263,8 +264,12 @@ fn one_occurrence_over_the_limit_fails_terminally_and_names_the_entry() {
         })
         .unwrap();
     assert_eq!(work, ("failed".into(), 1, "MEDIA_USAGE_RESOURCE_LIMIT".into()));
-    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0, "nothing was written");
-    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0);
+    assert_eq!(
+        scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_sources WHERE content_id = '{id}'")),
+        0,
+        "nothing was written"
+    );
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id LIKE 'x%'"), 0);
     let st = data(&api.get("/admin/media-usage/status"));
     assert_eq!(st["status"], "partial");
     assert_eq!(st["collections"][0]["lastErrorCode"], "MEDIA_USAGE_RESOURCE_LIMIT");
@@ -934,6 +939,11 @@ fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
         db.connection().execute_batch(m.sql).unwrap();
     }
     let api = Api { db, config: crate::support::config() };
+    // A collection with a file repeater but no entries has nothing to repair.
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "empty", "label": "E", "fields": [{"slug": "r", "type": "repeater", "subFields": [{"slug": "s", "type": "file"}]}]}),
+    ));
     for (slug, sub) in [("docs", "file"), ("pics", "image")] {
         data(&api.post(
             "/schema/collections",

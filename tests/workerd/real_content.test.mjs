@@ -237,3 +237,14 @@ test("a list page of large entries stops at its size bound and continues with a 
   assert.equal(rest.items.length, 1);
   assert.equal(rest.nextCursor, null);
 });
+
+test("a content write that finds its table dropped by a collection deletion answers 409, reads 404", async () => {
+  const c = await collection([{ slug: "title", type: "string" }]);
+  const id = ok(await w.post(`/content/${c.slug}`, { slug: "a", data: { title: "A" } }), 201).item.id;
+  // As if a deletion dropped the table after this request read the collection.
+  await w.db.prepare(`DROP TABLE "ec_${c.slug}"`).run();
+  err(await w.post(`/content/${c.slug}`, { slug: "b", data: { title: "B" } }), 409, "MEDIA_USAGE_CAPTURE_INACTIVE");
+  err(await w.put(`/content/${c.slug}/${id}`, { data: { title: "B" } }), 409, "MEDIA_USAGE_CAPTURE_INACTIVE");
+  err(await w.get(`/content/${c.slug}/${id}`), 404, "COLLECTION_NOT_FOUND");
+  err(await w.get(`/content/${c.slug}`), 404, "COLLECTION_NOT_FOUND");
+});

@@ -46,6 +46,10 @@ pub async fn authenticate<E: Executor>(
         .ok_or_else(|| ApiError::internal(format!("token {} has role {}", row.id, row.role)))?;
     let names: Vec<String> = serde_json::from_str(&row.scopes).map_err(|e| ApiError::internal(e.to_string()))?;
     let scopes = names.iter().filter_map(|n| Scope::parse(n)).collect();
+    // At most one write a minute per token; a failed write does not fail the request.
+    if row.touch != 0 {
+        let _ = tokens::touch(exec, &row.id).await;
+    }
     Ok(Some(Principal { token_id: row.id, role, scopes }))
 }
 

@@ -173,6 +173,8 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,
+        Op::ListTokens => tokens::list(&ctx, req).await?,
+        Op::RevokeToken => tokens::revoke(&ctx, p(0)).await?,
         Op::SelfCheck => self_check(&ctx).await?,
         Op::MediaUsage => usage::media_usage(&ctx, p(0), req).await?,
         Op::UsageStatus => usage::status(&ctx).await?,

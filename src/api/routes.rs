@@ -29,6 +29,8 @@ pub enum Op {
     GetMedia,
     DeleteMedia,
     CreateToken,
+    ListTokens,
+    RevokeToken,
     SelfCheck,
     MediaUsage,
     UsageStatus,
@@ -79,6 +81,8 @@ pub const ROUTES: &[Route] = &[
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
     r("GET", "/_emdash/api/media/{id}/usage", Op::MediaUsage),
     r("POST", "/_emdash/api/admin/tokens", Op::CreateToken),
+    r("GET", "/_emdash/api/admin/tokens", Op::ListTokens),
+    r("DELETE", "/_emdash/api/admin/tokens/{id}", Op::RevokeToken),
     r("POST", "/_emdash/api/admin/self-check", Op::SelfCheck),
     r("GET", "/_emdash/api/admin/media-usage/status", Op::UsageStatus),
     r("GET", "/_emdash/api/admin/media-usage/ticks", Op::UsageTicks),
@@ -116,6 +120,8 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::DeleteMedia => Need(Role::Editor, Scope::MediaWrite),
         Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
         Op::CreateToken
+        | Op::ListTokens
+        | Op::RevokeToken
         | Op::SelfCheck
         | Op::UsageStatus
         | Op::UsageTicks

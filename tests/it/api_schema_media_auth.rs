@@ -112,3 +112,105 @@ fn internal_errors_are_opaque() {
     let r = api.get("/content/x");
     assert_eq!((r.status, code(&r)), (404, "COLLECTION_NOT_FOUND".into()), "{}", r.body);
 }
+
+#[test]
+fn tokens_are_listed_without_secrets_revoked_at_once_and_expire() {
+    let api = Api::new();
+    let minted = data(&api.post(
+        "/admin/tokens",
+        &json!({"name": "ci", "role": "editor", "scopes": ["content:read", "media:read"], "expiresAt": "2999-01-01T00:00:00+01:00"}),
+    ));
+    let secret = minted["token"].as_str().unwrap().to_owned();
+    let id = minted["id"].as_str().unwrap().to_owned();
+    assert_eq!(minted["expiresAt"], "2998-12-31T23:00:00.000Z", "stored in the database clock's format");
+    assert_eq!(api.call("GET", "/media", Some(&secret), None).status, 200);
+    let list = data(&api.get("/admin/tokens"));
+    let item = list["items"].as_array().unwrap().iter().find(|t| t["id"] == id.as_str()).unwrap().clone();
+    assert_eq!(item["role"], "editor");
+    assert_eq!(item["scopes"], json!(["content:read", "media:read"]));
+    assert!(item["lastUsedAt"].is_string(), "{item}");
+    let keys: Vec<&String> = item.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 7, "{keys:?}");
+    assert!(!list.to_string().contains(&secret[7..]), "never the secret");
+    assert!(!list.to_string().contains("tokenHash") && !list.to_string().contains("token_hash"));
+    // Revoked at once; not listed any more; a second revoke is a 404.
+    assert_eq!(data(&api.delete(&format!("/admin/tokens/{id}")))["id"], id.as_str());
+    assert_eq!(code(&api.call("GET", "/media", Some(&secret), None)), "UNAUTHORIZED");
+    assert!(data(&api.get("/admin/tokens"))["items"].as_array().unwrap().iter().all(|t| t["id"] != id.as_str()));
+    assert_eq!(
+        (api.delete(&format!("/admin/tokens/{id}")).status, code(&api.delete("/admin/tokens/nope"))),
+        (404, "NOT_FOUND".into())
+    );
+    // An expired token is refused.
+    let expiring = data(&api.post(
+        "/admin/tokens",
+        &json!({"name": "x", "role": "editor", "scopes": ["media:read"], "expiresAt": "2999-01-01T00:00:00Z"}),
+    ));
+    let secret = expiring["token"].as_str().unwrap().to_owned();
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_api_tokens SET expires_at = '2000-01-01T00:00:00.000Z' WHERE name = 'x'")
+        .unwrap();
+    assert_eq!(code(&api.call("GET", "/media", Some(&secret), None)), "UNAUTHORIZED");
+    // Bad or past expiries.
+    for bad in [json!("2000-01-01T00:00:00Z"), json!("2999-01-01"), json!("tomorrow"), json!(5)] {
+        let r = api
+            .post("/admin/tokens", &json!({"name": "x", "role": "editor", "scopes": ["media:read"], "expiresAt": bad}));
+        assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{bad}: {}", r.body);
+    }
+}
+
+#[test]
+fn a_token_never_mints_a_role_or_scope_above_its_own() {
+    let api = Api::new();
+    let narrow = api.token("admin", &["admin", "media:read"]);
+    let mint = |token: &str, role: &str, scopes: serde_json::Value| {
+        api.call(
+            "POST",
+            "/admin/tokens",
+            Some(token),
+            Some(json!({"name": "n", "role": role, "scopes": scopes}).to_string().as_bytes()),
+        )
+    };
+    let r = mint(&narrow, "editor", json!(["media:write"]));
+    assert_eq!((r.status, code(&r)), (403, "INSUFFICIENT_SCOPE".into()), "{}", r.body);
+    assert_eq!(mint(&narrow, "editor", json!(["media:read"])).status, 201);
+    assert_eq!(mint(&narrow, "admin", json!(["admin"])).status, 201);
+    let before: i64 =
+        api.db.connection().query_row("SELECT count(*) FROM _emdash_api_tokens", [], |r| r.get(0)).unwrap();
+    assert_eq!(code(&mint(&narrow, "admin", json!(["admin", "schema:write"]))), "INSUFFICIENT_SCOPE");
+    let after: i64 =
+        api.db.connection().query_row("SELECT count(*) FROM _emdash_api_tokens", [], |r| r.get(0)).unwrap();
+    assert_eq!(before, after, "nothing minted");
+}
+
+#[test]
+fn last_used_is_written_at_most_once_a_minute() {
+    use media_usage_worker::clock::MonotonicClock;
+    use media_usage_worker::exec::meter::Metered;
+    let api = Api::new();
+    let t = api.token("editor", &["media:read"]);
+    let writes = |api: &Api| {
+        let metered = Metered::new(&api.db, MonotonicClock::default());
+        let req = media_usage_worker::api::Request {
+            method: "GET".into(),
+            path: format!("{}/media", media_usage_worker::api::BASE_PATH),
+            authorization: Some(format!("Bearer {t}")),
+            ..Default::default()
+        };
+        assert_eq!(
+            futures::executor::block_on(media_usage_worker::api::handle(&metered, &api.config, &req)).status,
+            200
+        );
+        metered.usage().rows_written
+    };
+    assert_eq!(writes(&api), 1, "the first use is recorded");
+    assert_eq!(writes(&api), 0, "a second use within the minute writes nothing");
+    api.db
+        .connection()
+        .execute_batch(
+            "UPDATE _emdash_api_tokens SET last_used_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-61 seconds')",
+        )
+        .unwrap();
+    assert_eq!(writes(&api), 1, "a minute later it is recorded again");
+}

@@ -390,6 +390,15 @@ fn draft_revision_errors_index_the_columns_and_mark_coverage_partial() {
     assert_eq!((completeness.as_str(), err.as_str()), ("failed", "DRAFT_REVISION_INVALID"));
     assert_eq!(used_in(&api, &m1)["items"].as_array().unwrap().len(), 1, "columns stay indexed");
     assert_eq!(coverage(&api), "partial");
+    // A different failure of the same draft replaces the recorded code.
+    api.db.connection().execute_batch("UPDATE revisions SET entry_id = 'other'").unwrap();
+    data(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": collection_id(&api), "contentId": id})));
+    drain(&api.db);
+    assert_eq!(
+        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_sources WHERE source_variant = 'draft_overlay'")
+            .as_deref(),
+        Some("DRAFT_REVISION_MISMATCH")
+    );
 }
 
 fn collection_id(api: &Api) -> String {

@@ -1,0 +1,1 @@
+DELETE FROM _emdash_api_tokens WHERE id = ?1

@@ -43,12 +43,14 @@ pub struct ApiError {
     pub details: Option<Json>,
     /// What went wrong inside, for the log only.
     pub cause: Option<String>,
+    /// The `Allow` header of a 405: the methods the path serves.
+    pub allow: Option<String>,
 }
 
 impl ApiError {
     pub fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
         debug_assert!(CODES.contains(&code), "undeclared error code {code}");
-        ApiError { status, code, message: message.into(), details: None, cause: None }
+        ApiError { status, code, message: message.into(), details: None, cause: None, allow: None }
     }
 
     pub fn with_details(mut self, details: Json) -> Self {
@@ -103,6 +105,7 @@ impl ApiError {
             message: "Internal error".into(),
             details: None,
             cause: Some(cause.into()),
+            allow: None,
         }
     }
 

@@ -53,6 +53,11 @@ pub struct Response {
     pub cause: Option<String>,
     /// For the log: things that went wrong without failing the request.
     pub log: Vec<String>,
+    /// Extra headers (`Allow` on a 405).
+    pub headers: Vec<(&'static str, String)>,
+    /// Whether the edge may tell the caller what the request cost in D1: only an authenticated
+    /// caller learns it (public routes and refusals say nothing about the inside).
+    pub expose_cost: bool,
 }
 
 impl Response {
@@ -64,6 +69,8 @@ impl Response {
             no_store: true,
             cause: None,
             log: Vec::new(),
+            headers: Vec::new(),
+            expose_cost: false,
         }
     }
 
@@ -74,6 +81,9 @@ impl Response {
     pub fn error(e: &ApiError) -> Response {
         let mut r = Self::json(e.status, &e.body());
         r.cause = e.cause.clone();
+        if let Some(allow) = &e.allow {
+            r.headers.push(("allow", allow.clone()));
+        }
         r
     }
 
@@ -122,23 +132,57 @@ pub type Reply = (u16, Json);
 
 /// Answers one API request.
 pub async fn handle<E: Executor>(exec: &E, config: &Config, req: &Request) -> Response {
-    match dispatch(exec, config, req).await {
-        Ok(r) => r,
-        Err(e) => Response::error(&e),
+    match admit(exec, config, req).await {
+        Ok(admitted) => respond(exec, config, admitted, req).await,
+        Err(refused) => refused,
     }
 }
 
-async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Result<Response, ApiError> {
-    let (op, params) = routes::resolve(&req.method, &req.path)?;
+/// A request whose route and caller are settled; its body has not been needed yet.
+#[derive(Debug)]
+pub struct Admitted {
+    op: Op,
+    params: Vec<String>,
+    principal: Option<Principal>,
+}
+
+/// Routes and authenticates a request from its method, path, query and `Authorization` header
+/// alone: an unknown route (404), an unserved method (405), a missing or unknown token (401) or
+/// a caller without the role or scope (403) is refused here, before the edge reads any body.
+pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Result<Admitted, Response> {
+    let refuse = |e: ApiError| Response::error(&e);
+    let (op, params) = routes::resolve(&req.method, &req.path).map_err(refuse)?;
     // Public routes ignore credentials, so a stale token cannot break a health check.
     let principal = match routes::access(op, req) {
         Access::Public => None,
         Access::Need(role, scope) => {
-            let principal = auth::authenticate(exec, config, req.authorization.as_deref()).await?;
-            auth::authorize(principal.as_ref(), role, scope)?;
+            let principal = auth::authenticate(exec, config, req.authorization.as_deref()).await.map_err(refuse)?;
+            auth::authorize(principal.as_ref(), role, scope).map_err(refuse)?;
             principal
         }
     };
+    Ok(Admitted { op, params, principal })
+}
+
+/// Answers an admitted request (the edge has read its body by now).
+pub async fn respond<E: Executor>(exec: &E, config: &Config, admitted: Admitted, req: &Request) -> Response {
+    // Only an authenticated caller learns what its request cost inside.
+    let authenticated = admitted.principal.is_some();
+    let mut response = match dispatch(exec, config, admitted, req).await {
+        Ok(r) => r,
+        Err(e) => Response::error(&e),
+    };
+    response.expose_cost = authenticated;
+    response
+}
+
+async fn dispatch<E: Executor>(
+    exec: &E,
+    config: &Config,
+    admitted: Admitted,
+    req: &Request,
+) -> Result<Response, ApiError> {
+    let Admitted { op, params, principal } = admitted;
     let ctx = Ctx { exec, config, principal, log: Default::default() };
     let p = |i: usize| params.get(i).map(String::as_str).unwrap_or_default();
     let (status, data) = match op {
@@ -151,6 +195,8 @@ async fn dispatch<E: Executor>(exec: &E, config: &Config, req: &Request) -> Resu
                 no_store: true,
                 cause: None,
                 log: Vec::new(),
+                headers: Vec::new(),
+                expose_cost: false,
             })
         }
         Op::SitemapIndex => return sitemap::index(&ctx).await,

@@ -136,20 +136,28 @@ pub fn access(op: Op, req: &Request) -> Access {
 /// Finds the route for a method and path: 404 `NOT_FOUND` for an unknown path, 405 for a known
 /// path with another method. Returns the path parameters in order.
 pub fn resolve(method: &str, path: &str) -> Result<(Op, Vec<String>), ApiError> {
-    let mut path_known = false;
+    let mut allowed: Vec<&str> = Vec::new();
     for route in ROUTES {
         if let Some(params) = match_path(route.path, path) {
-            path_known = true;
             if route.method == method {
                 return Ok((route.op, params));
             }
+            allowed.push(route.method);
         }
     }
-    if path_known {
-        Err(ApiError::new(405, "METHOD_NOT_ALLOWED", format!("{method} is not allowed here")))
-    } else {
-        Err(ApiError::not_found(format!("No route for {path}")))
+    if allowed.is_empty() {
+        return Err(ApiError::not_found(format!("No route for {path}")));
     }
+    let allow = allowed.join(", ");
+    // The method is echoed only when it is a plain token (it came from the request line).
+    let shown = if !method.is_empty() && method.len() <= 20 && method.bytes().all(|b| b.is_ascii_uppercase()) {
+        method
+    } else {
+        "This method"
+    };
+    let mut e = ApiError::new(405, "METHOD_NOT_ALLOWED", format!("{shown} is not allowed here; use {allow}"));
+    e.allow = Some(allow);
+    Err(e)
 }
 
 fn match_path(template: &str, path: &str) -> Option<Vec<String>> {
@@ -203,7 +211,12 @@ mod tests {
         assert_eq!(op, Op::PublishContent);
         assert_eq!(params, ["posts", "abc"]);
         assert_eq!(resolve("GET", "/_emdash/api/schema/collections/").unwrap().0, Op::ListCollections);
-        assert_eq!(resolve("PATCH", "/_emdash/api/media").unwrap_err().status, 405);
+        let e = resolve("PATCH", "/_emdash/api/media").unwrap_err();
+        assert_eq!((e.status, e.allow.as_deref()), (405, Some("GET, POST")));
+        assert!(e.message.starts_with("PATCH is not allowed"), "{}", e.message);
+        let e = resolve("PATCH", "/_emdash/api/content/posts/abc").unwrap_err();
+        assert_eq!(e.allow.as_deref(), Some("GET, PUT, DELETE"));
+        assert!(resolve("<script>", "/_emdash/api/media").unwrap_err().message.starts_with("This method"));
         assert_eq!(resolve("GET", "/_emdash/api/nope").unwrap_err().status, 404);
         assert_eq!(resolve("GET", "/_emdash/api/content//x").unwrap_err().status, 404);
         let (op, params) = resolve("GET", "/sitemap-posts-2.xml").unwrap();

@@ -204,7 +204,15 @@ pub async fn add_field<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request)
     }
     match lifecycle::add_field(ctx.exec, &c, &field).await {
         Ok(()) => Ok((201, json!({"item": field_json(&field)}))),
-        Err(AddFieldError::Conflict) => Err(ApiError::conflict("The collection changed; retry")),
+        // A concurrent add may have taken the last free field: say so rather than "retry".
+        Err(AddFieldError::Conflict) => match load(ctx, slug, "slug").await {
+            Ok(now) if now.fields.len() >= MAX_FIELDS => {
+                let mut issues = Issues::default();
+                issues.add("", format!("A collection has at most {MAX_FIELDS} fields"));
+                Err(issues.finish().unwrap_err())
+            }
+            _ => Err(ApiError::conflict("The collection changed; retry")),
+        },
         Err(AddFieldError::Db(e)) => Err(e.into()),
     }
 }

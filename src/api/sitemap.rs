@@ -24,6 +24,8 @@ fn xml(body: String) -> Response {
         no_store: false,
         cause: None,
         log: Vec::new(),
+        headers: Vec::new(),
+        expose_cost: false,
     }
 }
 

@@ -1,40 +1,49 @@
 //! Converts `worker` requests and responses to and from the core's plain types.
 
-use worker::{Headers, Method};
+use futures::StreamExt;
+use worker::Headers;
 
 use crate::api::{self, input::MAX_BODY_BYTES};
 use crate::exec::meter::Usage;
 
-fn method_name(m: &Method) -> &'static str {
-    match m {
-        Method::Get => "GET",
-        Method::Post => "POST",
-        Method::Put => "PUT",
-        Method::Delete => "DELETE",
-        Method::Patch => "PATCH",
-        Method::Head => "HEAD",
-        Method::Options => "OPTIONS",
-        _ => "OTHER",
-    }
-}
-
-/// Reads what the core needs; a body over 1 MiB (declared or actual) is not kept.
-pub async fn read_request(mut req: worker::Request) -> worker::Result<api::Request> {
+/// Reads what the core needs to route and authenticate a request: everything but its body.
+pub fn read_head(req: &worker::Request) -> worker::Result<api::Request> {
     let url = req.url()?;
     let query = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
-    let authorization = req.headers().get("authorization")?;
+    Ok(api::Request {
+        method: req.inner().method(),
+        path: url.path().to_owned(),
+        query,
+        authorization: req.headers().get("authorization")?,
+        body: Vec::new(),
+        body_too_large: false,
+    })
+}
+
+/// Reads the body of an admitted request into `head`, chunk by chunk: a declared or streamed
+/// body over 1 MiB is dropped as soon as that is known (chunked uploads included) and marked
+/// too large; nothing more of it is read.
+pub async fn read_body(req: &mut worker::Request, head: &mut api::Request) -> worker::Result<()> {
+    if !matches!(head.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
+        return Ok(());
+    }
     let declared = req.headers().get("content-length")?.and_then(|v| v.parse::<usize>().ok());
-    let method = method_name(&req.method()).to_owned();
-    let (body, body_too_large) = if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
-        (Vec::new(), true)
-    } else if matches!(method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
-        let bytes = req.bytes().await.unwrap_or_default();
-        let too_large = bytes.len() > MAX_BODY_BYTES;
-        (if too_large { Vec::new() } else { bytes }, too_large)
-    } else {
-        (Vec::new(), false)
-    };
-    Ok(api::Request { method, path: url.path().to_owned(), query, authorization, body, body_too_large })
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+        head.body_too_large = true;
+        return Ok(());
+    }
+    let Ok(mut stream) = req.stream() else { return Ok(()) };
+    let mut body = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            head.body_too_large = true;
+            return Ok(());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    head.body = body;
+    Ok(())
 }
 
 /// Writes the response; `usage` (what the invocation cost in D1) goes into the
@@ -42,7 +51,7 @@ pub async fn read_request(mut req: worker::Request) -> worker::Result<api::Reque
 pub fn write_response(r: api::Response, usage: Option<Usage>) -> worker::Result<worker::Response> {
     let headers = Headers::new();
     headers.set("content-type", r.content_type)?;
-    if let Some(u) = usage {
+    if let Some(u) = usage.filter(|_| r.expose_cost) {
         headers.set(
             "x-media-usage-cost",
             &format!(
@@ -52,5 +61,8 @@ pub fn write_response(r: api::Response, usage: Option<Usage>) -> worker::Result<
         )?;
     }
     headers.set("cache-control", if r.no_store { "private, no-store" } else { "public, max-age=300" })?;
+    for (name, value) in &r.headers {
+        headers.set(name, value)?;
+    }
     Ok(worker::Response::from_bytes(r.body.into_bytes())?.with_status(r.status).with_headers(headers))
 }

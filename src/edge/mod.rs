@@ -64,10 +64,21 @@ fn start() {
 }
 
 #[event(fetch)]
-async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
-    let request = http::read_request(req).await?;
+async fn fetch(mut req: worker::Request, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
+    let mut request = http::read_head(&req)?;
     let (response, usage) = match executor(&env) {
-        Ok(exec) => (api::handle(&exec, &config(&env), &request).await, Some(exec.usage())),
+        Ok(exec) => {
+            let config = config(&env);
+            // The body is read only once the route and the caller are admitted.
+            let response = match api::admit(&exec, &config, &request).await {
+                Ok(admitted) => {
+                    http::read_body(&mut req, &mut request).await?;
+                    api::respond(&exec, &config, admitted, &request).await
+                }
+                Err(refused) => refused,
+            };
+            (response, Some(exec.usage()))
+        }
         Err(e) => (api::Response::error(&api::error::ApiError::internal(format!("executor setup: {e}"))), None),
     };
     if let Some(cause) = &response.cause {

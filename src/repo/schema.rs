@@ -5,7 +5,7 @@ use serde::Deserialize;
 use crate::exec::guard::Guard;
 use crate::exec::{Error, Executor, Statement};
 use crate::model::collection::Collection;
-use crate::model::field::{Field, FieldType};
+use crate::model::field::{Field, FieldType, MAX_FIELDS};
 use crate::model::ident::Ident;
 use crate::sql::{render, Fragment};
 
@@ -140,12 +140,14 @@ pub fn add_field_statements(collection: &Collection, field: &Field) -> Vec<State
 }
 
 /// The guard for adding a field: the collection identity still exists, its capture is active
-/// (so coverage can be invalidated; fail closed otherwise) and the slug is free.
+/// (so coverage can be invalidated; fail closed otherwise), the slug is free and the collection
+/// has fewer than [`MAX_FIELDS`] fields at that instant.
 pub fn add_field_guard(collection: &Collection, field: &Field) -> Guard {
     Guard::new(GUARD_FIELD_ADDABLE)
         .bind(collection.id.as_str())
         .bind(collection.slug.as_str())
         .bind(field.slug.as_str())
+        .bind(MAX_FIELDS as i64)
 }
 
 /// Whether the collection has any entry that is not in the trash.

@@ -214,3 +214,35 @@ fn last_used_is_written_at_most_once_a_minute() {
         .unwrap();
     assert_eq!(writes(&api), 1, "a minute later it is recorded again");
 }
+
+#[test]
+fn concurrent_field_adds_cannot_pass_the_field_limit() {
+    use media_usage_worker::lifecycle::{add_field, AddFieldError};
+    use media_usage_worker::model::field::{Field, FieldType, MAX_FIELDS};
+    use media_usage_worker::model::ident::Ident;
+    let api = Api::new();
+    let fields: Vec<serde_json::Value> =
+        (0..MAX_FIELDS - 1).map(|i| json!({"slug": format!("f{i}"), "type": "string"})).collect();
+    data(&api.post("/schema/collections", &json!({"slug": "wide", "label": "W", "fields": fields})));
+    let slug = Ident::parse("wide").unwrap();
+    // Two adds read the collection at 79 fields; one commits first.
+    let seen = futures::executor::block_on(media_usage_worker::repo::schema::find(&api.db, &slug)).unwrap().unwrap();
+    assert_eq!(seen.fields.len(), MAX_FIELDS - 1);
+    data(&api.post("/schema/collections/wide/fields", &json!({"slug": "first", "type": "string"})));
+    let late = Field {
+        id: "late".into(),
+        slug: Ident::parse("late").unwrap(),
+        label: "late".into(),
+        field_type: FieldType::String,
+        required: false,
+        sub_fields: vec![],
+        sort_order: 99,
+    };
+    let r = futures::executor::block_on(add_field(&api.db, &seen, &late));
+    assert!(matches!(r, Err(AddFieldError::Conflict)), "{r:?}");
+    let count: i64 = api.db.connection().query_row("SELECT count(*) FROM _emdash_fields", [], |r| r.get(0)).unwrap();
+    assert_eq!(count, MAX_FIELDS as i64);
+    // Through the API, the refusal names the limit.
+    let r = api.post("/schema/collections/wide/fields", &json!({"slug": "more", "type": "string"}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{}", r.body);
+}

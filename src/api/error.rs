@@ -44,7 +44,7 @@ pub struct ApiError {
     /// What went wrong inside, for the log only.
     pub cause: Option<String>,
     /// The `Allow` header of a 405: the methods the path serves.
-    pub allow: Option<String>,
+    pub allow: Option<Box<str>>,
 }
 
 impl ApiError {

@@ -82,7 +82,7 @@ impl Response {
         let mut r = Self::json(e.status, &e.body());
         r.cause = e.cause.clone();
         if let Some(allow) = &e.allow {
-            r.headers.push(("allow", allow.clone()));
+            r.headers.push(("allow", allow.to_string()));
         }
         r
     }

@@ -156,7 +156,7 @@ pub fn resolve(method: &str, path: &str) -> Result<(Op, Vec<String>), ApiError> 
         "This method"
     };
     let mut e = ApiError::new(405, "METHOD_NOT_ALLOWED", format!("{shown} is not allowed here; use {allow}"));
-    e.allow = Some(allow);
+    e.allow = Some(allow.into());
     Err(e)
 }
 

@@ -118,8 +118,6 @@ pub struct Publish {
     pub delete_keys: Vec<String>,
     /// A draft-revision error to record on coverage.
     pub draft_error: Option<&'static str>,
-    /// Sources written or deleted.
-    pub changed_sources: usize,
 }
 
 /// The CAS inputs of a publish: what the job observed.

@@ -54,8 +54,8 @@ pub const JOB_MAX_STATEMENTS: u64 = 8;
 /// How a job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobOutcome {
-    /// The index now holds the entry's new projection (`changed` sources written or deleted).
-    Published { changed: usize },
+    /// The index now holds the entry's new projection.
+    Published,
     /// The stored projection was already current.
     Unchanged,
     /// The collection no longer exists with this identity; the work row was dropped.
@@ -232,11 +232,10 @@ fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry, admiss
     if occurrences.is_empty() && sources.is_empty() && delete_keys.is_empty() && draft_error.is_none() {
         return Plan::Unchanged;
     }
-    let changed_sources = sources.len() + delete_keys.len();
     let (Some(occurrences), Some(sources)) = (bound_json(occurrences), bound_json(sources)) else {
         return Plan::ResourceLimit;
     };
-    Plan::Write(Publish { occurrences, sources, delete_keys, draft_error, changed_sources })
+    Plan::Write(Publish { occurrences, sources, delete_keys, draft_error })
 }
 
 /// Records a failed attempt; terminal after [`MAX_ATTEMPTS`] or when `always_terminal`.
@@ -303,9 +302,8 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, admission: Admission
         source_keys: [&keys[0], &keys[1]],
         sources_signature: &loaded.sources_signature,
     };
-    let changed = publish.changed_sources;
     match projection::publish(exec, &observed, &publish).await {
-        Ok(()) => Ok(JobOutcome::Published { changed }),
+        Ok(()) => Ok(JobOutcome::Published),
         Err(Error::Stale) => Ok(JobOutcome::Conflict),
         // The collection's table was dropped after the load (its deletion got past `table`):
         // nothing was written, and its work row goes with the collection.

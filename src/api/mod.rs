@@ -138,6 +138,13 @@ pub async fn handle<E: Executor>(exec: &E, config: &Config, req: &Request) -> Re
     }
 }
 
+/// Whether the answer to this request is a public document the edge may serve from its cache
+/// for the answer's `max-age` (the sitemaps): it is the same for every caller.
+pub fn is_shared_cacheable(req: &Request) -> bool {
+    req.method == "GET"
+        && matches!(routes::resolve(&req.method, &req.path), Ok((Op::SitemapIndex | Op::SitemapCollection, _)))
+}
+
 /// A request whose route and caller are settled; its body has not been needed yet.
 #[derive(Debug)]
 pub struct Admitted {

@@ -9,7 +9,7 @@ use crate::exec::Executor;
 use crate::model::ident::Ident;
 use crate::repo::{schema, sitemap as repo};
 use crate::usage::sitemap::{
-    entry_url, file_name, image_url, index_xml, parse_file_param, urlset_xml, UrlEntry, MAX_URLS_PER_FILE,
+    entry_url, file_name, image_url, index_xml, parse_file_param, urlset_xml, UrlEntry, MAX_PAGE, MAX_URLS_PER_FILE,
 };
 
 fn site_url<E>(ctx: &Ctx<'_, E>) -> Result<String, ApiError> {
@@ -44,28 +44,34 @@ pub async fn index<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Response, ApiError> 
     Ok(xml(index_xml(&files)))
 }
 
-/// One sitemap file of a collection.
+/// One sitemap file of a collection. An unknown collection, a collection with nothing
+/// published and a page past the last all answer the same 404; a page number past
+/// [`MAX_PAGE`] is refused before any query, and any other before the page is read.
 pub async fn collection<E: Executor>(ctx: &Ctx<'_, E>, param: &str) -> Result<Response, ApiError> {
     let site = site_url(ctx)?;
     let not_found = || ApiError::not_found("No such sitemap");
-    let (slug, page) = parse_file_param(param).ok_or_else(not_found)?;
+    let (slug, page) = parse_file_param(param).filter(|(_, page)| *page <= MAX_PAGE).ok_or_else(not_found)?;
     let slug = Ident::parse(slug).map_err(|_| not_found())?;
     let c = schema::find(ctx.exec, &slug).await?.ok_or_else(not_found)?;
+    let published = repo::published_counts(ctx.exec, std::slice::from_ref(&c)).await?;
+    let n = published.first().map_or(0, |p| u64::try_from(p.n).unwrap_or(0));
     let offset = u64::from(page - 1) * u64::from(MAX_URLS_PER_FILE);
-    let (entries, found) = repo::page(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await?;
-    if entries.is_empty() && page > 1 {
+    if offset >= n {
         return Err(not_found());
     }
+    let (entries, found) = repo::page(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await?;
     let mut images: HashMap<String, Vec<String>> = HashMap::new();
     if let Some(media_url) = &ctx.config.media_public_url {
         for img in found {
-            images.entry(img.content_id).or_default().push(image_url(media_url, &img.storage_key));
+            if let Some(url) = image_url(media_url, &img.storage_key) {
+                images.entry(img.content_id).or_default().push(url);
+            }
         }
     }
     let urls: Vec<UrlEntry> = entries
         .iter()
         .map(|e| UrlEntry {
-            loc: entry_url(&site, c.slug.as_str(), &e.locale, e.slug.as_deref().unwrap_or(&e.id)),
+            loc: entry_url(&site, c.slug.as_str(), &e.locale, e.slug.as_deref().unwrap_or(&e.id), &e.id),
             lastmod: Some(e.updated_at.clone()),
             images: images.remove(&e.id).unwrap_or_default(),
         })

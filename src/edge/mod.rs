@@ -64,11 +64,33 @@ fn start() {
 }
 
 #[event(fetch)]
-async fn fetch(mut req: worker::Request, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
-    let mut request = http::read_head(&req)?;
-    let (response, usage) = match executor(&env) {
+async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
+    let request = http::read_head(&req)?;
+    if !api::is_shared_cacheable(&request) {
+        return answer(req, request, &env).await;
+    }
+    // Public sitemaps come from the Cache API while their max-age lasts, so repeated crawls do not
+    // read D1 again. The key ignores the query string, so it cannot be used to bypass the cache.
+    let mut key = req.url()?;
+    key.set_query(None);
+    let cache = worker::Cache::default();
+    if let Ok(Some(hit)) = cache.get(key.as_str(), false).await {
+        return Ok(hit);
+    }
+    let mut response = answer(req, request, &env).await?;
+    if response.status_code() == 200 {
+        if let Err(e) = cache.put(key.as_str(), response.cloned()?).await {
+            worker::console_warn!("sitemap cache write failed: {e}");
+        }
+    }
+    Ok(response)
+}
+
+/// Answers a request from the core: admitted on its head, then its body is read.
+async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) -> worker::Result<worker::Response> {
+    let (response, usage) = match executor(env) {
         Ok(exec) => {
-            let config = config(&env);
+            let config = config(env);
             // The body is read only once the route and the caller are admitted.
             let response = match api::admit(&exec, &config, &request).await {
                 Ok(admitted) => {

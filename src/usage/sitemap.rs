@@ -27,23 +27,40 @@ pub fn encode_segment(raw: &str) -> String {
     out
 }
 
+/// Whether a path segment would move a URL instead of naming something in it: empty, `.` or
+/// `..` (percent-encoding does not help: URL normalisation decodes `%2E` back to `.`).
+fn is_dot_or_empty(segment: &str) -> bool {
+    matches!(segment, "" | "." | "..")
+}
+
 /// `MEDIA_PUBLIC_URL` (trailing `/` trimmed) + `/` + the storage key (leading `/` trimmed), each
-/// path segment percent-encoded.
-pub fn image_url(media_public_url: &str, storage_key: &str) -> String {
-    let key: Vec<String> = storage_key.trim_start_matches('/').split('/').map(encode_segment).collect();
-    format!("{}/{}", media_public_url.trim_end_matches('/'), key.join("/"))
+/// path segment percent-encoded; `None` for a key with an empty, `.` or `..` segment, whose URL
+/// could leave `MEDIA_PUBLIC_URL`.
+pub fn image_url(media_public_url: &str, storage_key: &str) -> Option<String> {
+    let segments: Vec<&str> = storage_key.trim_start_matches('/').split('/').collect();
+    if segments.iter().any(|s| is_dot_or_empty(s)) {
+        return None;
+    }
+    let key: Vec<String> = segments.into_iter().map(encode_segment).collect();
+    Some(format!("{}/{}", media_public_url.trim_end_matches('/'), key.join("/")))
 }
 
 /// An entry's public URL: `SITE_URL/<collection>/<slug>`, prefixed by the locale for entries
-/// not in the default locale `en`.
-pub fn entry_url(site_url: &str, collection: &str, locale: &str, slug: &str) -> String {
+/// not in the default locale `en`. A slug that is a dot segment (`.`, `..`) would move the URL
+/// out of the collection's path, so the entry's id (hex) stands in for it.
+pub fn entry_url(site_url: &str, collection: &str, locale: &str, slug: &str, id: &str) -> String {
     let base = site_url.trim_end_matches('/');
+    let slug = if is_dot_or_empty(slug) { id } else { slug };
     if locale == "en" {
         format!("{base}/{}/{}", encode_segment(collection), encode_segment(slug))
     } else {
         format!("{base}/{}/{}/{}", encode_segment(locale), encode_segment(collection), encode_segment(slug))
     }
 }
+
+/// The highest sitemap page number served (50,000 entries each: 500 million entries); anything
+/// above is a 404 without a query.
+pub const MAX_PAGE: u32 = 10_000;
 
 /// The name of a collection's sitemap file `page` (1-based).
 pub fn file_name(collection: &str, page: u32) -> String {
@@ -141,12 +158,26 @@ mod tests {
     #[test]
     fn urls_are_percent_encoded_per_segment() {
         assert_eq!(
-            image_url("https://cdn.example/", "/uploads/a b/ü.jpg"),
-            "https://cdn.example/uploads/a%20b/%C3%BC.jpg"
+            image_url("https://cdn.example/", "/uploads/a b/ü.jpg").as_deref(),
+            Some("https://cdn.example/uploads/a%20b/%C3%BC.jpg")
         );
-        assert_eq!(image_url("https://cdn.example", "x~y_z-1.png"), "https://cdn.example/x~y_z-1.png");
-        assert_eq!(entry_url("https://site/", "posts", "en", "hello world"), "https://site/posts/hello%20world");
-        assert_eq!(entry_url("https://site", "posts", "de-AT", "a/b"), "https://site/de-AT/posts/a%2Fb");
+        assert_eq!(image_url("https://cdn.example", "x~y_z-1.png").as_deref(), Some("https://cdn.example/x~y_z-1.png"));
+        assert_eq!(
+            image_url("https://cdn.example", "a..b/c.d.jpg").as_deref(),
+            Some("https://cdn.example/a..b/c.d.jpg")
+        );
+        assert_eq!(entry_url("https://site/", "posts", "en", "hello world", "e1"), "https://site/posts/hello%20world");
+        assert_eq!(entry_url("https://site", "posts", "de-AT", "a/b", "e1"), "https://site/de-AT/posts/a%2Fb");
+    }
+
+    #[test]
+    fn dot_segments_cannot_leave_the_configured_origins() {
+        for key in ["../secret.jpg", "a/../../b.jpg", "./a.jpg", "a//b.jpg", "a/.", ".."] {
+            assert_eq!(image_url("https://cdn.example/media", key), None, "{key}");
+        }
+        assert_eq!(entry_url("https://site", "posts", "en", "..", "e1"), "https://site/posts/e1");
+        assert_eq!(entry_url("https://site", "posts", "de", ".", "e1"), "https://site/de/posts/e1");
+        assert_eq!(entry_url("https://site", "posts", "en", "../x", "e1"), "https://site/posts/..%2Fx");
     }
 
     #[test]

@@ -74,11 +74,52 @@ fn unknown_or_out_of_range_sitemaps_are_404() {
     assert_eq!(code(&api.call("GET", "/sitemap-nope.xml", None, None)), "NOT_FOUND");
     assert_eq!(code(&api.call("GET", "/sitemap-Bad-Slug.xml", None, None)), "NOT_FOUND");
     assert_eq!(code(&api.call("GET", "/sitemap-posts-2.xml", None, None)), "NOT_FOUND");
-    assert_eq!(
-        api.call("GET", "/sitemap-empty.xml", None, None).status,
-        200,
-        "an empty first page is a valid empty urlset"
-    );
+    // A collection with nothing published answers exactly like an unknown one.
+    let unknown = api.call("GET", "/sitemap-nope.xml", None, None);
+    let empty = api.call("GET", "/sitemap-empty.xml", None, None);
+    assert_eq!((empty.status, &empty.body), (unknown.status, &unknown.body));
+    // A page number past the largest served is refused before any query.
+    use media_usage_worker::clock::MonotonicClock;
+    use media_usage_worker::exec::meter::Metered;
+    for page in ["10001", "99999999999999999999"] {
+        let metered = Metered::new(&api.db, MonotonicClock::default());
+        let req = media_usage_worker::api::Request {
+            method: "GET".into(),
+            path: format!("/sitemap-posts-{page}.xml"),
+            ..Default::default()
+        };
+        let r = futures::executor::block_on(media_usage_worker::api::handle(&metered, &api.config, &req));
+        assert_eq!((r.status, metered.usage().statements), (404, 0), "page {page}");
+    }
+    // A page past the last is refused before the page is read: one count, no page query.
+    let metered = Metered::new(&api.db, MonotonicClock::default());
+    let req = media_usage_worker::api::Request {
+        method: "GET".into(),
+        path: "/sitemap-posts-9999.xml".into(),
+        ..Default::default()
+    };
+    let r = futures::executor::block_on(media_usage_worker::api::handle(&metered, &api.config, &req));
+    assert_eq!((r.status, metered.usage().statements), (404, 2), "the collection, then its count");
+}
+
+#[test]
+fn dot_segment_slugs_and_storage_keys_stay_inside_the_configured_origins() {
+    let api = setup();
+    let key = data(
+        &api.post("/media", &json!({"filename": "x.jpg", "mimeType": "image/jpeg", "storageKey": "../../escape.jpg"})),
+    )["item"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let id = data(&api.post("/content/posts", &json!({"slug": "..", "status": "published", "data": {"hero": key}})))
+        ["item"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let xml = api.call("GET", "/sitemap-posts.xml", None, None).body;
+    assert!(xml.contains(&format!("<loc>https://site.example/posts/{id}</loc>")), "{xml}");
+    assert!(!xml.contains("escape"), "{xml}");
+    assert!(!xml.contains("/../") && !xml.contains("/..<"), "{xml}");
 }
 
 #[test]

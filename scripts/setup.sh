@@ -8,6 +8,8 @@
 set -euo pipefail
 
 WORKER_BUILD_VERSION="0.8.7"
+# The contract fuzzer, from the Python package registry, in a private virtual environment.
+SCHEMATHESIS_VERSION="4.32.5"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Where `cargo install` puts binaries; the tools are looked up there, not anywhere on PATH.
 CARGO_BIN="${CARGO_HOME:-$HOME/.cargo}/bin"
@@ -39,6 +41,14 @@ if [ ! -f "$STAMP" ] || [ "$ROOT/package-lock.json" -nt "$STAMP" ]; then
   (cd "$ROOT" && npm ci --no-audit --no-fund >&2)
 fi
 
+VENV="$ROOT/.tools/schemathesis"
+if [ "$("$VENV/bin/st" --version 2>/dev/null | awk '{print $NF}')" != "$SCHEMATHESIS_VERSION" ]; then
+  log "installing schemathesis $SCHEMATHESIS_VERSION"
+  python3 -m venv "$VENV" >&2
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
+fi
+
+export SCHEMATHESIS_BIN="$VENV/bin/st"
 export WASM_BINDGEN_BIN="$CARGO_BIN/wasm-bindgen"
 export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
 export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `npm test`: setup, native tests and lints, the wasm release build, then the workerd suite
-# (Miniflare driving the real wasm worker with an in-memory D1).
+# `npm test`: setup, native tests and lints, the wasm release build, the workerd suite
+# (Miniflare driving the real wasm worker with an in-memory D1), then contract fuzzing
+# (schemathesis against the same worker served on a local port).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/setup.sh"
@@ -20,3 +21,7 @@ step "worker-build --release"
 worker-build --release
 step "node --test tests/workerd/"
 node --test --test-concurrency=1 tests/workerd/
+step "contract fuzzing: the fuzzer catches an undeclared status"
+node tests/fuzz/run.mjs --prove-it-fails
+step "contract fuzzing: schemathesis, every check, fixed seed"
+node tests/fuzz/run.mjs

@@ -145,7 +145,12 @@ impl<'a> Obj<'a> {
     pub fn integer(&self, issues: &mut Issues, key: &str, min: i64, max: i64) -> Option<i64> {
         match self.map.get(key) {
             None | Some(Json::Null) => None,
-            Some(v) => match v.as_i64().filter(|i| (min..=max).contains(i)) {
+            // A whole number written as a float (`1022.0`) is that integer.
+            Some(v) => match v
+                .as_i64()
+                .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15).map(|f| f as i64))
+                .filter(|i| (min..=max).contains(i))
+            {
                 Some(i) => Some(i),
                 None => {
                     issues.add(self.path(key), format!("Expected an integer from {min} to {max}"));
@@ -187,9 +192,24 @@ pub fn query<'r>(req: &'r Request, key: &str) -> Option<&'r str> {
     req.query.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
-/// `?flag=true|1` (anything else, or absent, is false).
+/// `?flag=true|1` (anything else, or absent, is false). Values are checked by
+/// [`check_flags`] before any handler runs.
 pub fn query_flag(req: &Request, key: &str) -> bool {
     matches!(query(req, key), Some("true" | "1"))
+}
+
+/// Checks boolean query parameters: each at most once, and `true`, `false`, `1` or `0`.
+pub fn check_flags(req: &Request, flags: &[&str]) -> Result<(), ApiError> {
+    let mut issues = Issues::default();
+    for flag in flags {
+        let values: Vec<&str> = req.query.iter().filter(|(k, _)| k == flag).map(|(_, v)| v.as_str()).collect();
+        match values.as_slice() {
+            [] | ["true" | "false" | "1" | "0"] => {}
+            [_] => issues.add(*flag, "Expected true or false"),
+            _ => issues.add(*flag, "Given more than once"),
+        }
+    }
+    issues.finish()
 }
 
 /// `limit`: an integer from 1 to 100, 50 when absent.

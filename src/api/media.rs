@@ -35,7 +35,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     };
     let filename = obj.string(&mut issues, "filename", true, 1, 255);
     let mime_type = obj.string(&mut issues, "mimeType", true, 3, 255);
-    if mime_type.as_deref().is_some_and(|m| !m.contains('/') || m.chars().any(char::is_whitespace)) {
+    if mime_type.as_deref().is_some_and(|m| !is_mime_type(m)) {
         issues.add("mimeType", "Expected a MIME type such as image/jpeg");
     }
     let max = crate::exec::MAX_SAFE_INTEGER;
@@ -128,4 +128,28 @@ fn coverage_incomplete(status: CoverageStatus) -> ApiError {
         "The media usage index cannot prove this media unused; retry when coverage is complete",
     )
     .with_details(json!({"coverage": {"status": status}}))
+}
+
+/// `type/subtype`, each starting with a letter or digit and made of RFC 6838 token characters.
+fn is_mime_type(m: &str) -> bool {
+    let part = |p: &str| {
+        p.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
+            && p.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$&^_.+-".contains(&b))
+    };
+    m.split_once('/').is_some_and(|(t, s)| part(t) && part(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_mime_type;
+
+    #[test]
+    fn mime_types_are_ascii_tokens() {
+        for ok in ["image/jpeg", "application/vnd.openxmlformats-officedocument.wordprocessingml.document", "a/b+c"] {
+            assert!(is_mime_type(ok), "{ok}");
+        }
+        for bad in ["image", "/jpeg", "image/", "ā/b", "image/ jpeg", "image/jp eg", "a/b/c", "-a/b"] {
+            assert!(!is_mime_type(bad), "{bad}");
+        }
+    }
 }

@@ -159,6 +159,7 @@ pub struct Admitted {
 pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Result<Admitted, Response> {
     let refuse = |e: ApiError| Response::error(&e);
     let (op, params) = routes::resolve(&req.method, &req.path).map_err(refuse)?;
+    input::check_flags(req, routes::flags(op)).map_err(refuse)?;
     // Public routes ignore credentials, so a stale token cannot break a health check.
     let principal = match routes::access(op, req) {
         Access::Public => None,

@@ -133,6 +133,17 @@ pub fn access(op: Op, req: &Request) -> Access {
     }
 }
 
+/// The boolean query parameters an operation reads (checked before it runs).
+pub fn flags(op: Op) -> &'static [&'static str] {
+    match op {
+        Op::GetCollection => &["includeFields"],
+        Op::DeleteCollection | Op::DeleteMedia => &["force"],
+        Op::DeleteContent => &["permanent"],
+        Op::GetMedia => &["includeUsage"],
+        _ => &[],
+    }
+}
+
 /// Finds the route for a method and path: 404 `NOT_FOUND` for an unknown path, 405 for a known
 /// path with another method. Returns the path parameters in order.
 pub fn resolve(method: &str, path: &str) -> Result<(Op, Vec<String>), ApiError> {

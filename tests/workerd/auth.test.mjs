@@ -139,7 +139,8 @@ const RULES = [
     role: "admin",
     scope: "admin",
     status: 201,
-    make: async () => ["POST", "/admin/tokens", { name: "t", role: "subscriber", scopes: ["media:read"] }],
+    // A minter grants only scopes it holds itself: here its one scope.
+    make: async () => ["POST", "/admin/tokens", { name: "t", role: "subscriber", scopes: ["admin"] }],
   },
   { route: "POST /admin/self-check", role: "admin", scope: "admin", status: 200, make: async () => ["POST", "/admin/self-check"] },
   { route: "GET /media/{id}/usage", role: "editor", scope: "media:read", status: 200, make: async () => ["GET", `/media/${MEDIA}/usage`] },
@@ -273,7 +274,7 @@ test("minting a token: 201 with a one-time secret; only its hash is stored", asy
   ok(await w.del(`/media/${await media()}`, { token: data.token }));
 
   // A minted admin token can mint in turn.
-  const admin = ok(await w.post("/admin/tokens", { name: "root", role: "admin", scopes: ["admin"] }), 201).token;
+  const admin = ok(await w.post("/admin/tokens", { name: "root", role: "admin", scopes: ["admin", "media:read"] }), 201).token;
   ok(await w.post("/admin/tokens", { name: "child", role: "subscriber", scopes: ["media:read"] }, { token: admin }), 201);
 });
 
@@ -329,7 +330,7 @@ test("every response carries Cache-Control: private, no-store", async () => {
     ["PUT", "/schema/collections", {}, 405],
     ["DELETE", "/media", {}, 405],
     ["POST", "/health", { token: null }, 405],
-    ["GET", "/admin/tokens", {}, 405],
+    ["PUT", "/admin/tokens", {}, 405],
     ["GET", "/schema/collections", { token: null }, 401],
     ["GET", "/schema/collections", { token: "bogus" }, 401],
     ["GET", "/schema/collections", { token: "SUBSCRIBER" }, 403],

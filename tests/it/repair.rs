@@ -240,6 +240,24 @@ fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
 }
 
 #[test]
+fn the_fifth_claim_in_a_row_still_steps_and_the_sixth_gives_up() {
+    for (earlier, gives_up) in [(4, false), (5, true)] {
+        let api = Api::new();
+        stale_collection(&api, 2);
+        let cid = collection_id(&api);
+        block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap();
+        api.db
+            .connection()
+            .execute_batch(&format!("UPDATE _emdash_media_usage_reconciliations SET attempt_count = {earlier}"))
+            .unwrap();
+        let outcome = block_on(media_usage_worker::usage::repair::step_next(&api.db, None)).unwrap();
+        let finished = outcome == Some(media_usage_worker::usage::repair::StepOutcome::Finished);
+        assert_eq!(finished, gives_up, "after {earlier} claims: {outcome:?}");
+        assert_eq!(status(&api)["status"] == "failed", gives_up);
+    }
+}
+
+#[test]
 fn a_schema_change_mid_run_ends_the_run_and_leaves_coverage_stale() {
     let api = Api::new();
     stale_collection(&api, 2);

@@ -14,7 +14,10 @@ use crate::model::auth::hash_token;
 use crate::repo::content::max_revisions_from_settings;
 use crate::usage::deletion::CleanupBatch;
 use crate::usage::project::Admission;
-use crate::usage::tick::{self, TickBudget};
+use crate::usage::tick::{self, Continuation, TickBudget};
+
+/// The optional queue binding (producer and consumer) that carries continuation ticks.
+const CONTINUE_BINDING: &str = "MEDIA_USAGE_CONTINUE";
 
 /// The executor stack every invocation uses.
 pub(crate) type EdgeExecutor = Metered<Faulty<d1::D1Executor>, clock::DateClock>;
@@ -116,14 +119,41 @@ async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) 
 /// `_emdash_media_usage_ticks` by the core.
 #[event(scheduled)]
 async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
-    let exec = match executor(&env) {
+    tick_and_continue(&env, None).await;
+}
+
+/// A continuation message: run another tick at once, with the same budgets. Any batch from any
+/// queue is handled: each message is one tick (a message from another chain, or a stale one,
+/// cannot hand the baton on, so its chain simply ends).
+#[event(queue)]
+async fn queue(batch: worker::MessageBatch<ContinueMessage>, env: Env, _ctx: Context) -> worker::Result<()> {
+    for message in batch.raw_iter() {
+        let token = serde_wasm_bindgen::from_value::<ContinueMessage>(message.body()).ok().map(|m| m.token);
+        tick_and_continue(&env, token.as_deref()).await;
+    }
+    batch.ack_all();
+    Ok(())
+}
+
+/// The body of a continuation message: the baton token it carries.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueMessage {
+    token: String,
+}
+
+/// Runs one tick; with the optional `MEDIA_USAGE_CONTINUE` queue bound, a tick that leaves due
+/// work sends one continuation message.
+async fn tick_and_continue(env: &Env, handing_on: Option<&str>) {
+    let exec = match executor(env) {
         Ok(exec) => exec,
         Err(e) => {
             worker::console_error!("media usage tick could not start: {e}");
             return;
         }
     };
-    let report = tick::run(&exec, &clock::DateClock, budget(&env)).await;
+    let queue = env.queue(CONTINUE_BINDING).ok();
+    let continuation = if queue.is_some() { Continuation::On { handing_on } } else { Continuation::Off };
+    let report = tick::run_continuing(&exec, &clock::DateClock, budget(env), continuation).await;
     match &report.error {
         Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.jobs),
         None => worker::console_log!(
@@ -132,5 +162,11 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
             report.jobs,
             report.statements
         ),
+    }
+    if let (Some(queue), Some(token)) = (queue, report.continue_with) {
+        // A lost message only delays the work: the baton expires and cron sends another.
+        if let Err(e) = queue.send(ContinueMessage { token }).await {
+            worker::console_error!("media usage continuation could not be sent: {e}");
+        }
     }
 }

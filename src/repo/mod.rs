@@ -3,6 +3,7 @@
 
 pub mod capture;
 pub mod content;
+pub mod continuation;
 pub mod deletion;
 pub mod media;
 pub mod projection;

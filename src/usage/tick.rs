@@ -12,7 +12,9 @@ use super::repair::{
 use crate::clock::Clock;
 use crate::exec::meter::Metered;
 use crate::exec::{Error, Executor};
+use crate::ids;
 use crate::model::state::TickOutcome;
+use crate::repo::continuation as continuation_repo;
 use crate::repo::ticks::{self as repo, TickLog};
 
 /// The smallest statement budget a tick accepts (one job plus the tick's own log write).
@@ -84,6 +86,8 @@ pub struct TickReport {
     /// Statements issued, the log write included.
     pub statements: u64,
     pub error: Option<String>,
+    /// The continuation token to send: this tick took the continuation baton.
+    pub continue_with: Option<String>,
 }
 
 impl TickReport {
@@ -101,6 +105,7 @@ impl TickReport {
             deletion_failures: 0,
             statements: 0,
             error: None,
+            continue_with: None,
         }
     }
 
@@ -346,10 +351,62 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
     report
 }
 
+/// Whether a tick may ask for a continuation (another tick at once, through a queue) when it
+/// ends with due work left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Continuation<'a> {
+    /// No continuation queue: cron alone drives the work.
+    Off,
+    /// A continuation queue is bound; `handing_on` is the token of the continuation message this
+    /// tick runs for (`None` for a cron tick).
+    On { handing_on: Option<&'a str> },
+}
+
+/// How long a continuation may be in flight before another tick may send a new one (a lost
+/// message delays work by at most this, or until the next cron tick).
+pub const CONTINUATION_LEASE_SECONDS: i64 = 60;
+/// Statements the continuation decision costs (taking or dropping the baton).
+pub const CONTINUATION_STATEMENTS: u64 = 1;
+
 /// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`.
 pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &K, budget: TickBudget) -> TickReport {
+    run_continuing(exec, clock, budget, Continuation::Off).await
+}
+
+/// Runs one tick like [`run`]; with a continuation queue, a tick that ends with due work left
+/// (stopped by its budget) takes the continuation baton and reports the token to send in
+/// `continue_with`, and one that ends with nothing due drops the baton it was handed. At most one
+/// continuation is in flight; the decision counts against the tick's statement budget.
+pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
+    exec: &Metered<E, C>,
+    clock: &K,
+    budget: TickBudget,
+    continuation: Continuation<'_>,
+) -> TickReport {
     let started = clock.now_ms();
-    let mut report = run_lanes(exec, clock, budget).await;
+    let lanes_budget = match continuation {
+        Continuation::Off => budget,
+        Continuation::On { .. } => {
+            TickBudget { max_statements: budget.max_statements - CONTINUATION_STATEMENTS, ..budget }
+        }
+    };
+    let mut report = run_lanes(exec, clock, lanes_budget).await;
+    if let Continuation::On { handing_on } = continuation {
+        let decided = if report.outcome == TickOutcome::Budget {
+            let token = ids::new_id();
+            continuation_repo::claim(exec, &token, handing_on, CONTINUATION_LEASE_SECONDS)
+                .await
+                .map(|taken| taken.then_some(token))
+        } else if let Some(held) = handing_on {
+            continuation_repo::release(exec, held).await.map(|()| None)
+        } else {
+            Ok(None)
+        };
+        match decided {
+            Ok(token) => report.continue_with = token,
+            Err(e) => report.note_error("continuation", e),
+        }
+    }
     let usage = exec.usage();
     report.statements = usage.statements + LOG_STATEMENTS;
     let log = TickLog {
@@ -368,6 +425,7 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &
                 "deletedRows": report.deleted_rows,
                 "deletionsFinalized": report.deletions_finalized,
                 "deletionFailures": report.deletion_failures,
+                "continued": report.continue_with.is_some(),
                 // What the database reported for the statements before the log write.
                 "d1": {
                     "results": usage.results,

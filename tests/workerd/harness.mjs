@@ -54,11 +54,11 @@ export function workerOptions(vars = {}) {
  * Starts a worker with a fresh database. `vars` adds or overrides bindings. Each of `variants`
  * (`{name: vars}`) is a twin worker with those bindings on top, sharing the same database: a
  * test switches configuration (a fault point, a budget) by calling a twin (`w.as(name)`)
- * instead of restarting workerd.
+ * instead of restarting workerd. `options` adds Miniflare options to the main worker (queues).
  */
-export async function startWorker(vars = {}, variants = {}) {
+export async function startWorker(vars = {}, variants = {}, options = {}) {
   const workers = [
-    { name: "main", ...workerOptions(vars) },
+    { name: "main", ...workerOptions(vars), ...options },
     ...Object.entries(variants).map(([name, extra]) => ({ name, ...workerOptions({ ...vars, ...extra }) })),
   ];
   const mf = new Miniflare({ workers });

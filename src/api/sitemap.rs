@@ -35,8 +35,9 @@ pub async fn index<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Response, ApiError> 
     let collections = schema::load(ctx.exec, None).await?;
     let counts = repo::published_counts(ctx.exec, &collections).await?;
     let mut files = Vec::new();
-    for c in counts.iter().filter(|c| c.n > 0) {
-        let pages = (c.n as u64).div_ceil(u64::from(MAX_URLS_PER_FILE)) as u32;
+    // A collection with nothing published has no page.
+    for c in &counts {
+        let pages = u64::try_from(c.n).unwrap_or(0).div_ceil(u64::from(MAX_URLS_PER_FILE)) as u32;
         for page in 1..=pages {
             files.push(format!("{}/{}", site.trim_end_matches('/'), file_name(&c.collection, page)));
         }

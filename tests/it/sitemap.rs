@@ -71,6 +71,9 @@ fn pages_list_published_entries_with_their_live_local_images() {
 #[test]
 fn unknown_or_out_of_range_sitemaps_are_404() {
     let api = setup();
+    // One published entry: page 1 exists, page 2 does not.
+    data(&api.post("/content/posts", &json!({"slug": "a", "status": "published", "data": {}})));
+    assert_eq!(api.call("GET", "/sitemap-posts.xml", None, None).status, 200);
     assert_eq!(code(&api.call("GET", "/sitemap-nope.xml", None, None)), "NOT_FOUND");
     assert_eq!(code(&api.call("GET", "/sitemap-Bad-Slug.xml", None, None)), "NOT_FOUND");
     assert_eq!(code(&api.call("GET", "/sitemap-posts-2.xml", None, None)), "NOT_FOUND");

@@ -246,3 +246,30 @@ fn concurrent_field_adds_cannot_pass_the_field_limit() {
     let r = api.post("/schema/collections/wide/fields", &json!({"slug": "more", "type": "string"}));
     assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{}", r.body);
 }
+
+#[test]
+fn boolean_flags_are_strict_and_integers_may_be_written_as_whole_floats() {
+    let api = Api::new();
+    let m = data(
+        &api.post("/media", &json!({"filename": "a", "mimeType": "image/png", "storageKey": "k1", "height": 1022.0})),
+    );
+    assert_eq!(m["item"]["height"], 1022);
+    let id = m["item"]["id"].as_str().unwrap().to_owned();
+    for bad in [json!(1022.5), json!(1e300), json!(-1.0), json!("7")] {
+        let r =
+            api.post("/media", &json!({"filename": "a", "mimeType": "image/png", "storageKey": "k2", "height": bad}));
+        assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{bad}");
+    }
+    for ok in ["true", "false", "1", "0"] {
+        assert_eq!(api.get(&format!("/media/{id}?includeUsage={ok}")).status, 200, "{ok}");
+    }
+    for bad in ["includeUsage=maybe", "includeUsage=null", "includeUsage=true&includeUsage=true", "includeUsage="] {
+        let r = api.get(&format!("/media/{id}?{bad}"));
+        assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{bad}");
+    }
+    let r = api.call("DELETE", &format!("/media/{id}?force=yes"), Some(ADMIN), None);
+    assert_eq!(code(&r), "VALIDATION_ERROR");
+    assert_eq!(api.get(&format!("/media/{id}")).status, 200, "nothing was deleted");
+    // Flags of other operations are not checked here.
+    assert_eq!(api.get("/media?force=yes").status, 200);
+}

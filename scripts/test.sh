@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: setup, native tests and lints, the wasm release build, the workerd suite
 # (Miniflare driving the real wasm worker with an in-memory D1), then contract fuzzing
-# (schemathesis against the same worker served on a local port).
+# (schemathesis against the same worker served on a local port), with the bench at a small scale.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/setup.sh"
@@ -21,6 +21,8 @@ step "worker-build --release"
 worker-build --release
 step "node --test tests/workerd/"
 node --test --test-concurrency=1 tests/workerd/
+step "bench at BENCH_SCALE=0.01 (so it cannot rot)"
+BENCH_SCALE=0.01 node tests/bench/run.mjs
 step "contract fuzzing: the fuzzer catches an undeclared status"
 node tests/fuzz/run.mjs --prove-it-fails
 step "contract fuzzing: schemathesis, every check, fixed seed"

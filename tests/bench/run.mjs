@@ -1,0 +1,173 @@
+// `npm run bench`: figures for the media usage index on the real wasm worker in Miniflare with
+// local D1. Prints one table and one JSON line. BENCH_SCALE (default 1) scales every size; `npm
+// test` runs it at 0.01 so it cannot rot. Tick counts use the default statement budget with the
+// wall-time budget lifted, so they do not depend on the machine; times are this machine's.
+import { readFileSync, readdirSync, statSync } from "node:fs";
+import { gzipSync } from "node:zlib";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startWorker } from "../workerd/harness.mjs";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const SCALE = Number(process.env.BENCH_SCALE ?? 1);
+const n = (full, min = 1) => Math.max(min, Math.round(full * SCALE));
+const now = () => performance.now();
+const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))];
+
+const w = await startWorker({ MEDIA_USAGE_TICK_MAX_QUERIES: "40", MEDIA_USAGE_TICK_MAX_MS: "600000" });
+const db = w.db;
+const ok = (res, status = 200) => {
+  if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text.slice(0, 300)}`);
+  return res.json.data;
+};
+const cost = (res) =>
+  Object.fromEntries(res.headers.get("x-media-usage-cost").split(",").map((kv) => kv.trim().split("=")).map(([k, v]) => [k, Number(v)]));
+const collectionId = async (slug) => (await db.prepare("SELECT id FROM _emdash_collections WHERE slug = ?1").bind(slug).first()).id;
+/** Runs `sql` (with `{n}` rows from a recursive counter) in chunks of 50,000 rows. */
+async function fill(sql, total, binds = []) {
+  for (let from = 0; from < total; from += 50_000) {
+    const to = Math.min(total, from + 50_000);
+    await db.prepare(`WITH RECURSIVE c(i) AS (SELECT ${from} UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ${to}) ${sql}`).bind(...binds).run();
+  }
+}
+async function ticksUntil(done, cap) {
+  let ticks = 0;
+  const t0 = now();
+  while (!(await done()) && ticks < cap) {
+    await w.scheduled();
+    ticks += 1;
+  }
+  return { ticks, ms: now() - t0, finished: await done() };
+}
+async function tickLog(last) {
+  const rows = (await db.prepare("SELECT statements, details FROM _emdash_media_usage_ticks ORDER BY id DESC LIMIT ?1").bind(last).all()).results;
+  const d1 = rows.map((r) => JSON.parse(r.details).d1 ?? {});
+  return {
+    statements: rows.reduce((s, r) => s + r.statements, 0),
+    maxStatements: Math.max(0, ...rows.map((r) => r.statements)),
+    maxBinds: Math.max(0, ...d1.map((x) => x.maxBinds ?? 0)),
+    maxSqlBytes: Math.max(0, ...d1.map((x) => x.maxSqlBytes ?? 0)),
+  };
+}
+const results = {};
+
+// 1. Content writes: statements and time per write of a 1-image and a 50-image entry.
+ok(await w.post("/schema/collections", { slug: "bench_posts", label: "B", fields: [{ slug: "gallery", type: "repeater", subFields: [{ slug: "image", type: "image" }] }] }), 201);
+for (const images of [1, 50]) {
+  const ms = [];
+  let statements = 0;
+  const writes = n(40, 5);
+  for (let i = 0; i < writes; i++) {
+    const gallery = Array.from({ length: images }, (_, k) => ({ image: `w${images}-${i}-${k}` }));
+    const t0 = now();
+    const res = await w.post("/content/bench_posts", { slug: `w${images}-${i}`, status: "published", data: { gallery } });
+    ms.push(now() - t0);
+    ok(res, 201);
+    statements = Math.max(statements, cost(res).statements);
+  }
+  results[`write${images}`] = { writes, statements, p50: pct(ms, 50), p95: pct(ms, 95) };
+}
+
+// 2. "Used in": the first page for a media used by many entries, among many occurrences.
+{
+  const users = n(10_000, 20);
+  const occurrences = n(1_000_000, 1000);
+  ok(await w.post("/schema/collections", { slug: "bench_used", label: "U", fields: [{ slug: "hero", type: "image" }] }), 201);
+  const cid = await collectionId("bench_used");
+  await fill(`INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, content_slug, content_status, current_generation, source_completeness)
+    SELECT 'content:' || ?1 || ':u' || i || ':columns', ?1, 'bench_used', 'u' || i, 'columns', 'u' || i, 'published', 'g', 'complete' FROM c`, users, [cid]);
+  await fill(`INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
+    SELECT 'o' || i, 'content:' || ?1 || ':u' || (i % ${users}) || ':columns', 'g', 'hero', 'hero[' || i || ']', 'image_field',
+           CASE WHEN i < ${users} THEN 'hot' ELSE 'm' || i END, 'm' || i FROM c`, occurrences, [cid]);
+  const media = ok(await w.post("/media", { filename: "hot.jpg", mimeType: "image/jpeg", storageKey: "hot.jpg" }), 201).item.id;
+  await db.prepare("UPDATE _emdash_media_usage SET media_id = ?1 WHERE media_id = 'hot'").bind(media).run();
+  const sql = readFileSync(path.join(ROOT, "src/sql/usage/usage_page.sql"), "utf8");
+  const api = [];
+  const raw = [];
+  for (let i = 0; i < 15; i++) {
+    let t0 = now();
+    ok(await w.get(`/media/${media}/usage`));
+    api.push(now() - t0);
+    t0 = now();
+    await db.prepare(sql).bind(media, null, null, 51).all();
+    raw.push(now() - t0);
+  }
+  results.usedIn = { users, occurrences, apiMs: pct(api, 50), rawMs: pct(raw, 50), ratio: pct(api, 50) / pct(raw, 50) };
+}
+
+// 3. Repair of a collection of N entries at the default budget.
+{
+  const entries = n(100_000, 100);
+  ok(await w.post("/schema/collections", { slug: "bench_repair", label: "R", fields: [{ slug: "hero", type: "image" }] }), 201);
+  await fill(`INSERT INTO "ec_bench_repair" (id, slug, status, hero) SELECT 'r' || i, 'r' || i, 'published', 'h' || i FROM c`, entries);
+  await db.prepare("DELETE FROM _emdash_media_usage_work").run();
+  const before = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n;
+  ok(await w.post("/admin/media-usage/repair", { scope: "collection", collection: "bench_repair" }));
+  const cap = Math.max(200, entries); // per-entry jobs need about one tick per 4 entries today
+  // Progress is read through the API between ticks (repeated D1 proxy reads interleaved with
+  // scheduled events trip an assertion in Miniflare's synchronous fetcher).
+  const done = async () => {
+    const c = ok(await w.get("/admin/media-usage/status")).collections.find((x) => x.collection === "bench_repair");
+    return c.status === "complete" && !c.reconciliationRequired;
+  };
+  const run = await ticksUntil(done, cap);
+  const ticks = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n - before;
+  results.repair = { entries, ticks: run.ticks, finished: run.finished, ms: run.ms, ...(await tickLog(Math.min(ticks, 1000))) };
+}
+
+// 4. Deleting a collection of N entries and 3N occurrences, vs plain bulk SQL on the same rows.
+{
+  const entries = n(100_000, 100);
+  const seed = async (slug) => {
+    ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "hero", type: "image" }] }), 201);
+    const cid = await collectionId(slug);
+    await fill(`INSERT INTO "ec_${slug}" (id, slug, status, deleted_at) SELECT 'd' || i, 'd' || i, 'draft', '2026-01-01T00:00:00.000Z' FROM c`, entries);
+    await fill(`INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, source_completeness)
+      SELECT 'content:' || ?1 || ':d' || i || ':columns', ?1, '${slug}', 'd' || i, 'columns', 'g', 'complete' FROM c`, entries, [cid]);
+    await fill(`INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
+      SELECT '${slug}' || i, 'content:' || ?1 || ':d' || (i / 3) || ':columns', 'g', 'hero', 'hero[' || (i % 3) || ']', 'image_field', 'x' || i, 'x' || i FROM c`, 3 * entries, [cid]);
+    return cid;
+  };
+  await seed("bench_gone");
+  const plainId = await seed("bench_plain");
+  const before = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n;
+  const t0 = now();
+  ok(await w.del("/schema/collections/bench_gone?force=true"));
+  const gone = async () => ok(await w.get("/admin/media-usage/status")).deletions.length === 0;
+  const run = await ticksUntil(gone, 200);
+  const ms = now() - t0;
+  const ticks = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n - before;
+  const t1 = now();
+  await db.batch([
+    db.prepare("DELETE FROM _emdash_media_usage WHERE source_key >= ?1 AND source_key < ?2").bind(`content:${plainId}:`, `content:${plainId};`),
+    db.prepare("DELETE FROM _emdash_media_usage_sources WHERE collection_id = ?1").bind(plainId),
+    db.prepare("DELETE FROM _emdash_media_usage_work WHERE collection_id = ?1").bind(plainId),
+    db.prepare(`DROP TABLE "ec_bench_plain"`),
+  ]);
+  const plainMs = now() - t1;
+  results.deletion = { entries, occurrences: 3 * entries, ticks: run.ticks, finished: run.finished, ms, plainMs, ratio: ms / plainMs, ...(await tickLog(Math.max(1, ticks))) };
+}
+
+// 5. The wasm module.
+{
+  const dir = path.join(ROOT, "build");
+  const wasm = readdirSync(dir).find((f) => f.endsWith(".wasm"));
+  const bytes = readFileSync(path.join(dir, wasm));
+  results.wasm = { raw: statSync(path.join(dir, wasm)).size, gzip: gzipSync(bytes).length };
+}
+await w.dispose();
+
+const f = (x, d = 1) => (typeof x === "number" ? x.toFixed(d) : String(x));
+const r = results;
+const table = [
+  ["content write, 1 image", `${r.write1.statements} statements`, `p50 ${f(r.write1.p50)} ms, p95 ${f(r.write1.p95)} ms`],
+  ["content write, 50 images", `${r.write50.statements} statements`, `p50 ${f(r.write50.p50)} ms, p95 ${f(r.write50.p95)} ms`],
+  [`"Used in" page (${r.usedIn.users} users, ${r.usedIn.occurrences} occ.)`, `${f(r.usedIn.apiMs)} ms vs raw ${f(r.usedIn.rawMs)} ms`, `ratio ${f(r.usedIn.ratio, 2)}`],
+  [`repair of ${r.repair.entries} entries`, `${r.repair.ticks} ticks${r.repair.finished ? "" : " (stopped: not finished)"}`, `${r.repair.statements} statements (≤ ${r.repair.maxStatements}/tick), ${f(r.repair.ms / 1000)} s`],
+  [`deletion of ${r.deletion.entries} entries / ${r.deletion.occurrences} occ.`, `${r.deletion.ticks} ticks, ≤ ${r.deletion.maxStatements} statements/tick`, `≤ ${r.deletion.maxBinds} binds, ≤ ${r.deletion.maxSqlBytes} B SQL; ${f(r.deletion.ms)} ms vs plain ${f(r.deletion.plainMs)} ms (×${f(r.deletion.ratio, 2)})`],
+  ["wasm", `${r.wasm.raw} B raw`, `${r.wasm.gzip} B gzip`],
+];
+console.log(`\nmedia-usage-worker bench (BENCH_SCALE=${SCALE})`);
+for (const [a, b, c] of table) console.log(`  ${a.padEnd(48)} ${b.padEnd(34)} ${c}`);
+console.log(`BENCH_JSON ${JSON.stringify({ scale: SCALE, ...results })}`);
+if (!r.deletion.finished || !r.repair.finished) process.exitCode = 1;

@@ -22,6 +22,7 @@ const GET_WORK: &str = include_str!("../sql/usage/get_work.sql");
 const GUARD_RETRY_WORK: &str = include_str!("../sql/usage/guard_retry_work.sql");
 const BUMP_EPOCH: &str = include_str!("../sql/usage/bump_epoch.sql");
 const ENQUEUE_WORK: &str = include_str!("../sql/usage/enqueue_work.sql");
+const CLAIM_GROUP: &str = include_str!("../sql/usage/claim_group.sql");
 
 /// A work queue row.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -50,6 +51,11 @@ pub async fn claim<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<O
         None => Statement::new(CLAIM_WORK).bind(ids::new_id()),
     };
     exec.query_first(stmt).await
+}
+
+/// Claims up to `limit` fresh due work rows of one collection under `token` (a group job).
+pub async fn claim_group<E: Executor>(exec: &E, token: &str, limit: u32) -> Result<Vec<WorkRow>, Error> {
+    exec.query(Statement::new(CLAIM_GROUP).bind(token).bind(i64::from(limit))).await
 }
 
 /// The statements that end a successful job: the work row goes, coverage is updated.

@@ -13,7 +13,8 @@ use crate::ids;
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
 use crate::model::source::{source_key, SourceMeta, Variant};
-use crate::repo::projection::{self, LoadedEntry, Observed, ObservedSource, Publish};
+use crate::repo::projection::{self, GroupPublish, LoadedEntry, Observed, ObservedSource, Publish};
+use crate::repo::schema;
 use crate::repo::work::{self, WorkRow};
 
 /// What one job may publish. A publish is one guarded batch of at most seven statements
@@ -135,10 +136,37 @@ fn is_noop(s: &Snapshot, observed: Option<&ObservedSource>) -> bool {
     })
 }
 
+/// The writes an entry's new projection needs, before they are bound to statements.
+#[derive(Debug, Default)]
+struct Writes {
+    occurrences: Vec<Json>,
+    sources: Vec<Json>,
+    delete_keys: Vec<String>,
+    draft_error: Option<&'static str>,
+}
+
+impl Writes {
+    /// Adds another entry's writes (a group publishes many entries in one batch).
+    fn append(&mut self, other: Writes) {
+        self.occurrences.extend(other.occurrences);
+        self.sources.extend(other.sources);
+        self.delete_keys.extend(other.delete_keys);
+        self.draft_error = self.draft_error.or(other.draft_error);
+    }
+
+    /// The bound batch, or `None` when a bound value would pass [`MAX_BOUND_BYTES`].
+    fn into_publish(self) -> Option<Publish> {
+        let (Some(occurrences), Some(sources)) = (bound_json(self.occurrences), bound_json(self.sources)) else {
+            return None;
+        };
+        Some(Publish { occurrences, sources, delete_keys: self.delete_keys, draft_error: self.draft_error })
+    }
+}
+
 /// What a job will write, or why it may not.
 #[derive(Debug)]
 enum Plan {
-    Write(Publish),
+    Write(Writes),
     Unchanged,
     ResourceLimit,
     /// The collection's fields cannot be read; the code says why.
@@ -232,10 +260,7 @@ fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry, admiss
     if occurrences.is_empty() && sources.is_empty() && delete_keys.is_empty() && draft_error.is_none() {
         return Plan::Unchanged;
     }
-    let (Some(occurrences), Some(sources)) = (bound_json(occurrences), bound_json(sources)) else {
-        return Plan::ResourceLimit;
-    };
-    Plan::Write(Publish { occurrences, sources, delete_keys, draft_error })
+    Plan::Write(Writes { occurrences, sources, delete_keys, draft_error })
 }
 
 /// Records a failed attempt; terminal after [`MAX_ATTEMPTS`] or when `always_terminal`.
@@ -288,7 +313,10 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, admission: Admission
             work::complete_unchanged(exec, work).await?;
             return Ok(JobOutcome::Unchanged);
         }
-        Plan::Write(p) => p,
+        Plan::Write(writes) => match writes.into_publish() {
+            Some(p) => p,
+            None => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
+        },
     };
     let row = loaded.row.as_ref();
     let text = |k: &str| row.and_then(|r| r.get(k)).and_then(Json::as_str).map(str::to_owned);
@@ -320,4 +348,113 @@ pub async fn process_next<E: Executor>(
 ) -> Result<Option<JobOutcome>, Error> {
     let Some(work) = work::claim(exec, key).await? else { return Ok(None) };
     process(exec, &work, admission).await.map(Some)
+}
+
+/// Entries a group job claims at most.
+pub const GROUP_ENTRIES: u32 = 100;
+/// Field and draft bytes a group load reads at most (plus the entry that crosses it).
+pub const GROUP_LOAD_BYTES: i64 = 4_000_000;
+/// The most statements a group job issues: claim, collection, load, a publish batch of at most
+/// seven (guard, occurrences, sources, removed sources, work rows, hand-back, coverage), and the
+/// hand-back of its rows after a lost guard.
+pub const GROUP_MAX_STATEMENTS: u64 = 11;
+
+/// How a group job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupOutcome {
+    /// No work was due.
+    Nothing,
+    /// One row was claimed (a lone fresh row, a retry, an expired lease): it ran as a single job.
+    Single(JobOutcome),
+    /// `published` entries were indexed by one batch; `released` rows went back to single jobs
+    /// (failures, entries past the byte bounds).
+    Published { published: usize, released: usize },
+    /// The group could not be published (a lost race, a collection that changed); all its rows
+    /// went back to single jobs and nothing was written.
+    HandedBack { released: usize },
+}
+
+/// Claims up to `limit` fresh due rows of one collection and publishes their projections in one
+/// guarded batch (or, when nothing fresh is due, runs the one due row as a single job). Whatever the group cannot publish goes back to single jobs ([`process`]), which
+/// also record failures; a lost race on any entry writes nothing.
+pub async fn process_group<E: Executor>(exec: &E, admission: Admission, limit: u32) -> Result<GroupOutcome, Error> {
+    let token = ids::new_id();
+    let rows = work::claim_group(exec, &token, limit).await?;
+    let Some(first) = rows.first() else { return Ok(GroupOutcome::Nothing) };
+    if rows.len() == 1 {
+        return process(exec, first, admission).await.map(GroupOutcome::Single);
+    }
+    let (cid, cslug) = (first.collection_id.as_str(), first.collection_slug.as_str());
+    let ids: Vec<String> = rows.iter().map(|w| w.content_id.clone()).collect();
+    let hand_back = || async {
+        projection::release_group(exec, cid, &token, &ids).await?;
+        Ok(GroupOutcome::HandedBack { released: ids.len() })
+    };
+    let Ok(slug) = Ident::parse(cslug) else { return hand_back().await };
+    let collection = match schema::find(exec, &slug).await? {
+        Some(c) if c.id == cid => c,
+        _ => return hand_back().await,
+    };
+    let field_slugs: Vec<Ident> = collection.fields.iter().map(|f| f.slug.clone()).collect();
+    let group = match projection::load_group(exec, &slug, cid, &ids, &field_slugs, GROUP_LOAD_BYTES).await {
+        Ok(g) => g,
+        Err(Error::NoSuchTable(_) | Error::Decode(_)) => return hand_back().await,
+        Err(e) => return Err(e),
+    };
+    if group.registry_slug.as_deref() != Some(cslug) {
+        return hand_back().await;
+    }
+    let mut writes = Writes::default();
+    let (mut occurrence_bytes, mut source_bytes) = (0usize, 0usize);
+    let mut observed = Vec::new();
+    let mut published = Vec::new();
+    for (content_id, loaded) in &group.entries {
+        let Some(work) = rows.iter().find(|w| w.content_id == *content_id) else { continue };
+        let entry_writes = match plan(cid, cslug, loaded, admission) {
+            Plan::Write(w) => w,
+            Plan::Unchanged => Writes::default(),
+            // Failures are recorded by the single job that takes the row back.
+            Plan::ResourceLimit | Plan::BadSchema(_) => continue,
+        };
+        let occ = Json::Array(entry_writes.occurrences.clone()).to_string().len();
+        let src = Json::Array(entry_writes.sources.clone()).to_string().len();
+        if occurrence_bytes + occ > MAX_BOUND_BYTES || source_bytes + src > MAX_BOUND_BYTES {
+            // The batch is full; the rest goes to single jobs (or the next group).
+            break;
+        }
+        occurrence_bytes += occ;
+        source_bytes += src;
+        writes.append(entry_writes);
+        let row = loaded.row.as_ref();
+        let text = |k: &str| row.and_then(|r| r.get(k)).and_then(Json::as_str).map(str::to_owned);
+        observed.push(json!({
+            "id": content_id,
+            "workVersion": work.work_version,
+            "version": row.and_then(|r| r.get("version")).and_then(Json::as_i64),
+            "updatedAt": text("updated_at"),
+            "draft": text("draft_revision_id"),
+            "live": text("live_revision_id"),
+            "sig": loaded.sources_signature,
+        }));
+        published.push(content_id.clone());
+    }
+    let released: Vec<String> = ids.iter().filter(|id| !published.contains(id)).cloned().collect();
+    let Some(publish) = writes.into_publish().filter(|_| !published.is_empty()) else {
+        return hand_back().await;
+    };
+    let g = GroupPublish {
+        collection_id: cid,
+        collection_slug: cslug,
+        table_slug: &slug,
+        token: &token,
+        observed,
+        published_ids: published,
+        released_ids: released,
+        writes: publish,
+    };
+    match projection::publish_group(exec, &g).await {
+        Ok(()) => Ok(GroupOutcome::Published { published: g.published_ids.len(), released: g.released_ids.len() }),
+        Err(Error::Stale | Error::NoSuchTable(_)) => hand_back().await,
+        Err(e) => Err(e),
+    }
 }

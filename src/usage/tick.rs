@@ -5,7 +5,9 @@
 use serde_json::json;
 
 use super::deletion::{self, CleanupBatch, Held, StepOutcome as DeletionStep};
-use super::project::{self, Admission, JobOutcome, JOB_MAX_STATEMENTS};
+use super::project::{
+    self, Admission, GroupOutcome, JobOutcome, GROUP_ENTRIES, GROUP_MAX_STATEMENTS, JOB_MAX_STATEMENTS,
+};
 use super::repair::{
     self, StepOutcome as RepairStep, BARRIER_STEP_STATEMENTS, STEP_MAX_STATEMENTS as REPAIR_STEP_MAX_STATEMENTS,
 };
@@ -171,23 +173,42 @@ impl Lane {
     }
 
     /// Runs one step; `None` when the lane has nothing due.
+    /// `room` is how many statements this step may issue.
     async fn step_next<E: Executor, K: Clock>(
         &mut self,
         exec: &E,
         clock: &K,
         budget: &TickBudget,
+        room: u64,
         report: &mut TickReport,
     ) -> Result<Option<Stepped>, Error> {
         match self {
-            Lane::Work => Ok(project::process_next(exec, None, budget.admission).await?.map(|outcome| {
-                report.jobs += 1;
-                match outcome {
-                    JobOutcome::Failed { .. } => report.failed_jobs += 1,
-                    JobOutcome::Conflict => report.conflicts += 1,
-                    _ => {}
+            Lane::Work => {
+                // Fresh work goes in groups while a group fits (the group claim takes one
+                // retry, expired lease or handed-back row as a single job when nothing fresh is
+                // due); once a group no longer fits, single jobs.
+                if room >= GROUP_MAX_STATEMENTS {
+                    match project::process_group(exec, budget.admission, GROUP_ENTRIES).await? {
+                        GroupOutcome::Nothing => return Ok(None),
+                        GroupOutcome::Single(outcome) => {
+                            count_job(report, &outcome);
+                            return Ok(Some(Stepped::default()));
+                        }
+                        GroupOutcome::Published { published, .. } => {
+                            report.jobs += u32::try_from(published).unwrap_or(u32::MAX);
+                            return Ok(Some(Stepped::default()));
+                        }
+                        GroupOutcome::HandedBack { .. } => {
+                            report.conflicts += 1;
+                            return Ok(Some(Stepped::default()));
+                        }
+                    }
                 }
-                Stepped::default()
-            })),
+                Ok(project::process_next(exec, None, budget.admission).await?.map(|outcome| {
+                    count_job(report, &outcome);
+                    Stepped::default()
+                }))
+            }
             Lane::Deletion { held } => {
                 let Some(step) = deletion::step(exec, clock, budget.cleanup, held).await? else { return Ok(None) };
                 report.deletion_steps += 1;
@@ -238,6 +259,15 @@ impl Lane {
             }
         }
         Ok(())
+    }
+}
+
+fn count_job(report: &mut TickReport, outcome: &JobOutcome) {
+    report.jobs += 1;
+    match outcome {
+        JobOutcome::Failed { .. } => report.failed_jobs += 1,
+        JobOutcome::Conflict => report.conflicts += 1,
+        _ => {}
     }
 }
 
@@ -300,7 +330,8 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
             continue;
         }
         let slot = &mut slots[k];
-        match slot.lane.step_next(exec, clock, &budget, &mut report).await {
+        let room = budget.max_statements.saturating_sub(spent + held + LOG_STATEMENTS);
+        match slot.lane.step_next(exec, clock, &budget, room, &mut report).await {
             Ok(None) => {
                 slot.idle = true;
                 // The work lane ran out of due work: whoever waited for it looks again.

@@ -323,18 +323,18 @@ enum When {
 type Hook<'a> = Box<dyn FnOnce(&SqliteExecutor) + 'a>;
 
 /// Runs hooks at exact points of another writer's statements, to interleave a second writer.
-struct Hooked<'a> {
+pub(crate) struct Hooked<'a> {
     inner: &'a SqliteExecutor,
     hooks: RefCell<Vec<(When, Hook<'a>)>>,
     seen: Cell<u64>,
 }
 
 impl<'a> Hooked<'a> {
-    fn new(inner: &'a SqliteExecutor) -> Self {
+    pub(crate) fn new(inner: &'a SqliteExecutor) -> Self {
         Hooked { inner, hooks: RefCell::new(Vec::new()), seen: Cell::new(0) }
     }
 
-    fn before(self, needle: &'static str, hook: impl FnOnce(&SqliteExecutor) + 'a) -> Self {
+    pub(crate) fn before(self, needle: &'static str, hook: impl FnOnce(&SqliteExecutor) + 'a) -> Self {
         self.hooks.borrow_mut().push((When::Sql(needle), Box::new(hook)));
         self
     }
@@ -363,7 +363,7 @@ impl<'a> Hooked<'a> {
     }
 
     /// Asserts every hook fired.
-    fn done(&self) {
+    pub(crate) fn done(&self) {
         assert!(self.hooks.borrow().is_empty(), "a hook never fired");
     }
 }

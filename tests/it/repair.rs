@@ -136,7 +136,7 @@ fn a_failing_entry_finalises_partial_and_orphans_are_removed() {
 fn writes_during_a_run_are_covered_and_a_newer_run_supersedes_an_older_one() {
     let api = Api::new();
     // Too many entries for the request to finish the run.
-    stale_collection(&api, 20);
+    stale_collection(&api, 300);
     data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
     data(&api.post("/content/posts", &json!({"slug": "late", "status": "published", "data": {"hero": "late-hero"}})));
     assert_eq!(status(&api)["collections"][0]["status"], "running");
@@ -399,6 +399,8 @@ fn a_run_waiting_for_due_work_sleeps_until_the_work_lane_has_run_it() {
     // while the work lane runs it, then finalises: two repair steps, not a poll per rotation.
     let api = Api::new();
     run_at_barrier(&api, 2);
+    // Attempted before: single jobs, one per step (fresh rows would go in one group).
+    api.db.connection().execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1").unwrap();
     let report = one_tick(&api, TickBudget::DEFAULT);
     assert_eq!((report.jobs, report.repair_steps), (2, 2), "{report:?}");
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
@@ -455,4 +457,32 @@ fn a_barrier_whose_lease_was_lost_changes_nothing() {
         ),
         1
     );
+}
+
+#[test]
+fn a_repair_of_10000_entries_finishes_in_at_most_40_default_ticks() {
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "P", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    lost_write(
+        &api,
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9999)
+         INSERT INTO ec_posts (id, slug, status, hero) SELECT 'e' || i, 'e' || i, 'published', 'h' || i FROM n",
+    );
+    let r = data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
+    assert!(r["statements"].as_u64().unwrap() <= 40);
+    let budget = TickBudget::new(40, 600_000.0);
+    let mut ticks = 1; // the request did one tick's worth
+    while scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") > 0 {
+        let clock = MonotonicClock::default();
+        let report = block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget));
+        assert!(report.statements <= 40, "{report:?}");
+        ticks += 1;
+        assert!(ticks <= 200, "the repair does not finish");
+    }
+    assert!(ticks <= 40, "{ticks} ticks");
+    assert_eq!(status(&api)["status"], "complete");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 10_000);
 }

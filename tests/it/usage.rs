@@ -1097,3 +1097,117 @@ fn a_stale_continuation_with_nothing_due_leaves_the_live_baton_alone() {
     assert_eq!(continuing_tick(&api, TickBudget::DEFAULT, Some("live")).continue_with, None);
     assert_eq!(baton(&api), None, "its holder drops it");
 }
+
+/// `n` fresh entries written behind the API (captured, queued), `images` images each.
+fn queued(api: &Api, n: usize, images: usize) {
+    let gallery = |i: usize| Json::Array((0..images).map(|k| json!({"image": format!("q{i}-{k}")})).collect());
+    for i in 0..n {
+        api.db
+            .connection()
+            .execute(
+                "INSERT INTO ec_posts (id, slug, status, gallery) VALUES (?1, ?1, 'published', ?2)",
+                [format!("q{i}"), gallery(i).to_string()],
+            )
+            .unwrap();
+    }
+}
+
+fn default_ticks_until_drained(api: &Api) -> u32 {
+    let budget = TickBudget::new(40, 600_000.0);
+    let mut ticks = 0;
+    while scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state <> 'failed'") > 0 {
+        let clock = MonotonicClock::default();
+        let metered = Metered::new(&api.db, &clock);
+        let report = block_on(tick::run(&metered, &clock, budget));
+        assert!(report.statements <= 40, "{report:?}");
+        assert!(metered.usage().max_binds <= 100 && metered.usage().max_sql_bytes < 100_000);
+        ticks += 1;
+        assert!(ticks < 1_000, "the backlog does not drain");
+    }
+    ticks
+}
+
+#[test]
+fn a_backlog_of_10000_entries_drains_in_at_most_40_default_ticks() {
+    let api = setup();
+    queued(&api, 10_000, 2);
+    let ticks = default_ticks_until_drained(&api);
+    assert!(ticks <= 40, "{ticks} ticks");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 20_000);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 10_000);
+    assert_eq!(coverage(&api), "complete");
+}
+
+#[test]
+fn a_group_indexes_like_single_jobs_and_hands_failures_back_to_them() {
+    // The same entries indexed by groups and by single jobs give the same index.
+    let build = |grouped: bool| {
+        let api = setup();
+        queued(&api, 30, 3);
+        // A draft, a trashed entry, an entry too large to admit, an entry that vanished.
+        let draft_rev = "INSERT INTO revisions (id, collection, entry_id, data) VALUES ('r1', 'posts', 'q1', '{\"gallery\":[{\"image\":\"d1\"}]}');
+             UPDATE ec_posts SET draft_revision_id = 'r1' WHERE id = 'q1';
+             UPDATE ec_posts SET deleted_at = '2026-01-01T00:00:00.000Z' WHERE id = 'q2';
+             DELETE FROM ec_posts WHERE id = 'q3';";
+        api.db.connection().execute_batch(draft_rev).unwrap();
+        let big: Vec<Json> = (0..1_001).map(|k| json!({"image": format!("big{k}")})).collect();
+        api.db
+            .connection()
+            .execute("UPDATE ec_posts SET gallery = ?1 WHERE id = 'q4'", [Json::Array(big).to_string()])
+            .unwrap();
+        if !grouped {
+            api.db.connection().execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1").unwrap();
+        }
+        default_ticks_until_drained(&api);
+        let dump = api
+            .db
+            .connection()
+            .prepare(
+                "SELECT s.content_id || ':' || s.source_variant || ':' || coalesce(s.source_completeness, '') || ':' || coalesce(group_concat(u.field_path || '=' || u.media_id, ','), '')
+                 FROM _emdash_media_usage_sources s LEFT JOIN _emdash_media_usage u ON u.source_key = s.source_key AND u.generation = s.current_generation
+                 GROUP BY s.source_key ORDER BY s.source_key",
+            )
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(0))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let failed = text(&api.db, "SELECT group_concat(content_id || ':' || last_error_code) FROM _emdash_media_usage_work WHERE state = 'failed'");
+        (dump, failed, coverage(&api))
+    };
+    let grouped = build(true);
+    assert_eq!(grouped, build(false));
+    assert_eq!(grouped.1.as_deref(), Some("q4:MEDIA_USAGE_RESOURCE_LIMIT"), "the failure is recorded by a single job");
+    assert_eq!(grouped.2, "partial");
+    assert_eq!(grouped.0.len(), 28 + 1, "28 indexed entries (one vanished, one too large) and one draft overlay");
+}
+
+#[test]
+fn a_group_that_loses_a_race_on_one_entry_writes_nothing_and_hands_every_row_back() {
+    use crate::deletion::Hooked;
+    let api = setup();
+    queued(&api, 5, 1);
+    let hooked = Hooked::new(&api.db).before("INSERT INTO _emdash_batch_guard", |db| {
+        db.connection()
+            .execute_batch("UPDATE ec_posts SET gallery = '[{\"image\":\"late\"}]' WHERE id = 'q2'")
+            .unwrap();
+    });
+    let outcome = block_on(project::process_group(&hooked, Admission::DEFAULT, 50)).unwrap();
+    hooked.done();
+    assert_eq!(outcome, project::GroupOutcome::HandedBack { released: 5 });
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0, "nothing written");
+    assert_eq!(
+        scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state = 'pending' AND lease_token IS NULL AND attempt_count = 1"),
+        4,
+        "every other row back to single jobs, the attempt counted"
+    );
+    assert_eq!(
+        text(&api.db, "SELECT state || ':' || attempt_count FROM _emdash_media_usage_work WHERE content_id = 'q2'")
+            .as_deref(),
+        Some("pending:0"),
+        "the raced entry was queued again by its write"
+    );
+    default_ticks_until_drained(&api);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id = 'late'"), 1);
+    assert_eq!(coverage(&api), "complete");
+}

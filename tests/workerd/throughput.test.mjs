@@ -1,0 +1,62 @@
+// Group jobs on real (local) D1: a backlog and a repair at the default statement budget, with
+// the wall-time budget lifted so counts do not depend on the machine (the native tests run the
+// same at 10,000 entries: at most 40 ticks).
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { startWorker } from "./harness.mjs";
+import { ok, rows, uniq } from "./helpers.mjs";
+
+const w = await startWorker({ MEDIA_USAGE_TICK_MAX_QUERIES: "40", MEDIA_USAGE_TICK_MAX_MS: "600000" });
+after(() => w.dispose());
+
+async function collection() {
+  const slug = uniq("tp");
+  ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "hero", type: "image" }] }), 201);
+  return slug;
+}
+
+async function insert(slug, n) {
+  await w.db
+    .prepare(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ${n})
+              INSERT INTO "ec_${slug}" (id, slug, status, hero) SELECT 'e' || i, 'e' || i, 'published', '${slug}-' || i FROM c`)
+    .run();
+}
+
+const statuses = async (slug) => ok(await w.get("/admin/media-usage/status")).collections.find((c) => c.collection === slug);
+
+test("a backlog of 1,000 queued entries drains in at most 4 default ticks", async () => {
+  const slug = await collection();
+  await insert(slug, 1000);
+  let ticks = 0;
+  while ((await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage_work WHERE state <> 'failed'"))[0].n > 0) {
+    await w.scheduled();
+    ticks += 1;
+    assert.ok(ticks <= 20, "the backlog does not drain");
+  }
+  assert.ok(ticks <= 4, `${ticks} ticks`);
+  const [n] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage WHERE media_id LIKE ?1", `${slug}-%`);
+  assert.equal(n.n, 1000);
+  assert.equal((await statuses(slug)).status, "complete");
+  const log = await rows(w, "SELECT statements, details FROM _emdash_media_usage_ticks ORDER BY id DESC LIMIT ?1", ticks);
+  for (const t of log) {
+    assert.ok(t.statements <= 40);
+    const d1 = JSON.parse(t.details).d1;
+    assert.ok(d1.maxBinds <= 100 && d1.maxSqlBytes < 100_000, JSON.stringify(d1));
+  }
+});
+
+test("a repair of 1,000 entries finishes in at most 4 default ticks after its request", async () => {
+  const slug = await collection();
+  await insert(slug, 1000);
+  await w.db.prepare("DELETE FROM _emdash_media_usage_work").run();
+  ok(await w.post("/admin/media-usage/repair", { scope: "collection", collection: slug }));
+  let ticks = 0;
+  while ((await statuses(slug)).status !== "complete") {
+    await w.scheduled();
+    ticks += 1;
+    assert.ok(ticks <= 20, "the repair does not finish");
+  }
+  assert.ok(ticks <= 4, `${ticks} ticks`);
+  const [n] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage WHERE media_id LIKE ?1", `${slug}-%`);
+  assert.equal(n.n, 1000);
+});

@@ -1211,3 +1211,102 @@ fn a_group_that_loses_a_race_on_one_entry_writes_nothing_and_hands_every_row_bac
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id = 'late'"), 1);
     assert_eq!(coverage(&api), "complete");
 }
+
+/// Runs `sql` against entry `id` while keeping its claimed work row exactly as the group left it
+/// (a content write would otherwise re-queue it through the capture trigger).
+fn behind_the_lease(id: &str, sql: &str) -> String {
+    format!(
+        "DROP TABLE IF EXISTS temp.saved; CREATE TEMP TABLE saved AS SELECT * FROM _emdash_media_usage_work WHERE content_id = '{id}';
+         {sql};
+         DELETE FROM _emdash_media_usage_work WHERE content_id = '{id}';
+         INSERT INTO _emdash_media_usage_work SELECT * FROM temp.saved;"
+    )
+}
+
+#[test]
+fn a_group_publish_needs_every_precondition_for_every_entry() {
+    use crate::deletion::Hooked;
+    let cases: Vec<(&str, String)> = vec![
+        ("the collection identity", "UPDATE _emdash_collections SET slug = 'renamed' WHERE slug = 'posts'".into()),
+        ("the lease token", "UPDATE _emdash_media_usage_work SET lease_token = 'thief' WHERE content_id = 'q2'".into()),
+        ("the work version", "UPDATE _emdash_media_usage_work SET work_version = work_version + 1 WHERE content_id = 'q2'".into()),
+        (
+            "a live lease",
+            "UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q2'".into(),
+        ),
+        ("the entry version", behind_the_lease("q2", "UPDATE ec_posts SET version = version + 1 WHERE id = 'q2'")),
+        (
+            "the entry update time",
+            behind_the_lease("q2", "UPDATE ec_posts SET updated_at = '2999-01-01T00:00:00.000Z' WHERE id = 'q2'"),
+        ),
+        (
+            "the draft revision",
+            behind_the_lease(
+                "q2",
+                "INSERT INTO revisions (id, collection, entry_id, data) VALUES ('r9', 'posts', 'q2', '{}');
+                 UPDATE ec_posts SET draft_revision_id = 'r9' WHERE id = 'q2'",
+            ),
+        ),
+        (
+            "the live revision",
+            behind_the_lease(
+                "q2",
+                "INSERT INTO revisions (id, collection, entry_id, data) VALUES ('r8', 'posts', 'q2', '{}');
+                 UPDATE ec_posts SET live_revision_id = 'r8' WHERE id = 'q2'",
+            ),
+        ),
+        ("an entry that was absent", behind_the_lease("q3", "INSERT INTO ec_posts (id, slug, status) VALUES ('q3', 'q3', 'draft')")),
+        (
+            "the stored sources",
+            "INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant)
+             SELECT 'content:' || id || ':q2:columns', id, 'posts', 'q2', 'columns' FROM _emdash_collections".into(),
+        ),
+    ];
+    for (what, sabotage) in cases {
+        let api = setup();
+        queued(&api, 5, 1);
+        // q3's entry is gone before the group reads it (its work row stays).
+        api.db.connection().execute_batch(&behind_the_lease("q3", "DELETE FROM ec_posts WHERE id = 'q3'")).unwrap();
+        let hooked = Hooked::new(&api.db).before("INSERT INTO _emdash_batch_guard", move |db| {
+            db.connection().execute_batch(&sabotage).unwrap();
+        });
+        let outcome = block_on(project::process_group(&hooked, Admission::DEFAULT, 50)).unwrap();
+        hooked.done();
+        assert!(matches!(outcome, project::GroupOutcome::HandedBack { .. }), "{what}: {outcome:?}");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0, "{what}: nothing written");
+        if what == "the lease token" {
+            assert_eq!(
+                text(&api.db, "SELECT lease_token FROM _emdash_media_usage_work WHERE content_id = 'q2'").as_deref(),
+                Some("thief"),
+                "the hand-back leaves another holder's row alone"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_group_claims_only_fresh_rows_of_one_collection() {
+    let api = setup();
+    queued(&api, 3, 1);
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1 WHERE content_id = 'q0'")
+        .unwrap();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "pages", "label": "Pages", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    api.db
+        .connection()
+        .execute_batch("INSERT INTO ec_pages (id, slug, status, hero) VALUES ('p0', 'p0', 'published', 'x')")
+        .unwrap();
+    let rows = block_on(media_usage_worker::repo::work::claim_group(&api.db, "t", 50)).unwrap();
+    let mut ids: Vec<&str> = rows.iter().map(|r| r.content_id.as_str()).collect();
+    ids.sort_unstable();
+    assert!(ids == ["q1", "q2"] || ids == ["p0"], "{ids:?}");
+    // Once no fresh row is due, the one due row a single job would take.
+    let api = setup();
+    queued(&api, 2, 1);
+    api.db.connection().execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1").unwrap();
+    assert_eq!(block_on(media_usage_worker::repo::work::claim_group(&api.db, "t", 50)).unwrap().len(), 1);
+}

@@ -350,8 +350,26 @@ pub async fn process_next<E: Executor>(
     process(exec, &work, admission).await.map(Some)
 }
 
-/// Entries a group job claims at most.
-pub const GROUP_ENTRIES: u32 = 100;
+/// Entries a tick's first group job claims.
+pub const GROUP_START: u32 = 50;
+/// Bounds of the group size.
+pub const GROUP_MIN: u32 = 10;
+pub const GROUP_MAX: u32 = 400;
+
+/// The next group size after a group of `size` rows published `published` of them and took
+/// `elapsed_ms` (load and publish): it doubles while groups are full and take under half the
+/// statement-duration target, halves above the target, and stays within
+/// [`GROUP_MIN`]..=[`GROUP_MAX`].
+pub fn next_group_size(size: u32, published: usize, elapsed_ms: f64, target_ms: f64) -> u32 {
+    let size = size.clamp(GROUP_MIN, GROUP_MAX);
+    if elapsed_ms > target_ms {
+        (size / 2).max(GROUP_MIN)
+    } else if elapsed_ms < target_ms / 2.0 && published >= size as usize {
+        size.saturating_mul(2).min(GROUP_MAX)
+    } else {
+        size
+    }
+}
 /// Field and draft bytes a group load reads at most (plus the entry that crosses it).
 pub const GROUP_LOAD_BYTES: i64 = 4_000_000;
 /// The most statements a group job issues: claim, collection, load, a publish batch of at most
@@ -456,5 +474,22 @@ pub async fn process_group<E: Executor>(exec: &E, admission: Admission, limit: u
         Ok(()) => Ok(GroupOutcome::Published { published: g.published_ids.len(), released: g.released_ids.len() }),
         Err(Error::Stale | Error::NoSuchTable(_)) => hand_back().await,
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_group_grows_when_full_and_fast_and_shrinks_when_slow() {
+        assert_eq!(next_group_size(50, 50, 10.0, 200.0), 100, "full and fast: doubles");
+        assert_eq!(next_group_size(50, 49, 10.0, 200.0), 50, "not full: says nothing about bigger groups");
+        assert_eq!(next_group_size(100, 100, 100.0, 200.0), 100, "exactly half the target: kept");
+        assert_eq!(next_group_size(100, 100, 99.9, 200.0), 200);
+        assert_eq!(next_group_size(100, 100, 200.0, 200.0), 100, "exactly the target: kept");
+        assert_eq!(next_group_size(100, 100, 200.1, 200.0), 50, "over the target: halves");
+        assert_eq!(next_group_size(12, 12, 900.0, 200.0), GROUP_MIN);
+        assert_eq!(next_group_size(300, 300, 1.0, 200.0), GROUP_MAX);
     }
 }

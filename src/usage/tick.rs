@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::deletion::{self, CleanupBatch, Held, StepOutcome as DeletionStep};
 use super::project::{
-    self, Admission, GroupOutcome, JobOutcome, GROUP_ENTRIES, GROUP_MAX_STATEMENTS, JOB_MAX_STATEMENTS,
+    self, Admission, GroupOutcome, JobOutcome, GROUP_MAX_STATEMENTS, GROUP_START, JOB_MAX_STATEMENTS,
 };
 use super::repair::{
     self, StepOutcome as RepairStep, BARRIER_STEP_STATEMENTS, STEP_MAX_STATEMENTS as REPAIR_STEP_MAX_STATEMENTS,
@@ -120,8 +120,9 @@ impl TickReport {
 /// One lane of the tick: a kind of background work advanced one bounded step at a time.
 #[derive(Debug)]
 pub enum Lane {
-    /// Projection jobs from the work queue.
-    Work,
+    /// Projection jobs from the work queue; `group` is the size of its next group job (it adapts
+    /// within the tick).
+    Work { group: u32 },
     /// Collection deletions; the deletion being worked on is held between steps and released
     /// when the tick ends.
     Deletion { held: Option<Held> },
@@ -143,12 +144,12 @@ struct Stepped {
 impl Lane {
     /// The lanes of a tick, in rotation order.
     pub fn all() -> Vec<Lane> {
-        vec![Lane::Work, Lane::Deletion { held: None }, Lane::Repair { barrier: None }]
+        vec![Lane::Work { group: GROUP_START }, Lane::Deletion { held: None }, Lane::Repair { barrier: None }]
     }
 
     pub fn name(&self) -> &'static str {
         match self {
-            Lane::Work => "work",
+            Lane::Work { .. } => "work",
             Lane::Deletion { .. } => "deletion",
             Lane::Repair { .. } => "repair",
         }
@@ -157,7 +158,7 @@ impl Lane {
     /// The most statements one step of this lane issues.
     pub fn reserve(&self) -> u64 {
         match self {
-            Lane::Work => JOB_MAX_STATEMENTS,
+            Lane::Work { .. } => JOB_MAX_STATEMENTS,
             Lane::Deletion { .. } => deletion::STEP_MAX_STATEMENTS,
             Lane::Repair { barrier: Some(_) } => BARRIER_STEP_STATEMENTS,
             Lane::Repair { barrier: None } => REPAIR_STEP_MAX_STATEMENTS,
@@ -183,12 +184,14 @@ impl Lane {
         report: &mut TickReport,
     ) -> Result<Option<Stepped>, Error> {
         match self {
-            Lane::Work => {
+            Lane::Work { group } => {
                 // Fresh work goes in groups while a group fits (the group claim takes one
                 // retry, expired lease or handed-back row as a single job when nothing fresh is
                 // due); once a group no longer fits, single jobs.
                 if room >= GROUP_MAX_STATEMENTS {
-                    match project::process_group(exec, budget.admission, GROUP_ENTRIES).await? {
+                    let started = clock.now_ms();
+                    let size = *group;
+                    match project::process_group(exec, budget.admission, size).await? {
                         GroupOutcome::Nothing => return Ok(None),
                         GroupOutcome::Single(outcome) => {
                             count_job(report, &outcome);
@@ -196,6 +199,11 @@ impl Lane {
                         }
                         GroupOutcome::Published { published, .. } => {
                             report.jobs += u32::try_from(published).unwrap_or(u32::MAX);
+                            let target = match budget.cleanup {
+                                CleanupBatch::Adaptive { target_ms } => target_ms,
+                                CleanupBatch::Fixed(_) => deletion::DEFAULT_TARGET_MS,
+                            };
+                            *group = project::next_group_size(size, published, clock.now_ms() - started, target);
                             return Ok(Some(Stepped::default()));
                         }
                         GroupOutcome::HandedBack { .. } => {
@@ -303,7 +311,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         .into_iter()
         .map(|lane| Slot { lane, idle: false, out_of_budget: false, waiting_for_work: false })
         .collect();
-    let work_lane = |slots: &[Slot]| slots.iter().position(|s| matches!(s.lane, Lane::Work));
+    let work_lane = |slots: &[Slot]| slots.iter().position(|s| matches!(s.lane, Lane::Work { .. }));
     let mut stopped_by_budget = false;
     for turn in 0..MAX_STEPS_PER_TICK as usize {
         if slots.iter().all(|s| s.idle || s.out_of_budget) {
@@ -320,7 +328,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         }
         let held: u64 = slots.iter().map(|s| s.lane.release_cost()).sum();
         let spent = exec.usage().statements;
-        let is_work = matches!(slots[k].lane, Lane::Work);
+        let is_work = matches!(slots[k].lane, Lane::Work { .. });
         if spent + slots[k].lane.reserve() + held + LOG_STATEMENTS > budget.max_statements {
             slots[k].out_of_budget = true;
             // The work lane will not run again this tick: whoever waited for it looks now.
@@ -376,7 +384,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         report.outcome = TickOutcome::Budget;
     }
     if report.lanes.is_empty() {
-        report.lanes.push(Lane::Work.name());
+        report.lanes.push("work");
     }
     report.statements = exec.usage().statements;
     report

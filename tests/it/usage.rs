@@ -1310,3 +1310,53 @@ fn a_group_claims_only_fresh_rows_of_one_collection() {
     api.db.connection().execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1").unwrap();
     assert_eq!(block_on(media_usage_worker::repo::work::claim_group(&api.db, "t", 50)).unwrap().len(), 1);
 }
+
+/// The whole index as text, for comparing end states.
+fn index_dump(api: &Api) -> String {
+    api.db
+        .connection()
+        .prepare(
+            "SELECT s.content_id || ':' || s.source_variant || ':' || s.source_completeness || ':' ||
+                    coalesce((SELECT group_concat(u.field_path || '=' || u.media_id, ',') FROM
+                              (SELECT * FROM _emdash_media_usage u WHERE u.source_key = s.source_key
+                               AND u.generation = s.current_generation ORDER BY u.field_path) AS u), '')
+             FROM _emdash_media_usage_sources s ORDER BY s.source_key",
+        )
+        .unwrap()
+        .query_map([], |r| r.get::<_, String>(0))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap()
+        .join("\n")
+}
+
+#[test]
+fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
+    let reference = {
+        let api = setup();
+        queued(&api, 120, 2);
+        default_ticks_until_drained(&api);
+        index_dump(&api)
+    };
+    let probe = setup();
+    queued(&probe, 120, 2);
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&probe.db, &clock);
+    block_on(tick::run(&metered, &clock, TickBudget::new(40, 600_000.0)));
+    let n = metered.usage().statements;
+    for k in 1..=n {
+        let api = setup();
+        queued(&api, 120, 2);
+        let faulty = Faulty::new(&api.db, Some(k));
+        let clock = MonotonicClock::default();
+        block_on(tick::run(&Metered::new(&faulty, &clock), &clock, TickBudget::new(40, 600_000.0)));
+        // Leases held by the dead tick expire; later ticks finish the work.
+        api.db
+            .connection()
+            .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased'")
+            .unwrap();
+        default_ticks_until_drained(&api);
+        assert_eq!(index_dump(&api), reference, "crash at statement {k}");
+        assert_eq!(coverage(&api), "complete", "crash at statement {k}");
+    }
+}

@@ -10,7 +10,6 @@ use crate::model::collection::Collection;
 use crate::model::state::QueueState;
 use crate::sql::render;
 
-const CLAIM_WORK: &str = include_str!("../sql/usage/claim_work.sql");
 const CLAIM_ENTRY_WORK: &str = include_str!("../sql/usage/claim_entry_work.sql");
 const COMPLETE_WORK: &str = include_str!("../sql/usage/complete_work.sql");
 const RECORD_SUCCESS: &str = include_str!("../sql/usage/record_success.sql");
@@ -48,7 +47,8 @@ pub struct WorkRow {
 pub async fn claim<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<Option<WorkRow>, Error> {
     let stmt = match key {
         Some((cid, content)) => Statement::new(CLAIM_ENTRY_WORK).bind(ids::new_id()).bind(cid).bind(content),
-        None => Statement::new(CLAIM_WORK).bind(ids::new_id()),
+        // A group of one: the earliest fresh row, else the one retry or expired lease due.
+        None => Statement::new(CLAIM_GROUP).bind(ids::new_id()).bind(1i64),
     };
     exec.query_first(stmt).await
 }

@@ -79,3 +79,18 @@ export async function settle(w) {
   }
   throw new Error("work did not settle in 10 ticks");
 }
+
+/** Parses the `x-media-usage-cost` header into numbers. */
+export function cost(res) {
+  const raw = res.headers.get("x-media-usage-cost");
+  assert.ok(raw, "the cost header is present");
+  return Object.fromEntries(raw.split(",").map((kv) => kv.trim().split("=")).map(([k, v]) => [k, Number(v)]));
+}
+
+/** Creates a collection with `fields` through the API; returns its slug and id. */
+export async function newCollection(w, fields) {
+  const slug = uniq("c");
+  ok(await w.post("/schema/collections", { slug, label: slug, fields }), 201);
+  const [row] = await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", slug);
+  return { slug, id: row.id };
+}

@@ -3,7 +3,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
-import { ok, err, rows, uniq, validation } from "./helpers.mjs";
+import { ok, err, rows, uniq, validation, cost, newCollection } from "./helpers.mjs";
 
 const w = await startWorker({}, { admit12: { MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY: "12" }, revisions3: { MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY: "3" } });
 after(() => w.dispose());
@@ -16,18 +16,7 @@ const WRITE_STATEMENTS = 7;
 /** The most statements one projection job issues (`JOB_MAX_STATEMENTS`). */
 const JOB_STATEMENTS = 8;
 
-function cost(res) {
-  const raw = res.headers.get("x-media-usage-cost");
-  assert.ok(raw, "the cost header is present");
-  return Object.fromEntries(raw.split(",").map((kv) => kv.trim().split("=")).map(([k, v]) => [k, Number(v)]));
-}
-
-async function collection(fields) {
-  const slug = uniq("c");
-  ok(await w.post("/schema/collections", { slug, label: slug, fields }), 201);
-  const [row] = await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", slug);
-  return { slug, id: row.id };
-}
+const collection = (fields) => newCollection(w, fields);
 
 const GALLERY = [
   { slug: "title", type: "string" },

@@ -4,24 +4,12 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, faultVariants } from "./harness.mjs";
-import { ok, err, rows, uniq } from "./helpers.mjs";
+import { ok, err, rows, uniq, cost, newCollection } from "./helpers.mjs";
 
 const w = await startWorker({}, { ...faultVariants([6]), budget10: { MEDIA_USAGE_TICK_MAX_QUERIES: "10" } });
 after(() => w.dispose());
 
-/** Parses the `x-media-usage-cost` header into numbers. */
-function cost(res) {
-  const raw = res.headers.get("x-media-usage-cost");
-  assert.ok(raw, "the cost header is present");
-  return Object.fromEntries(raw.split(",").map((kv) => kv.trim().split("=")).map(([k, v]) => [k, Number(v)]));
-}
-
-async function collection(fields) {
-  const slug = uniq("c");
-  ok(await w.post("/schema/collections", { slug, label: slug, fields }), 201);
-  const [row] = await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", slug);
-  return { slug, id: row.id };
-}
+const collection = (fields) => newCollection(w, fields);
 
 const FIELDS = [
   { slug: "title", type: "string" },

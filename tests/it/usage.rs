@@ -1311,6 +1311,67 @@ fn a_group_claims_only_fresh_rows_of_one_collection() {
     assert_eq!(block_on(media_usage_worker::repo::work::claim_group(&api.db, "t", 50)).unwrap().len(), 1);
 }
 
+#[test]
+fn a_group_takes_back_rows_whose_first_attempt_died_and_nothing_else_leased() {
+    let api = setup();
+    queued(&api, 6, 1);
+    let set = |sql: &str| api.db.connection().execute_batch(sql).unwrap();
+    // q0: its first attempt died (lease expired) — a group row. q1: a second attempt died — single
+    // jobs only. q2: first attempt, lease live — nobody's. q3: fresh. q4: a retry — single jobs
+    // only. q5: never attempted but leased and expired cannot exist; treat as a dead first attempt
+    // only when attempt_count says so (0 here: not a group row, a single job's expired lease).
+    set("UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 1,
+             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q0';
+         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 2,
+             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q1';
+         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'live', attempt_count = 1,
+             lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE content_id = 'q2';
+         UPDATE _emdash_media_usage_work SET state = 'retry', attempt_count = 1 WHERE content_id = 'q4';
+         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 0,
+             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q5';");
+    let claim = || {
+        let rows = block_on(media_usage_worker::repo::work::claim_group(&api.db, "t", 50)).unwrap();
+        let mut ids: Vec<String> = rows.iter().map(|r| r.content_id.clone()).collect();
+        ids.sort_unstable();
+        (ids, rows.iter().map(|r| r.attempt_count).max())
+    };
+    assert_eq!(claim(), (vec!["q0".to_owned(), "q3".to_owned()], Some(2)));
+    // Only dead first attempts left as group rows: they alone make the group (and its head).
+    set("UPDATE _emdash_media_usage_work SET state = 'pending', attempt_count = 0, lease_token = NULL,
+             lease_expires_at = NULL WHERE content_id = 'q0';
+         DELETE FROM _emdash_media_usage_work WHERE content_id = 'q3';
+         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 1,
+             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q0';");
+    assert_eq!(claim().0, ["q0"]);
+    // No group row left: the single job's claim takes one row that was attempted before.
+    let (ids, _) = claim();
+    assert_eq!(ids.len(), 1);
+    assert!(["q1", "q4", "q5"].contains(&ids[0].as_str()), "{ids:?}");
+}
+
+#[test]
+fn no_claim_takes_a_row_of_a_collection_being_deleted() {
+    let api = setup();
+    queued(&api, 4, 1);
+    let set = |sql: &str| api.db.connection().execute_batch(sql).unwrap();
+    // Every kind of claimable row: fresh (q0), a dead first attempt (q1), a dead later attempt
+    // (q2), a due retry (q3).
+    set("UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 1,
+             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q1';
+         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 2,
+             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q2';
+         UPDATE _emdash_media_usage_work SET state = 'retry', attempt_count = 1 WHERE content_id = 'q3';
+         INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, phase)
+             SELECT id, slug, 'work' FROM _emdash_collections WHERE slug = 'posts';");
+    let claim = |limit| block_on(media_usage_worker::repo::work::claim_group(&api.db, "t", limit)).unwrap().len();
+    assert_eq!(claim(50), 0, "the deletion deletes them");
+    set("DELETE FROM _emdash_media_usage_work WHERE content_id IN ('q0', 'q1')");
+    assert_eq!(claim(50), 0, "nor a single job");
+    // Once the deletion is gone (cancelled), the rows are work again.
+    set("DELETE FROM _emdash_media_usage_collection_deletions");
+    assert_eq!(claim(50), 1);
+}
+
 /// The whole index as text, for comparing end states.
 fn index_dump(api: &Api) -> String {
     api.db
@@ -1338,6 +1399,11 @@ fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
         default_ticks_until_drained(&api);
         index_dump(&api)
     };
+    let reference_ticks = {
+        let api = setup();
+        queued(&api, 120, 2);
+        default_ticks_until_drained(&api)
+    };
     let probe = setup();
     queued(&probe, 120, 2);
     let clock = MonotonicClock::default();
@@ -1355,7 +1421,9 @@ fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
             .connection()
             .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased'")
             .unwrap();
-        default_ticks_until_drained(&api);
+        // The dead tick's groups are claimed again as groups, not row by row.
+        let ticks = default_ticks_until_drained(&api);
+        assert!(ticks <= reference_ticks + 1, "crash at statement {k}: {ticks} ticks after it");
         assert_eq!(index_dump(&api), reference, "crash at statement {k}");
         assert_eq!(coverage(&api), "complete", "crash at statement {k}");
     }

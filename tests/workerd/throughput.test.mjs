@@ -60,3 +60,23 @@ test("a repair of 1,000 entries finishes in at most 4 default ticks after its re
   const [n] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage WHERE media_id LIKE ?1", `${slug}-%`);
   assert.equal(n.n, 1000);
 });
+
+test("the rows of a group whose tick died are taken again as a group once their lease expires", async () => {
+  const slug = await collection();
+  await insert(slug, 200);
+  // A tick died holding all 200 rows on their first attempt; their leases have expired.
+  await w.db
+    .prepare(
+      `UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 1,
+         lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE collection_slug = ?1`,
+    )
+    .bind(slug)
+    .run();
+  await w.scheduled();
+  const [t] = ok(await w.get("/admin/media-usage/ticks?limit=1")).items;
+  assert.equal(t.details.jobs, 200, JSON.stringify(t));
+  assert.ok(t.statements <= 40, JSON.stringify(t));
+  const [left] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage_work WHERE collection_slug = ?1", slug);
+  assert.equal(left.n, 0);
+  assert.equal((await statuses(slug)).status, "complete");
+});

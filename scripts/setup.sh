@@ -48,6 +48,23 @@ if [ "$("$VENV/bin/st" --version 2>/dev/null | awk '{print $NF}')" != "$SCHEMATH
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
 fi
 
+# The browser for the console tests (`npm test` calls this; `npm start` does not need it):
+# Debian's chromium package, driven by playwright-core from npm. Installed when missing and this
+# machine can (root with apt-get); otherwise the browser tests fail and say why.
+ensure_chromium() {
+  if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      log "installing chromium (Debian package)"
+      apt-get update -qq >&2
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+    else
+      log "chromium is missing: install Debian's chromium package (needs root) for the browser tests"
+    fi
+  fi
+  CHROMIUM_BIN="$(command -v chromium || echo /usr/bin/chromium)"
+  export CHROMIUM_BIN
+}
+
 export SCHEMATHESIS_BIN="$VENV/bin/st"
 export WASM_BINDGEN_BIN="$CARGO_BIN/wasm-bindgen"
 export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"

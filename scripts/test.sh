@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: setup, native tests and lints, the wasm release build, the workerd suite
-# (Miniflare driving the real wasm worker with an in-memory D1), then contract fuzzing
+# (Miniflare driving the real wasm worker with an in-memory D1), the operator console in a real
+# browser (Chromium against the same worker served on a local port), then contract fuzzing
 # (schemathesis against the same worker served on a local port), with the bench at a small scale.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +22,9 @@ step "worker-build --release"
 worker-build --release
 step "node --test tests/workerd/"
 node --test --test-concurrency=1 tests/workerd/
+step "node --test tests/browser/ (the operator console in Chromium)"
+ensure_chromium
+node --test --test-concurrency=1 tests/browser/
 step "bench at BENCH_SCALE=0.01 (so it cannot rot)"
 BENCH_SCALE=0.01 node tests/bench/run.mjs
 step "contract fuzzing: the fuzzer catches an undeclared status"

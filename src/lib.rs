@@ -10,10 +10,12 @@
 //!   deletion and the cron tick.
 //! - [`lifecycle`]: collection create / add field / delete, composed from `repo` and `usage`.
 //! - [`api`]: the HTTP contract as plain functions of (request, executor).
+//! - [`console`]: the operator console page (embedded HTML, script and style), a client of [`api`].
 //! - `edge` (wasm32 only): the worker entrypoints, the D1 executor and the clock.
 
 pub mod api;
 pub mod clock;
+pub mod console;
 pub mod exec;
 pub mod ids;
 pub mod lifecycle;

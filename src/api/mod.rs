@@ -156,7 +156,12 @@ pub struct Admitted {
 /// Routes and authenticates a request from its method, path, query and `Authorization` header
 /// alone: an unknown route (404), an unserved method (405), a missing or unknown token (401) or
 /// a caller without the role or scope (403) is refused here, before the edge reads any body.
+/// `Err` is the whole answer, given from the head: a refusal, or a file of the operator console
+/// (which needs neither a body nor the database).
 pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Result<Admitted, Response> {
+    if let Some(console_file) = crate::console::serve(req) {
+        return Err(console_file);
+    }
     let refuse = |e: ApiError| Response::error(&e);
     let (op, params) = routes::resolve(&req.method, &req.path).map_err(refuse)?;
     input::check_flags(req, routes::flags(op)).map_err(refuse)?;

@@ -75,7 +75,9 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
             })
         })
         .collect();
-    Ok((200, json!({"status": overall, "collections": collections, "deletions": deletions})))
+    let budget = &ctx.config.tick_budget;
+    let tick_budget = json!({"maxStatements": budget.max_statements, "maxMs": budget.max_ms});
+    Ok((200, json!({"status": overall, "collections": collections, "deletions": deletions, "tickBudget": tick_budget})))
 }
 
 /// The `usage` block of `GET /media/{id}?includeUsage=1`: a count only when coverage is

@@ -252,6 +252,17 @@ fn a_thousand_occurrences_per_variant_are_indexed_in_one_job_through_every_trans
 }
 
 #[test]
+fn status_reports_the_configured_tick_budget() {
+    let api = setup();
+    let st = data(&api.get("/admin/media-usage/status"));
+    assert_eq!(st["tickBudget"], json!({"maxStatements": 40, "maxMs": 2500.0}));
+    let mut small = setup();
+    small.config.tick_budget = TickBudget::new(12, 900.0);
+    let st = data(&small.get("/admin/media-usage/status"));
+    assert_eq!(st["tickBudget"], json!({"maxStatements": 12, "maxMs": 900.0}), "the configured one");
+}
+
+#[test]
 fn one_occurrence_over_the_limit_fails_terminally_and_names_the_entry() {
     let api = setup();
     create(&api, "fine", "published", json!({"gallery": gallery(3, "f")}));

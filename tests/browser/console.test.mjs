@@ -1,0 +1,311 @@
+// The operator console in a real browser: Debian's Chromium driven by playwright-core against the
+// real wasm worker served by Miniflare (local D1) on a port, with seeded data. Each view renders
+// the seeded facts; Retry and Repair change what the API reports; the safe-delete refusal is
+// shown with the entries; a bad token brings the token prompt back; no console error, page error
+// or CSP violation; at 375 px the page never scrolls sideways. Screenshots of every view at 375 px
+// and 1280 px go to tests/browser/screenshots/ (git-ignored).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Miniflare } from "miniflare";
+import { chromium } from "playwright-core";
+import { workerOptions, migrationStatements, ADMIN_TOKEN } from "../workerd/harness.mjs";
+
+const SHOTS = path.join(path.dirname(fileURLToPath(import.meta.url)), "screenshots");
+const CHROMIUM = process.env.CHROMIUM_BIN || "/usr/bin/chromium";
+const CONSOLE = "/_emdash/admin/media-usage";
+
+let mf;
+let db;
+let origin;
+let browser;
+const seeded = {};
+
+/** Calls the API as the admin, outside the browser (to seed and to check what it reports). */
+async function api(method, p, body) {
+  const res = await fetch(new URL(`/_emdash/api${p}`, origin), {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!res.ok && res.status !== 409 && res.status !== 404) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+  return { status: res.status, json };
+}
+const data = async (method, p, body) => (await api(method, p, body)).json.data;
+const sql = (q, ...binds) => db.prepare(q).bind(...binds).run();
+const tick = async () => (await mf.getWorker()).scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
+
+before(async () => {
+  mf = new Miniflare({ ...workerOptions({ MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY: "2" }), port: 0, host: "127.0.0.1" });
+  origin = (await mf.ready).origin;
+  db = await mf.getD1Database("DB");
+  for (const s of migrationStatements()) await db.prepare(s).run();
+
+  // Posts use a hero image: three of them use "hero.jpg", none uses "spare.png". One entry has
+  // more gallery images than this worker admits per entry (2), so its job fails for good.
+  await data("POST", "/schema/collections", {
+    slug: "posts",
+    label: "Posts",
+    fields: [
+      { slug: "title", type: "string" },
+      { slug: "hero", type: "image" },
+      { slug: "gallery", type: "repeater", subFields: [{ slug: "image", type: "image" }] },
+    ],
+  });
+  const hero = (await data("POST", "/media", { filename: "hero.jpg", mimeType: "image/jpeg", storageKey: "uploads/hero.jpg" })).item;
+  const spare = (await data("POST", "/media", { filename: "spare.png", mimeType: "image/png", storageKey: "uploads/spare.png" })).item;
+  seeded.hero = hero.id;
+  seeded.spare = spare.id;
+  for (const [slug, title] of [["spring-sale", "Spring sale"], ["team-photo", "Our team"], ["launch", "Launch day"]]) {
+    await data("POST", "/content/posts", { slug, status: "published", data: { title, hero: hero.id } });
+  }
+  const gallery = ["g1", "g2", "g3"].map((image) => ({ image }));
+  const broken = (await data("POST", "/content/posts", { slug: "too-many", status: "published", data: { title: "Too many", gallery } })).item;
+  seeded.broken = broken.id;
+  // Pages gain an image field after it has entries: coverage stale, reconciliation required.
+  await data("POST", "/schema/collections", { slug: "pages", label: "Pages", fields: [{ slug: "title", type: "string" }] });
+  await data("POST", "/content/pages", { slug: "about", status: "published", data: { title: "About" } });
+  await data("POST", "/schema/collections/pages/fields", { slug: "banner", type: "image" });
+  // A collection whose deletion failed at its sources phase.
+  await data("POST", "/schema/collections", { slug: "old_news", label: "Old news", fields: [{ slug: "hero", type: "image" }] });
+  await data("DELETE", "/schema/collections/old_news?force=true");
+  for (let i = 0; i < 3; i++) await tick();
+  await sql(
+    `INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, state, phase, attempt_count, last_error_code)
+     VALUES ('gone-collection-id', 'old_news', 'failed', 'sources', 5, 'MEDIA_USAGE_COLLECTION_DELETION_FAILED')
+     ON CONFLICT (collection_slug) DO UPDATE SET state = 'failed', phase = 'sources', attempt_count = 5,
+       last_error_code = 'MEDIA_USAGE_COLLECTION_DELETION_FAILED', lease_token = NULL, lease_expires_at = NULL`,
+  );
+  seeded.oldNews = (await db.prepare("SELECT collection_id FROM _emdash_media_usage_collection_deletions WHERE collection_slug = 'old_news'").first()).collection_id;
+
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+});
+
+after(async () => {
+  await browser?.close();
+  await mf?.dispose();
+});
+
+/** A fresh page (own session storage) that records what would make a session abnormal. */
+async function open(width) {
+  const context = await browser.newContext({ viewport: { width, height: 900 } });
+  const page = await context.newPage();
+  const seen = { errors: [], failures: [], api: [] };
+  page.on("console", (m) => m.type() === "error" && seen.errors.push(m.text()));
+  page.on("pageerror", (e) => seen.errors.push(`pageerror: ${e.message}`));
+  page.on("response", (r) => {
+    const u = new URL(r.url());
+    if (u.pathname.startsWith("/_emdash/api/")) seen.api.push(`${r.request().method()} ${u.pathname}${u.search} ${r.status()}`);
+    if (r.status() >= 400) seen.failures.push(`${r.request().method()} ${u.pathname}${u.search} ${r.status()}`);
+  });
+  await page.goto(new URL(CONSOLE, origin).href);
+  return { page, context, seen };
+}
+
+async function signIn(page, token = ADMIN_TOKEN) {
+  await page.getByLabel("API token").fill(token);
+  await page.getByLabel("API token").press("Enter");
+}
+
+const tab = (page, name) => page.getByRole("tab", { name, exact: true });
+const view = (page, name) => page.locator(`#panel-${name.toLowerCase()}`);
+
+async function noSidewaysScroll(page, what) {
+  const { scroll, client } = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth,
+    client: document.documentElement.clientWidth,
+  }));
+  assert.ok(scroll <= client, `${what}: the page scrolls sideways (${scroll} > ${client})`);
+}
+
+test("the page is served with a strict policy and makes no API call before a token is entered", async () => {
+  const res = await fetch(new URL(CONSOLE, origin));
+  assert.equal(res.status, 200);
+  assert.match(res.headers.get("content-type"), /^text\/html/);
+  const csp = res.headers.get("content-security-policy");
+  assert.match(csp, /script-src 'self'/);
+  assert.match(csp, /frame-ancestors 'none'/);
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:/);
+  assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+  for (const file of ["console.js", "console.css", "icon.svg"]) {
+    const r = await fetch(new URL(`${CONSOLE}/${file}`, origin));
+    assert.equal(r.status, 200, file);
+    assert.equal(r.headers.get("x-content-type-options"), "nosniff");
+  }
+
+  const { page, context, seen } = await open(1280);
+  await page.getByLabel("API token").waitFor();
+  assert.equal(await page.locator("#app").isHidden(), true);
+  assert.deepEqual(seen.api, [], "no API call before a token");
+  assert.deepEqual(seen.failures, []);
+  assert.deepEqual(seen.errors, []);
+  await page.screenshot({ path: path.join(SHOTS, "token-1280.png"), fullPage: true });
+  await context.close();
+});
+
+test("a bad token brings the token prompt back, with the reason", async () => {
+  const { page, context, seen } = await open(375);
+  await signIn(page, "not-a-real-token");
+  await page.getByText(/The token was refused/).waitFor();
+  assert.match(await page.locator("#login-message").innerText(), /UNAUTHORIZED/);
+  assert.equal(await page.locator("#app").isHidden(), true);
+  assert.equal(await page.getByLabel("API token").isVisible(), true);
+  assert.equal(await page.evaluate(() => sessionStorage.length), 0, "the refused token is not kept");
+  assert.ok(!page.url().includes("not-a-real-token"), "the token never goes into the URL");
+  assert.deepEqual(seen.errors.filter((e) => !/401/.test(e)), [], "only the refused request itself is reported");
+  await page.screenshot({ path: path.join(SHOTS, "bad-token-375.png"), fullPage: true });
+  await context.close();
+});
+
+test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of refused delete", async () => {
+  const width = 1280;
+  const { page, context, seen } = await open(width);
+  await signIn(page);
+  const shot = async (name) => {
+    await noSidewaysScroll(page, `${name} at ${width}px`);
+    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  };
+
+  // Coverage: the overall status, each collection's facts, and Repair.
+  const coverage = view(page, "Coverage");
+  const pagesRow = coverage.getByRole("row", { name: /^pages/ });
+  await pagesRow.waitFor();
+  assert.match(await pagesRow.innerText(), /stale\tactive\t\d+\tyes\t/);
+  assert.match(await coverage.getByRole("row", { name: /^posts/ }).innerText(), /partial\tactive\t\d+\tno\tMEDIA_USAGE_RESOURCE_LIMIT/);
+  assert.match(await coverage.innerText(), /Overall coverage: stale/);
+  assert.match(await coverage.innerText(), /Tick budget: 40 statements, 2500 ms/);
+  await shot("coverage");
+  await pagesRow.getByRole("button", { name: "Repair pages" }).click();
+  await page.getByText(/Repair of pages: 1 run\(s\) started, coverage is complete/).waitFor();
+  const pages = (await data("GET", "/admin/media-usage/status")).collections.find((c) => c.collection === "pages");
+  assert.deepEqual([pages.status, pages.reconciliationRequired], ["complete", false], "the API reports the repair");
+  assert.match(await coverage.getByRole("row", { name: /^pages/ }).innerText(), /complete\tactive\t\d+\tno\t/);
+
+  // Work (reached by keyboard: arrow keys move between tabs): the failed job, and Retry.
+  await tab(page, "Coverage").focus();
+  await page.keyboard.press("ArrowRight");
+  assert.equal(await tab(page, "Work").getAttribute("aria-selected"), "true");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "tab-work");
+  const work = view(page, "Work");
+  const row = work.getByRole("row", { name: new RegExp(seeded.broken) });
+  await row.waitFor();
+  assert.match(await row.innerText(), /^posts\t\S+\tfailed\t1\tMEDIA_USAGE_RESOURCE_LIMIT\t/);
+  await shot("work");
+  await row.getByRole("button", { name: /^Retry/ }).click();
+  await page.getByText(/is pending again/).waitFor();
+  assert.equal((await data("GET", "/admin/media-usage/work?collection=posts&state=failed")).items.length, 0, "the API no longer reports it failed");
+  const pending = await data("GET", "/admin/media-usage/work?collection=posts&state=pending");
+  assert.ok(pending.items.some((w) => w.contentId === seeded.broken), "the API reports it pending");
+  await work.getByText("No failed or retrying jobs.").waitFor();
+
+  // Media while coverage is incomplete: the unused "spare.png" cannot be proven unused.
+  await tab(page, "Media").click();
+  await page.getByLabel("Media ID").fill(seeded.spare);
+  await page.getByLabel("Media ID").press("Enter");
+  const media = view(page, "Media");
+  await media.getByText("Not used in any entry.").waitFor();
+  assert.match(await media.innerText(), /Usage count: unknown until coverage is complete\. Coverage: partial/);
+  await page.getByRole("button", { name: "Delete media spare.png" }).click();
+  await media.getByRole("alert").waitFor();
+  assert.match(
+    await media.getByRole("alert").innerText(),
+    /Not deleted: the usage index is partial, so it cannot prove “spare.png” is unused\..*\(MEDIA_USAGE_COVERAGE_INCOMPLETE, HTTP 409\)/s,
+  );
+  assert.equal((await api("GET", `/media/${seeded.spare}`)).status, 200, "the media is kept");
+
+  // The editor removes the oversized entry; ticks index the change; coverage is complete.
+  await data("DELETE", `/content/posts/${seeded.broken}`);
+  await data("DELETE", `/content/posts/${seeded.broken}?permanent=true`);
+  for (let i = 0; i < 3; i++) await tick();
+  assert.equal((await data("GET", "/admin/media-usage/status")).status, "complete");
+
+  // Deletions: the failed deletion, and Retry.
+  await tab(page, "Deletions").click();
+  const deletions = view(page, "Deletions");
+  const del = deletions.getByRole("row", { name: /old_news/ });
+  await del.waitFor();
+  assert.match(await del.innerText(), /^old_news\tsources\tfailed\t5\tMEDIA_USAGE_COLLECTION_DELETION_FAILED\t/);
+  await shot("deletions");
+  await del.getByRole("button", { name: "Retry deletion of old_news" }).click();
+  await page.getByText(/Deletion of old_news is pending again at phase sources/).waitFor();
+  const listed = await data("GET", "/admin/media-usage/collection-deletions?state=pending");
+  assert.ok(listed.items.some((d) => d.collectionId === seeded.oldNews), "the API reports it pending");
+
+  // Ticks: a bar per recorded tick, the budget line, and the table.
+  await tab(page, "Ticks").click();
+  const ticks = view(page, "Ticks");
+  await ticks.locator("svg.chart").waitFor();
+  const recorded = (await data("GET", "/admin/media-usage/ticks?limit=60")).items;
+  assert.equal(await ticks.locator("svg.chart rect.bar").count(), recorded.length);
+  assert.equal(await ticks.locator("svg.chart line.limit").count(), 1);
+  assert.equal(await ticks.locator("tbody tr").count(), recorded.length);
+  const newest = recorded[0];
+  assert.match(await ticks.locator("tbody tr").first().innerText(), new RegExp(`^${newest.id}\\t.*\\t${newest.statements} / 40\\t${newest.rowsWritten}\\t${newest.durationMs} ms`));
+  await shot("ticks");
+
+  // Media with complete coverage: the count, and the refusal with the entries that use it.
+  await tab(page, "Media").click();
+  await page.getByLabel("Media ID").fill(seeded.hero);
+  await page.getByLabel("Media ID").press("Enter");
+  await media.getByText(/Used by 3 entries/).waitFor();
+  for (const title of ["Spring sale", "Our team", "Launch day"]) {
+    assert.equal(await media.getByRole("row", { name: new RegExp(`^posts ${title}`) }).count(), 1, title);
+  }
+  await page.getByRole("button", { name: "Delete media hero.jpg" }).click();
+  await media.getByRole("alert").getByText(/still used in 3 entries/).waitFor();
+  const said = await media.getByRole("alert").innerText();
+  assert.match(said, /MEDIA_IN_USE, HTTP 409/);
+  for (const slug of ["spring-sale", "team-photo", "launch"]) assert.match(said, new RegExp(`posts / ${slug}`));
+  assert.equal((await api("GET", `/media/${seeded.hero}`)).status, 200, "the media is kept");
+  await shot("media");
+
+  // A normal session: no console error or CSP violation; the only failed requests are the two
+  // refused deletes (the browser itself logs those as errors).
+  assert.deepEqual(seen.failures, [`DELETE /_emdash/api/media/${seeded.spare} 409`, `DELETE /_emdash/api/media/${seeded.hero} 409`]);
+  assert.deepEqual(seen.errors.filter((e) => !/status of 409/.test(e)), []);
+  await context.close();
+});
+
+test("at 375 px every view is readable without sideways scrolling, and an unused media is deleted", async () => {
+  const width = 375;
+  const { page, context, seen } = await open(width);
+  await signIn(page);
+  const shot = async (name) => {
+    await noSidewaysScroll(page, `${name} at ${width}px`);
+    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+  };
+  await view(page, "Coverage").getByRole("row", { name: /^posts/ }).waitFor();
+  await shot("coverage");
+  // The wide table scrolls inside its own container instead.
+  const region = view(page, "Coverage").getByRole("region", { name: "Coverage per collection" });
+  assert.ok(await region.evaluate((el) => el.scrollWidth > el.clientWidth), "the table scrolls in its container");
+  await tab(page, "Work").click();
+  await view(page, "Work").getByText("No failed or retrying jobs.").waitFor();
+  await shot("work");
+  await tab(page, "Deletions").click();
+  await view(page, "Deletions").getByRole("row", { name: /old_news/ }).waitFor();
+  await shot("deletions");
+  await tab(page, "Ticks").click();
+  await view(page, "Ticks").locator("svg.chart").waitFor();
+  await shot("ticks");
+  await tab(page, "Media").click();
+  await page.getByLabel("Media ID").fill(seeded.spare);
+  await page.getByLabel("Media ID").press("Enter");
+  const media = view(page, "Media");
+  await media.getByText("Not used in any entry.").waitFor();
+  await shot("media");
+  await page.getByRole("button", { name: "Delete media spare.png" }).click();
+  await media.getByText(/Deleted “spare.png”/).waitFor();
+  assert.equal((await api("GET", `/media/${seeded.spare}`)).status, 404, "the API no longer has it");
+  // An unknown media ID is said in words (the one failed request of this session).
+  await page.getByLabel("Media ID").fill("no-such-media");
+  await page.getByLabel("Media ID").press("Enter");
+  await media.getByText(/No media has the ID “no-such-media”/).waitFor();
+  assert.deepEqual(seen.failures, ["GET /_emdash/api/media/no-such-media?includeUsage=true 404"]);
+  assert.deepEqual(seen.errors.filter((e) => !/status of 404/.test(e)), []);
+  await context.close();
+});

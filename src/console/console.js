@@ -31,6 +31,9 @@ const svg = (tag, attrs = {}, ...children) => {
   return el;
 };
 
+/** Replaces an element's children; absent ones (null, undefined, false) are left out. */
+const put = (el, ...children) => el.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+
 const badge = (value) => h("span", { class: `badge ${value ?? "unknown"}` }, value ?? "none");
 const when = (t) => (t ? t.replace("T", " ").replace(/\.\d+Z$/, "Z") : "—");
 const orDash = (v) => (v === null || v === undefined || v === "" ? "—" : v);
@@ -108,7 +111,7 @@ function describe(e) {
 function showError(e) {
   if (e instanceof ApiError && e.status === 401) return; // the token prompt says it
   const box = $("error");
-  box.replaceChildren(describe(e));
+  put(box, describe(e));
   box.hidden = false;
 }
 
@@ -118,7 +121,7 @@ function notice(text) {
 
 function clearMessages() {
   $("error").hidden = true;
-  $("error").replaceChildren();
+  put($("error"), );
   notice("");
 }
 
@@ -240,7 +243,7 @@ async function showCoverage() {
       ),
     ),
   );
-  $("coverage-view").replaceChildren(
+  put($("coverage-view"), 
     h("p", {}, "Overall coverage: ", badge(s.status)),
     h(
       "p",
@@ -312,7 +315,7 @@ async function showWork() {
       }
     }
   }
-  $("work-view").replaceChildren(
+  put($("work-view"), 
     h("p", {}, `${rows.length} failed or retrying job(s) across ${s.collections.length} collection(s).`),
     more ? h("p", { class: "muted" }, "Only the first 1,000 per collection and state are shown.") : null,
     rows.length
@@ -364,7 +367,7 @@ async function showDeletions() {
       ),
     ),
   );
-  $("deletions-view").replaceChildren(
+  put($("deletions-view"), 
     h("p", {}, `${rows.length} collection deletion(s) in progress or failed.`),
     more ? h("p", { class: "muted" }, "Only the first 500 per state are shown.") : null,
     rows.length
@@ -427,7 +430,7 @@ async function showTicks() {
       h("td", {}, t.details && t.details.error ? t.details.error : "—"),
     ),
   );
-  $("ticks-view").replaceChildren(
+  put($("ticks-view"), 
     ticks.length ? tickChart(ticks, budget) : null,
     ticks.length
       ? h(
@@ -449,7 +452,7 @@ let media = { id: null, cursors: [null] };
 
 function showMediaIntro() {
   if (media.id) return refreshMedia();
-  $("media-view").replaceChildren(h("p", { class: "muted" }, "Enter a media ID to see where it is used."));
+  put($("media-view"), h("p", { class: "muted" }, "Enter a media ID to see where it is used."));
 }
 
 async function refreshMedia() {
@@ -462,7 +465,7 @@ async function refreshMedia() {
     item = (await api("GET", `${path}?includeUsage=true`)).item;
   } catch (e) {
     if (e instanceof ApiError && e.status === 404) {
-      $("media-view").replaceChildren(h("p", { class: "refusal" }, `No media has the ID “${id}”. (${e.code}, HTTP 404)`));
+      put($("media-view"), h("p", { class: "refusal" }, `No media has the ID “${id}”. (${e.code}, HTTP 404)`));
       return;
     }
     throw e;
@@ -493,7 +496,7 @@ async function refreshMedia() {
       : null,
     page.nextCursor ? h("button", { type: "button", class: "secondary", onclick: () => pageTo([...media.cursors, page.nextCursor]) }, "Next page") : null,
   );
-  $("media-view").replaceChildren(
+  put($("media-view"), 
     h("h2", {}, `${item.filename} `, h("span", { class: "muted" }, `(${item.mimeType})`)),
     h("p", {}, `${counted} Coverage: `, badge(page.coverage.status)),
     rows.length
@@ -531,13 +534,13 @@ async function deleteMedia(button, item) {
   try {
     await api("DELETE", `/media/${encodeURIComponent(item.id)}`);
     media = { id: null, cursors: [null] };
-    $("media-view").replaceChildren(h("p", {}, `Deleted “${item.filename}” (${item.id}): no entry used it.`));
+    put($("media-view"), h("p", {}, `Deleted “${item.filename}” (${item.id}): no entry used it.`));
     notice(`Deleted media ${item.id}.`);
     return;
   } catch (e) {
     if (e instanceof ApiError && e.code === "MEDIA_IN_USE") {
       const d = e.details || { count: 0, entries: [] };
-      out.replaceChildren(
+      put(out, 
         h(
           "div",
           { class: "refusal", role: "alert" },
@@ -552,7 +555,7 @@ async function deleteMedia(button, item) {
       );
     } else if (e instanceof ApiError && e.code === "MEDIA_USAGE_COVERAGE_INCOMPLETE") {
       const cov = e.details && e.details.coverage ? e.details.coverage.status : "not complete";
-      out.replaceChildren(
+      put(out, 
         h(
           "div",
           { class: "refusal", role: "alert" },

@@ -24,7 +24,8 @@ const FILES: &[(&str, &str, &str)] = &[
 ];
 
 /// The console's answer to a request for one of its paths (`None` for any other path): the file
-/// for `GET`, 405 with `Allow: GET` for another method, 404 for an unknown file under it.
+/// for `GET` (its headers alone for `HEAD`), 405 with `Allow: GET, HEAD` for another method, 404
+/// for an unknown file under it.
 pub fn serve(req: &Request) -> Option<Response> {
     let rest = req.path.strip_prefix(PATH)?;
     if !rest.is_empty() && !rest.starts_with('/') {
@@ -33,15 +34,15 @@ pub fn serve(req: &Request) -> Option<Response> {
     let rest = if rest == "/" { "" } else { rest };
     let mut response = match FILES.iter().find(|(name, _, _)| *name == rest) {
         None => Response::error(&ApiError::not_found(format!("No console file at {}", req.path))),
-        Some(_) if req.method != "GET" => {
+        Some(_) if !matches!(req.method.as_str(), "GET" | "HEAD") => {
             let mut e = ApiError::new(405, "METHOD_NOT_ALLOWED", "The console is only read: use GET");
-            e.allow = Some("GET".into());
+            e.allow = Some("GET, HEAD".into());
             Response::error(&e)
         }
         Some((_, content_type, body)) => Response {
             status: 200,
             content_type,
-            body: (*body).to_owned(),
+            body: if req.method == "HEAD" { String::new() } else { (*body).to_owned() },
             no_store: true,
             cause: None,
             log: Vec::new(),
@@ -91,7 +92,10 @@ mod tests {
         assert_eq!(get("/_emdash/admin/media-usage/nope.js").unwrap().status, 404);
         let r = serve(&Request { method: "POST".into(), path: PATH.into(), ..Default::default() }).unwrap();
         assert_eq!(r.status, 405);
-        assert!(r.headers.contains(&("allow", "GET".to_owned())));
+        assert!(r.headers.contains(&("allow", "GET, HEAD".to_owned())));
+        let head = serve(&Request { method: "HEAD".into(), path: PATH.into(), ..Default::default() }).unwrap();
+        assert_eq!((head.status, head.content_type, head.body.as_str()), (200, "text/html; charset=utf-8", ""));
+        assert!(head.headers.iter().any(|(k, _)| *k == "content-security-policy"));
     }
 
     #[test]

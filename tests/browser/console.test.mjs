@@ -114,6 +114,11 @@ async function signIn(page, token = ADMIN_TOKEN) {
 const tab = (page, name) => page.getByRole("tab", { name, exact: true });
 const view = (page, name) => page.locator(`#panel-${name.toLowerCase()}`);
 
+/** The visible text of the page never shows a value the script failed to render. */
+async function noRenderingSlips(page, what) {
+  assert.doesNotMatch(await page.locator("main").innerText(), /\b(null|undefined|NaN)\b|\[object /, what);
+}
+
 async function noSidewaysScroll(page, what) {
   const { scroll, client } = await page.evaluate(() => ({
     scroll: document.documentElement.scrollWidth,
@@ -167,6 +172,7 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   await signIn(page);
   const shot = async (name) => {
     await noSidewaysScroll(page, `${name} at ${width}px`);
+    await noRenderingSlips(page, `${name} at ${width}px`);
     await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
   };
 
@@ -276,6 +282,7 @@ test("at 375 px every view is readable without sideways scrolling, and an unused
   await signIn(page);
   const shot = async (name) => {
     await noSidewaysScroll(page, `${name} at ${width}px`);
+    await noRenderingSlips(page, `${name} at ${width}px`);
     await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
   };
   await view(page, "Coverage").getByRole("row", { name: /^posts/ }).waitFor();

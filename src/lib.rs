@@ -8,6 +8,7 @@
 //! - [`repo`]: statements built from `src/sql/**.sql`, per area.
 //! - [`usage`]: the media usage index: extraction, projection, coverage, repair, collection
 //!   deletion and the cron tick.
+//! - [`storage`]: media files: the object store trait, upload checks, how files are served.
 //! - [`lifecycle`]: collection create / add field / delete, composed from `repo` and `usage`.
 //! - [`api`]: the HTTP contract as plain functions of (request, executor).
 //! - [`console`]: the operator console page (embedded HTML, script and style), a client of [`api`].
@@ -23,6 +24,7 @@ pub mod migrations;
 pub mod model;
 pub mod repo;
 pub mod sql;
+pub mod storage;
 pub mod usage;
 
 #[cfg(target_arch = "wasm32")]

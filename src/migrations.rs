@@ -26,4 +26,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0008_guard_consumed.sql", sql: include_str!("../migrations/0008_guard_consumed.sql") },
     Migration { name: "0009_token_lifecycle.sql", sql: include_str!("../migrations/0009_token_lifecycle.sql") },
     Migration { name: "0010_continuation.sql", sql: include_str!("../migrations/0010_continuation.sql") },
+    Migration { name: "0011_media_files.sql", sql: include_str!("../migrations/0011_media_files.sql") },
 ];

@@ -83,6 +83,7 @@ mod tests {
             tick_budget: crate::usage::tick::TickBudget::DEFAULT,
             clock: || 0.0,
             max_revisions: crate::repo::content::DEFAULT_MAX_REVISIONS,
+            uploads: Default::default(),
         };
         for header in ["Bearer secret", "bearer secret", "BEARER  secret "] {
             let p = block_on(authenticate(&exec, &config, Some(header))).unwrap();

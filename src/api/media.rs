@@ -10,8 +10,11 @@ use crate::model::state::CoverageStatus;
 use crate::repo::media::{self as repo, Media, NewMedia};
 use crate::repo::reads::{self as usage_repo, SafeDelete};
 
-pub fn media_json(m: &Media) -> Json {
+/// A media row as the API shows it; `url` is where its file is served (see
+/// [`super::upload::file_url`]).
+pub fn media_json(m: &Media, public_url: Option<&str>) -> Json {
     json!({
+        "url": super::upload::file_url(public_url, &m.storage_key),
         "id": m.id,
         "filename": m.filename,
         "mimeType": m.mime_type,
@@ -55,10 +58,12 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         width,
         height,
         alt,
+        caption: None,
         storage_key: storage_key.unwrap_or_default(),
+        content_hash: None,
     };
     match repo::insert(ctx.exec, new).await {
-        Ok(m) => Ok((201, json!({"item": media_json(&m)}))),
+        Ok(m) => Ok((201, json!({"item": media_json(&m, ctx.config.media_public_url.as_deref())}))),
         Err(exec::Error::Unique(_)) => Err(ApiError::conflict("Media with this storageKey already exists")),
         Err(e) => Err(e.into()),
     }
@@ -66,7 +71,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
 
 pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
     let m = repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
-    let mut item = media_json(&m);
+    let mut item = media_json(&m, ctx.config.media_public_url.as_deref());
     if input::query_flag(req, "includeUsage") {
         item["usage"] = super::usage::usage_summary(ctx, &m.id).await?;
     }
@@ -80,27 +85,30 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     issues.finish()?;
     let mut rows = repo::list(ctx.exec, after, limit).await?;
     let next = input::paginate(&mut rows, limit, |m| (m.created_at.clone(), m.id.clone()));
-    Ok((200, json!({"items": rows.iter().map(media_json).collect::<Vec<_>>(), "nextCursor": next})))
+    let public_url = ctx.config.media_public_url.as_deref();
+    let items: Vec<Json> = rows.iter().map(|m| media_json(m, public_url)).collect();
+    Ok((200, json!({"items": items, "nextCursor": next})))
 }
 
 /// `DELETE /media/{id}`: refuses while the media is in use or coverage cannot prove it unused;
-/// `?force=true` (admins only, checked by the route's access rule) deletes regardless. Stored
-/// objects are never touched: only the metadata row goes.
+/// `?force=true` (admins only, checked by the route's access rule) deletes regardless. The row
+/// goes first, then its stored object (before the response); an object left behind by a failure
+/// in between is reclaimed by the tick's storage sweep.
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
     let not_found = || ApiError::not_found("Media not found");
+    let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
+    let deleted = || async {
+        forget_object(ctx, &media.storage_key).await;
+        Ok((200, json!({"deleted": true, "id": id})))
+    };
     if input::query_flag(req, "force") {
-        return if repo::delete(ctx.exec, id).await? {
-            Ok((200, json!({"deleted": true, "id": id})))
-        } else {
-            Err(not_found())
-        };
+        return if repo::delete(ctx.exec, id).await? { deleted().await } else { Err(not_found()) };
     }
-    repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
     // Two tries: if the guard refused but the re-check finds neither a reference nor incomplete
     // coverage, what blocked it went away in between; try once more rather than guess a reason.
     for _ in 0..2 {
         match usage_repo::delete_media_if_unused(ctx.exec, id).await? {
-            SafeDelete::Deleted => return Ok((200, json!({"deleted": true, "id": id}))),
+            SafeDelete::Deleted => return deleted().await,
             SafeDelete::Missing => return Err(not_found()),
             SafeDelete::Refused => {}
         }
@@ -119,6 +127,15 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         }
     }
     Err(coverage_incomplete(CoverageStatus::Complete))
+}
+
+/// Deletes a deleted row's stored object, if an object store is bound. A failure is logged, not
+/// answered: the row is gone, and the storage sweep reclaims unreferenced objects.
+async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, key: &str) {
+    let Some(storage) = ctx.storage else { return };
+    if let Err(e) = storage.delete(&[key.to_owned()]).await {
+        ctx.log(format!("the object {key} of a deleted media row stays until the storage sweep: {e}"));
+    }
 }
 
 fn coverage_incomplete(status: CoverageStatus) -> ApiError {

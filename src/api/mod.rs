@@ -11,12 +11,14 @@ pub mod routes;
 pub mod schema;
 pub mod sitemap;
 pub mod tokens;
+pub mod upload;
 pub mod usage;
 
 use serde_json::{json, Value as Json};
 
 use crate::exec::Executor;
 use crate::model::auth::Principal;
+use crate::storage::Storage;
 use error::ApiError;
 use routes::{Access, Op};
 
@@ -39,6 +41,11 @@ pub struct Request {
     pub body: Vec<u8>,
     /// The edge saw a body (or `Content-Length`) over the limit and did not read it.
     pub body_too_large: bool,
+    /// The `Content-Type` header (uploads are `multipart/form-data`).
+    pub content_type: Option<String>,
+    /// `If-None-Match` and `Range` (stored files).
+    pub if_none_match: Option<String>,
+    pub range: Option<String>,
 }
 
 /// An outgoing response.
@@ -58,6 +65,9 @@ pub struct Response {
     /// Whether the edge may tell the caller what the request cost in D1: only an authenticated
     /// caller learns it (public routes and refusals say nothing about the inside).
     pub expose_cost: bool,
+    /// The body is a stored file's bytes instead: its key, offset and length (the edge streams
+    /// them from the object store).
+    pub object: Option<(String, u64, u64)>,
 }
 
 impl Response {
@@ -71,6 +81,7 @@ impl Response {
             log: Vec::new(),
             headers: Vec::new(),
             expose_cost: false,
+            object: None,
         }
     }
 
@@ -109,13 +120,16 @@ pub struct Config {
     pub clock: fn() -> f64,
     /// Revisions an entry keeps at most (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`).
     pub max_revisions: u32,
+    /// What an upload may be: `MEDIA_MAX_UPLOAD_BYTES` and `MEDIA_ALLOWED_TYPES`.
+    pub uploads: upload::UploadRules,
 }
 
 /// Everything a handler may use.
-#[derive(Debug)]
 pub struct Ctx<'a, E> {
     pub exec: &'a E,
     pub config: &'a Config,
+    /// The object store for media files (`MEDIA_BUCKET`), when bound.
+    pub storage: Option<&'a dyn Storage>,
     pub principal: Option<Principal>,
     log: std::cell::RefCell<Vec<String>>,
 }
@@ -130,11 +144,31 @@ impl<E> Ctx<'_, E> {
 /// A successful handler result: status and `data`.
 pub type Reply = (u16, Json);
 
-/// Answers one API request.
+/// Answers one API request (without an object store).
 pub async fn handle<E: Executor>(exec: &E, config: &Config, req: &Request) -> Response {
+    handle_with(exec, config, None, req).await
+}
+
+/// Answers one API request with the object store for media files, if any.
+pub async fn handle_with<E: Executor>(
+    exec: &E,
+    config: &Config,
+    storage: Option<&dyn Storage>,
+    req: &Request,
+) -> Response {
     match admit(exec, config, req).await {
-        Ok(admitted) => respond(exec, config, admitted, req).await,
+        Ok(admitted) => respond(exec, config, storage, admitted, req).await,
         Err(refused) => refused,
+    }
+}
+
+/// The most body bytes the edge should read for an admitted request: a multipart upload may
+/// carry a file of up to `MEDIA_MAX_UPLOAD_BYTES` (plus its form framing); anything else 1 MiB.
+pub fn body_limit(admitted: &Admitted, config: &Config, req: &Request) -> usize {
+    if admitted.op == Op::CreateMedia && upload::is_multipart(req) {
+        config.uploads.body_limit()
+    } else {
+        input::MAX_BODY_BYTES
     }
 }
 
@@ -178,10 +212,16 @@ pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Res
 }
 
 /// Answers an admitted request (the edge has read its body by now).
-pub async fn respond<E: Executor>(exec: &E, config: &Config, admitted: Admitted, req: &Request) -> Response {
+pub async fn respond<E: Executor>(
+    exec: &E,
+    config: &Config,
+    storage: Option<&dyn Storage>,
+    admitted: Admitted,
+    req: &Request,
+) -> Response {
     // Only an authenticated caller learns what its request cost inside.
     let authenticated = admitted.principal.is_some();
-    let mut response = match dispatch(exec, config, admitted, req).await {
+    let mut response = match dispatch(exec, config, storage, admitted, req).await {
         Ok(r) => r,
         Err(e) => Response::error(&e),
     };
@@ -192,11 +232,12 @@ pub async fn respond<E: Executor>(exec: &E, config: &Config, admitted: Admitted,
 async fn dispatch<E: Executor>(
     exec: &E,
     config: &Config,
+    storage: Option<&dyn Storage>,
     admitted: Admitted,
     req: &Request,
 ) -> Result<Response, ApiError> {
     let Admitted { op, params, principal } = admitted;
-    let ctx = Ctx { exec, config, principal, log: Default::default() };
+    let ctx = Ctx { exec, config, storage, principal, log: Default::default() };
     let p = |i: usize| params.get(i).map(String::as_str).unwrap_or_default();
     let (status, data) = match op {
         Op::Health => health(&ctx).await?,
@@ -210,6 +251,7 @@ async fn dispatch<E: Executor>(
                 log: Vec::new(),
                 headers: Vec::new(),
                 expose_cost: false,
+                object: None,
             })
         }
         Op::SitemapIndex => return sitemap::index(&ctx).await,
@@ -228,7 +270,9 @@ async fn dispatch<E: Executor>(
         Op::UnpublishContent => content::unpublish(&ctx, p(0), p(1)).await?,
         Op::RestoreContent => content::restore(&ctx, p(0), p(1)).await?,
         Op::ListMedia => media::list(&ctx, req).await?,
+        Op::CreateMedia if upload::is_multipart(req) => upload::upload(&ctx, req).await?,
         Op::CreateMedia => media::create(&ctx, req).await?,
+        Op::MediaFile => return upload::file(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,

@@ -28,6 +28,7 @@ pub enum Op {
     CreateMedia,
     GetMedia,
     DeleteMedia,
+    MediaFile,
     CreateToken,
     ListTokens,
     RevokeToken,
@@ -79,6 +80,8 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
+    // Before `/media/{id}/usage`: a key is never a media id.
+    r("GET", "/_emdash/api/media/file/{key}", Op::MediaFile),
     r("GET", "/_emdash/api/media/{id}/usage", Op::MediaUsage),
     r("POST", "/_emdash/api/admin/tokens", Op::CreateToken),
     r("GET", "/_emdash/api/admin/tokens", Op::ListTokens),
@@ -105,7 +108,7 @@ pub enum Access {
 pub fn access(op: Op, req: &Request) -> Access {
     use Access::{Need, Public};
     match op {
-        Op::Health | Op::OpenApi | Op::SitemapIndex | Op::SitemapCollection => Public,
+        Op::Health | Op::OpenApi | Op::SitemapIndex | Op::SitemapCollection | Op::MediaFile => Public,
         Op::ListCollections | Op::GetCollection => Need(Role::Contributor, Scope::SchemaRead),
         Op::CreateCollection | Op::DeleteCollection | Op::AddField => Need(Role::Admin, Scope::SchemaWrite),
         Op::ListContent | Op::GetContent => Need(Role::Contributor, Scope::ContentRead),

@@ -26,6 +26,7 @@ fn xml(body: String) -> Response {
         log: Vec::new(),
         headers: Vec::new(),
         expose_cost: false,
+        object: None,
     }
 }
 

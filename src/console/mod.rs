@@ -48,6 +48,7 @@ pub fn serve(req: &Request) -> Option<Response> {
             log: Vec::new(),
             headers: Vec::new(),
             expose_cost: false,
+            object: None,
         },
     };
     response.headers.extend([

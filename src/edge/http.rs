@@ -3,7 +3,7 @@
 use futures::StreamExt;
 use worker::Headers;
 
-use crate::api::{self, input::MAX_BODY_BYTES};
+use crate::api;
 use crate::exec::meter::Usage;
 
 /// Reads what the core needs to route and authenticate a request: everything but its body.
@@ -17,18 +17,21 @@ pub fn read_head(req: &worker::Request) -> worker::Result<api::Request> {
         authorization: req.headers().get("authorization")?,
         body: Vec::new(),
         body_too_large: false,
+        content_type: req.headers().get("content-type")?,
+        if_none_match: req.headers().get("if-none-match")?,
+        range: req.headers().get("range")?,
     })
 }
 
 /// Reads the body of an admitted request into `head`, chunk by chunk: a declared or streamed
-/// body over 1 MiB is dropped as soon as that is known (chunked uploads included) and marked
-/// too large; nothing more of it is read.
-pub async fn read_body(req: &mut worker::Request, head: &mut api::Request) -> worker::Result<()> {
+/// body over `limit` bytes (1 MiB, or the upload limit for a multipart upload) is dropped as soon
+/// as that is known (chunked uploads included) and marked too large; nothing more of it is read.
+pub async fn read_body(req: &mut worker::Request, head: &mut api::Request, limit: usize) -> worker::Result<()> {
     if !matches!(head.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
         return Ok(());
     }
     let declared = req.headers().get("content-length")?.and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > MAX_BODY_BYTES) {
+    if declared.is_some_and(|n| n > limit) {
         head.body_too_large = true;
         return Ok(());
     }
@@ -36,7 +39,7 @@ pub async fn read_body(req: &mut worker::Request, head: &mut api::Request) -> wo
     let mut body = Vec::new();
     while let Some(chunk) = stream.next().await {
         let chunk = chunk?;
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
+        if body.len() + chunk.len() > limit {
             head.body_too_large = true;
             return Ok(());
         }
@@ -49,6 +52,15 @@ pub async fn read_body(req: &mut worker::Request, head: &mut api::Request) -> wo
 /// Writes the response; `usage` (what the invocation cost in D1) goes into the
 /// `x-media-usage-cost` header so operators and tests can see per-request cost.
 pub fn write_response(r: api::Response, usage: Option<Usage>) -> worker::Result<worker::Response> {
+    write_response_with(r, usage, worker::ResponseBody::Empty)
+}
+
+/// Like [`write_response`], with `object` as the body when the core answered with a stored file.
+pub fn write_response_with(
+    r: api::Response,
+    usage: Option<Usage>,
+    object: worker::ResponseBody,
+) -> worker::Result<worker::Response> {
     let headers = Headers::new();
     headers.set("content-type", r.content_type)?;
     if let Some(u) = usage.filter(|_| r.expose_cost) {
@@ -64,5 +76,10 @@ pub fn write_response(r: api::Response, usage: Option<Usage>) -> worker::Result<
     for (name, value) in &r.headers {
         headers.set(name, value)?;
     }
-    Ok(worker::Response::from_bytes(r.body.into_bytes())?.with_status(r.status).with_headers(headers))
+    let response = if r.object.is_some() {
+        worker::Response::from_body(object)?
+    } else {
+        worker::Response::from_bytes(r.body.into_bytes())?
+    };
+    Ok(response.with_status(r.status).with_headers(headers))
 }

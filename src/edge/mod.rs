@@ -4,20 +4,32 @@
 mod clock;
 mod d1;
 mod http;
+mod r2;
 
 use worker::{event, Context, Env};
 
 use crate::api;
+use crate::api::upload::UploadRules;
 use crate::exec::fault::Faulty;
 use crate::exec::meter::Metered;
 use crate::model::auth::hash_token;
 use crate::repo::content::max_revisions_from_settings;
+use crate::storage::sweep::grace_ms_from_setting;
+use crate::storage::Storage;
 use crate::usage::deletion::CleanupBatch;
 use crate::usage::project::Admission;
 use crate::usage::tick::{self, Continuation, TickBudget};
 
 /// The optional queue binding (producer and consumer) that carries continuation ticks.
 const CONTINUE_BINDING: &str = "MEDIA_USAGE_CONTINUE";
+/// The optional R2 binding that stores media files.
+const BUCKET_BINDING: &str = "MEDIA_BUCKET";
+
+/// The media file store, when `MEDIA_BUCKET` is bound.
+fn storage(env: &Env) -> Option<r2::R2Storage> {
+    let fail_deletes = var(env, "MEDIA_USAGE_FAULT_STORAGE_DELETE").is_some();
+    env.bucket(BUCKET_BINDING).ok().map(|b| r2::R2Storage::new(b, fail_deletes))
+}
 
 /// The executor stack every invocation uses.
 pub(crate) type EdgeExecutor = Metered<Faulty<d1::D1Executor>, clock::DateClock>;
@@ -46,6 +58,10 @@ fn config(env: &Env) -> api::Config {
         tick_budget: budget(env),
         clock: js_sys::Date::now,
         max_revisions: max_revisions_from_settings(var(env, "MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY").as_deref()),
+        uploads: UploadRules::from_settings(
+            var(env, "MEDIA_MAX_UPLOAD_BYTES").as_deref(),
+            var(env, "MEDIA_ALLOWED_TYPES").as_deref(),
+        ),
     }
 }
 
@@ -59,6 +75,7 @@ fn budget(env: &Env) -> TickBudget {
         var(env, "MEDIA_USAGE_STATEMENT_TARGET_MS").as_deref(),
     ))
     .with_admission(Admission::from_settings(var(env, "MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY").as_deref()))
+    .with_storage_grace_ms(grace_ms_from_setting(var(env, "MEDIA_STORAGE_GRACE_HOURS").as_deref()))
 }
 
 #[event(start)]
@@ -91,14 +108,17 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
 
 /// Answers a request from the core: admitted on its head, then its body is read.
 async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) -> worker::Result<worker::Response> {
+    let store = storage(env);
     let (response, usage) = match executor(env) {
         Ok(exec) => {
             let config = config(env);
             // The body is read only once the route and the caller are admitted.
             let response = match api::admit(&exec, &config, &request).await {
                 Ok(admitted) => {
-                    http::read_body(&mut req, &mut request).await?;
-                    api::respond(&exec, &config, admitted, &request).await
+                    let limit = api::body_limit(&admitted, &config, &request);
+                    http::read_body(&mut req, &mut request, limit).await?;
+                    let store: Option<&dyn Storage> = store.as_ref().map(|s| s as &dyn Storage);
+                    api::respond(&exec, &config, store, admitted, &request).await
                 }
                 Err(refused) => refused,
             };
@@ -111,6 +131,16 @@ async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) 
     }
     for line in &response.log {
         worker::console_warn!("{} {}: {}", request.method, request.path, line);
+    }
+    // A stored file: stream its bytes from the bucket (gone since its head: 404).
+    if let (Some((key, offset, length)), Some(store)) = (response.object.clone(), store.as_ref()) {
+        return match store.body(&key, offset, length).await? {
+            Some(body) => http::write_response_with(response, usage, body),
+            None => http::write_response(
+                api::Response::error(&api::error::ApiError::not_found("No stored file has this key")),
+                usage,
+            ),
+        };
     }
     http::write_response(response, usage)
 }
@@ -153,7 +183,9 @@ async fn tick_and_continue(env: &Env, handing_on: Option<&str>) {
     };
     let queue = env.queue(CONTINUE_BINDING).ok();
     let continuation = if queue.is_some() { Continuation::On { handing_on } } else { Continuation::Off };
-    let report = tick::run_continuing(&exec, &clock::DateClock, budget(env), continuation).await;
+    let store = storage(env);
+    let store: Option<&dyn Storage> = store.as_ref().map(|s| s as &dyn Storage);
+    let report = tick::run_continuing(&exec, &clock::DateClock, budget(env), continuation, store).await;
     match &report.error {
         Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.jobs),
         None => worker::console_log!(

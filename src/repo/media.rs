@@ -1,5 +1,5 @@
-//! The media library's metadata rows (`media`). Stored objects live elsewhere and are never
-//! touched here.
+//! The media library's metadata rows (`media`), and the storage sweep's cursor. Stored objects
+//! are reached through [`crate::storage`], never from here.
 
 use serde::Deserialize;
 
@@ -10,6 +10,10 @@ const INSERT: &str = include_str!("../sql/media/insert.sql");
 const SELECT_ONE: &str = include_str!("../sql/media/select_one.sql");
 const LIST: &str = include_str!("../sql/media/list.sql");
 const DELETE: &str = include_str!("../sql/media/delete.sql");
+const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
+const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
+const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
+const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql");
 
 /// A media row.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -36,10 +40,13 @@ pub struct NewMedia {
     pub width: Option<i64>,
     pub height: Option<i64>,
     pub alt: Option<String>,
+    pub caption: Option<String>,
     pub storage_key: String,
+    /// SHA-256 of the stored bytes (hex) for uploaded files; one row per hash.
+    pub content_hash: Option<String>,
 }
 
-/// Registers media; a taken `storage_key` is [`Error::Unique`].
+/// Registers media; a taken `storage_key` or `content_hash` is [`Error::Unique`].
 pub async fn insert<E: Executor>(exec: &E, new: NewMedia) -> Result<Media, Error> {
     let stmt = Statement::new(INSERT)
         .bind(ids::new_id())
@@ -49,7 +56,9 @@ pub async fn insert<E: Executor>(exec: &E, new: NewMedia) -> Result<Media, Error
         .bind(new.width)
         .bind(new.height)
         .bind(new.alt)
-        .bind(new.storage_key);
+        .bind(new.storage_key)
+        .bind(new.caption)
+        .bind(new.content_hash);
     exec.query_first(stmt).await?.ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
 }
 
@@ -66,4 +75,35 @@ pub async fn list<E: Executor>(exec: &E, after: Option<(String, String)>, limit:
 /// Deletes the metadata row; false when it did not exist.
 pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<bool, Error> {
     Ok(exec.execute(Statement::new(DELETE).bind(id)).await? > 0)
+}
+
+/// The media row holding these bytes (by SHA-256, hex).
+pub async fn by_hash<E: Executor>(exec: &E, content_hash: &str) -> Result<Option<Media>, Error> {
+    exec.query_first(Statement::new(SELECT_BY_HASH).bind(content_hash)).await
+}
+
+#[derive(Deserialize)]
+struct KeyRow {
+    storage_key: String,
+}
+
+/// Which of `keys` a media row references (one statement).
+pub async fn referenced_keys<E: Executor>(exec: &E, keys: &[String]) -> Result<Vec<String>, Error> {
+    let json = serde_json::to_string(keys).map_err(|e| Error::Decode(e.to_string()))?;
+    let rows: Vec<KeyRow> = exec.query(Statement::new(REFERENCED_KEYS).bind(json)).await?;
+    Ok(rows.into_iter().map(|r| r.storage_key).collect())
+}
+
+#[derive(Deserialize)]
+struct CursorRow {
+    cursor: Option<String>,
+}
+
+/// Where the storage sweep's pass stands (`None`: at the start).
+pub async fn sweep_cursor<E: Executor>(exec: &E) -> Result<Option<String>, Error> {
+    Ok(exec.query_first::<CursorRow>(Statement::new(SWEEP_CURSOR)).await?.and_then(|r| r.cursor))
+}
+
+pub async fn set_sweep_cursor<E: Executor>(exec: &E, cursor: Option<&str>) -> Result<(), Error> {
+    exec.execute(Statement::new(SET_SWEEP_CURSOR).bind(cursor)).await.map(|_| ())
 }

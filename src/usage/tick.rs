@@ -18,6 +18,7 @@ use crate::ids;
 use crate::model::state::TickOutcome;
 use crate::repo::continuation as continuation_repo;
 use crate::repo::ticks::{self as repo, TickLog};
+use crate::storage::{sweep, Storage};
 
 /// The smallest statement budget a tick accepts (one job plus the tick's own log write).
 pub const MIN_TICK_STATEMENTS: u64 = 10;
@@ -34,6 +35,8 @@ pub struct TickBudget {
     pub max_ms: f64,
     pub cleanup: CleanupBatch,
     pub admission: Admission,
+    /// How old an unreferenced stored object must be before the storage lane deletes it.
+    pub storage_grace_ms: f64,
 }
 
 impl TickBudget {
@@ -43,6 +46,7 @@ impl TickBudget {
         max_ms: 2500.0,
         cleanup: CleanupBatch::Adaptive { target_ms: deletion::DEFAULT_TARGET_MS },
         admission: Admission::DEFAULT,
+        storage_grace_ms: sweep::DEFAULT_GRACE_HOURS * 3_600_000.0,
     };
 
     /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`, with the
@@ -57,6 +61,10 @@ impl TickBudget {
 
     pub fn with_admission(self, admission: Admission) -> TickBudget {
         TickBudget { admission, ..self }
+    }
+
+    pub fn with_storage_grace_ms(self, storage_grace_ms: f64) -> TickBudget {
+        TickBudget { storage_grace_ms, ..self }
     }
 
     /// Reads `MEDIA_USAGE_TICK_MAX_QUERIES` / `MEDIA_USAGE_TICK_MAX_MS`: defaults 40 and 2500,
@@ -85,6 +93,10 @@ pub struct TickReport {
     pub deletions_finalized: u32,
     /// Deletion steps that failed and were recorded for retry.
     pub deletion_failures: u32,
+    /// Stored objects the storage lane deleted.
+    pub objects_deleted: u32,
+    /// Object store operations (counted against the statement budget like statements).
+    pub storage_operations: u64,
     /// Statements issued, the log write included.
     pub statements: u64,
     pub error: Option<String>,
@@ -105,6 +117,8 @@ impl TickReport {
             deleted_rows: 0,
             deletions_finalized: 0,
             deletion_failures: 0,
+            objects_deleted: 0,
+            storage_operations: 0,
             statements: 0,
             error: None,
             continue_with: None,
@@ -129,6 +143,9 @@ pub enum Lane {
     /// Repair runs; `barrier` names the collection whose run waits at its barrier for the work
     /// lane: the lane's next step looks at that run only.
     Repair { barrier: Option<String> },
+    /// The storage sweep (only with an object store): a page of the bucket listing per step, at
+    /// most one pass per tick.
+    Storage { pass_done: bool },
 }
 
 /// What a lane step did, for the rotation.
@@ -142,9 +159,14 @@ struct Stepped {
 }
 
 impl Lane {
-    /// The lanes of a tick, in rotation order.
-    pub fn all() -> Vec<Lane> {
-        vec![Lane::Work { group: GROUP_START }, Lane::Deletion { held: None }, Lane::Repair { barrier: None }]
+    /// The lanes of a tick, in rotation order (the storage lane only with an object store).
+    pub fn all(with_storage: bool) -> Vec<Lane> {
+        let mut lanes =
+            vec![Lane::Work { group: GROUP_START }, Lane::Deletion { held: None }, Lane::Repair { barrier: None }];
+        if with_storage {
+            lanes.push(Lane::Storage { pass_done: false });
+        }
+        lanes
     }
 
     pub fn name(&self) -> &'static str {
@@ -152,6 +174,7 @@ impl Lane {
             Lane::Work { .. } => "work",
             Lane::Deletion { .. } => "deletion",
             Lane::Repair { .. } => "repair",
+            Lane::Storage { .. } => "storage",
         }
     }
 
@@ -162,6 +185,7 @@ impl Lane {
             Lane::Deletion { .. } => deletion::STEP_MAX_STATEMENTS,
             Lane::Repair { barrier: Some(_) } => BARRIER_STEP_STATEMENTS,
             Lane::Repair { barrier: None } => REPAIR_STEP_MAX_STATEMENTS,
+            Lane::Storage { .. } => sweep::STEP_MAX_OPERATIONS,
         }
     }
 
@@ -175,15 +199,31 @@ impl Lane {
 
     /// Runs one step; `None` when the lane has nothing due.
     /// `room` is how many statements this step may issue.
+    #[allow(clippy::too_many_arguments)]
     async fn step_next<E: Executor, K: Clock>(
         &mut self,
         exec: &E,
         clock: &K,
+        storage: Option<&dyn Storage>,
         budget: &TickBudget,
         room: u64,
         report: &mut TickReport,
     ) -> Result<Option<Stepped>, Error> {
         match self {
+            Lane::Storage { pass_done } => {
+                let Some(storage) = storage.filter(|_| !*pass_done) else { return Ok(None) };
+                let step = sweep::step(exec, storage, budget.storage_grace_ms).await;
+                report.storage_operations += match &step {
+                    Ok(s) => s.operations,
+                    // A failed step may have issued its list and its delete.
+                    Err(_) => 2,
+                };
+                let step = step?;
+                report.objects_deleted += u32::try_from(step.deleted.len()).unwrap_or(u32::MAX);
+                *pass_done = step.pass_done;
+                // A pass that found nothing to delete made no progress worth a step.
+                Ok((!step.deleted.is_empty() || !step.pass_done).then(Stepped::default))
+            }
             Lane::Work { group } => {
                 // Fresh work goes in groups while a group fits (the group claim takes one
                 // retry, expired lease or handed-back row as a single job when nothing fresh is
@@ -305,9 +345,20 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
     clock: &K,
     budget: TickBudget,
 ) -> TickReport {
+    run_lanes_with(exec, clock, budget, None).await
+}
+
+/// [`run_lanes`] with the object store, whose sweep is then one more lane. Storage operations
+/// count against the statement budget.
+pub async fn run_lanes_with<E: Executor, C: Clock, K: Clock>(
+    exec: &Metered<E, C>,
+    clock: &K,
+    budget: TickBudget,
+    storage: Option<&dyn Storage>,
+) -> TickReport {
     let started = clock.now_ms();
     let mut report = TickReport::new();
-    let mut slots: Vec<Slot> = Lane::all()
+    let mut slots: Vec<Slot> = Lane::all(storage.is_some())
         .into_iter()
         .map(|lane| Slot { lane, idle: false, out_of_budget: false, waiting_for_work: false })
         .collect();
@@ -327,7 +378,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
             continue;
         }
         let held: u64 = slots.iter().map(|s| s.lane.release_cost()).sum();
-        let spent = exec.usage().statements;
+        let spent = exec.usage().statements + report.storage_operations;
         let is_work = matches!(slots[k].lane, Lane::Work { .. });
         if spent + slots[k].lane.reserve() + held + LOG_STATEMENTS > budget.max_statements {
             slots[k].out_of_budget = true;
@@ -339,7 +390,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         }
         let slot = &mut slots[k];
         let room = budget.max_statements.saturating_sub(spent + held + LOG_STATEMENTS);
-        match slot.lane.step_next(exec, clock, &budget, room, &mut report).await {
+        match slot.lane.step_next(exec, clock, storage, &budget, room, &mut report).await {
             Ok(None) => {
                 slot.idle = true;
                 // The work lane ran out of due work: whoever waited for it looks again.
@@ -409,7 +460,7 @@ pub const CONTINUATION_STATEMENTS: u64 = 1;
 
 /// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`.
 pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &K, budget: TickBudget) -> TickReport {
-    run_continuing(exec, clock, budget, Continuation::Off).await
+    run_continuing(exec, clock, budget, Continuation::Off, None).await
 }
 
 /// Runs one tick like [`run`]; with a continuation queue, a tick that ends with due work left
@@ -421,6 +472,7 @@ pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
     clock: &K,
     budget: TickBudget,
     continuation: Continuation<'_>,
+    storage: Option<&dyn Storage>,
 ) -> TickReport {
     let started = clock.now_ms();
     let lanes_budget = match continuation {
@@ -429,7 +481,7 @@ pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
             TickBudget { max_statements: budget.max_statements - CONTINUATION_STATEMENTS, ..budget }
         }
     };
-    let mut report = run_lanes(exec, clock, lanes_budget).await;
+    let mut report = run_lanes_with(exec, clock, lanes_budget, storage).await;
     if let Continuation::On { handing_on } = continuation {
         let decided = if report.outcome == TickOutcome::Budget {
             let token = ids::new_id();
@@ -464,6 +516,8 @@ pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
                 "deletedRows": report.deleted_rows,
                 "deletionsFinalized": report.deletions_finalized,
                 "deletionFailures": report.deletion_failures,
+                "objectsDeleted": report.objects_deleted,
+                "storageOperations": report.storage_operations,
                 "continued": report.continue_with.is_some(),
                 // What the database reported for the statements before the log write.
                 "d1": {
@@ -520,7 +574,7 @@ mod tests {
 
     #[test]
     fn every_lane_can_step_in_a_tick_of_the_smallest_budget() {
-        for lane in Lane::all() {
+        for lane in Lane::all(true) {
             assert!(lane.reserve() + LOG_STATEMENTS <= MIN_TICK_STATEMENTS, "{} needs {}", lane.name(), lane.reserve());
         }
     }

@@ -4,6 +4,7 @@ mod api_content;
 mod api_schema_media_auth;
 mod deletion;
 mod executor;
+mod media_files;
 mod openapi;
 mod repair;
 mod safe_delete;

@@ -4,6 +4,8 @@ use futures::executor::block_on;
 use media_usage_worker::api::{self, Config, Request, Response};
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::model::auth::hash_token;
+use media_usage_worker::storage::memory::MemoryStorage;
+use media_usage_worker::storage::Storage;
 use media_usage_worker::usage::tick::TickBudget;
 use serde_json::Value as Json;
 
@@ -23,6 +25,7 @@ pub fn config() -> Config {
         tick_budget: TickBudget::DEFAULT,
         clock: || 0.0,
         max_revisions: media_usage_worker::repo::content::DEFAULT_MAX_REVISIONS,
+        uploads: Default::default(),
     }
 }
 
@@ -30,14 +33,33 @@ pub fn config() -> Config {
 pub struct Api {
     pub db: SqliteExecutor,
     pub config: Config,
+    /// The media file store, when the test binds one.
+    pub storage: Option<MemoryStorage>,
 }
 
 impl Api {
     pub fn new() -> Api {
-        Api { db: db(), config: config() }
+        Api { db: db(), config: config(), storage: None }
+    }
+
+    /// An API with an (in-memory) media bucket whose clock starts at `now_ms`.
+    pub fn with_storage(now_ms: f64) -> Api {
+        Api { storage: Some(MemoryStorage::new(now_ms)), ..Api::new() }
     }
 
     pub fn call(&self, method: &str, path_and_query: &str, token: Option<&str>, body: Option<&[u8]>) -> Response {
+        self.request(method, path_and_query, token, body, |_| {})
+    }
+
+    /// Calls the API with the request adjusted by `adjust` (headers, flags).
+    pub fn request(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        token: Option<&str>,
+        body: Option<&[u8]>,
+        adjust: impl FnOnce(&mut Request),
+    ) -> Response {
         let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
         let query = query
             .split('&')
@@ -55,8 +77,12 @@ impl Api {
             authorization: token.map(|t| format!("Bearer {t}")),
             body: body.map(<[u8]>::to_vec).unwrap_or_default(),
             body_too_large: false,
+            ..Default::default()
         };
-        block_on(api::handle(&self.db, &self.config, &req))
+        let mut req = req;
+        adjust(&mut req);
+        let storage = self.storage.as_ref().map(|s| s as &dyn Storage);
+        block_on(api::handle_with(&self.db, &self.config, storage, &req))
     }
 
     pub fn get(&self, path: &str) -> Response {

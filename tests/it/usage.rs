@@ -958,7 +958,7 @@ fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
     for m in &ALL[..upto] {
         db.connection().execute_batch(m.sql).unwrap();
     }
-    let api = Api { db, config: crate::support::config() };
+    let api = Api { db, config: crate::support::config(), storage: None };
     // A collection with a file repeater but no entries has nothing to repair.
     data(&api.post(
         "/schema/collections",
@@ -1015,7 +1015,7 @@ fn backlog(api: &Api, n: usize) {
 fn continuing_tick(api: &Api, budget: TickBudget, handing_on: Option<&str>) -> tick::TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report = block_on(tick::run_continuing(&metered, &clock, budget, tick::Continuation::On { handing_on }));
+    let report = block_on(tick::run_continuing(&metered, &clock, budget, tick::Continuation::On { handing_on }, None));
     assert!(report.statements <= budget.max_statements, "{report:?}");
     report
 }
@@ -1086,7 +1086,8 @@ fn without_a_queue_or_with_nothing_due_no_continuation_is_taken() {
     backlog(&api, 12);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let r = block_on(tick::run_continuing(&metered, &clock, TickBudget::new(10, 60_000.0), tick::Continuation::Off));
+    let r =
+        block_on(tick::run_continuing(&metered, &clock, TickBudget::new(10, 60_000.0), tick::Continuation::Off, None));
     assert_eq!((r.continue_with, baton(&api)), (None, None));
     let api = setup();
     let r = continuing_tick(&api, TickBudget::DEFAULT, None);

@@ -1,0 +1,1 @@
+SELECT * FROM media WHERE content_hash = ?1

@@ -1,0 +1,357 @@
+//! Media files: multipart uploads into the (in-memory) bucket, dedup, refusals, dimensions, the
+//! file route, deletes that remove the object, and the storage sweep of the tick.
+
+use futures::executor::block_on;
+use media_usage_worker::clock::MonotonicClock;
+use media_usage_worker::exec::meter::Metered;
+use media_usage_worker::usage::tick::{self, TickBudget};
+use serde_json::{json, Value as Json};
+
+use crate::support::{code, data, Api, ADMIN};
+
+const HOUR_MS: f64 = 3_600_000.0;
+const T0: f64 = 1_800_000_000_000.0;
+
+/// A PNG header of `w`×`h` (signature and IHDR).
+fn png(w: u32, h: u32, salt: u8) -> Vec<u8> {
+    let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
+    b.extend_from_slice(&w.to_be_bytes());
+    b.extend_from_slice(&h.to_be_bytes());
+    b.extend_from_slice(&[8, 6, 0, 0, 0, 0, 0, 0, salt]);
+    b
+}
+
+/// A JPEG header of `w`×`h` (SOI, APP0, SOF0).
+fn jpeg(w: u16, h: u16) -> Vec<u8> {
+    let mut b = vec![0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, b'J', b'F', b'I', b'F', 0, 1, 1, 0, 0, 1, 0, 1, 0, 0];
+    b.extend_from_slice(&[0xFF, 0xC0, 0x00, 0x11, 0x08]);
+    b.extend_from_slice(&h.to_be_bytes());
+    b.extend_from_slice(&w.to_be_bytes());
+    b.extend_from_slice(&[3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1, 0xFF, 0xD9]);
+    b
+}
+
+/// A form part: name, file name, content type, bytes.
+type Part<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
+
+/// A multipart form body of these parts.
+fn form(parts: &[Part<'_>]) -> (String, Vec<u8>) {
+    let boundary = "----test-boundary-7MA4YWxkTrZu0gW";
+    let mut body = Vec::new();
+    for (name, filename, ty, bytes) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"").as_bytes());
+        if let Some(f) = filename {
+            body.extend_from_slice(format!("; filename=\"{f}\"").as_bytes());
+        }
+        body.extend_from_slice(b"\r\n");
+        if let Some(t) = ty {
+            body.extend_from_slice(format!("Content-Type: {t}\r\n").as_bytes());
+        }
+        body.extend_from_slice(b"\r\n");
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+fn upload(api: &Api, parts: &[Part<'_>]) -> media_usage_worker::api::Response {
+    let (ty, body) = form(parts);
+    api.request("POST", "/media", Some(ADMIN), Some(&body), |r| r.content_type = Some(ty))
+}
+
+fn upload_png(api: &Api, bytes: &[u8]) -> Json {
+    let r = upload(api, &[("file", Some("photo.png"), Some("image/png"), bytes), ("alt", None, None, b"A photo")]);
+    assert_eq!(r.status, 201, "{}", r.body);
+    data(&r)["item"].clone()
+}
+
+fn objects(api: &Api) -> Vec<String> {
+    api.storage.as_ref().unwrap().keys()
+}
+
+#[test]
+fn an_upload_is_stored_registered_and_measured() {
+    let api = Api::with_storage(T0);
+    let item = upload_png(&api, &png(640, 480, 1));
+    let key = item["storageKey"].as_str().unwrap();
+    assert!(key.len() == 36 && key.ends_with(".png"), "{key}");
+    assert!(key.starts_with(&format!("{:012x}", 0)), "the key sorts by upload time (the test clock is 0): {key}");
+    assert_eq!(item["mimeType"], "image/png");
+    assert_eq!(item["filename"], "photo.png");
+    assert_eq!(
+        (item["width"].clone(), item["height"].clone(), item["size"].clone()),
+        (json!(640), json!(480), json!(33))
+    );
+    assert_eq!(item["alt"], "A photo");
+    assert_eq!(item["url"], format!("https://cdn.example/media/{key}"));
+    assert_eq!(objects(&api), [key]);
+    assert_eq!(api.storage.as_ref().unwrap().bytes(key).unwrap(), png(640, 480, 1));
+    // Given dimensions win; a JPEG's are read from its SOF header.
+    let r = upload(
+        &api,
+        &[
+            ("file", Some("x.jpg"), Some("image/jpeg"), &jpeg(300, 200)),
+            ("width", None, None, b"30"),
+            ("height", None, None, b"20"),
+        ],
+    );
+    assert_eq!((data(&r)["item"]["width"].clone(), data(&r)["item"]["height"].clone()), (json!(30), json!(20)));
+    let r = upload(&api, &[("file", Some("c:\\photos\\y.jpg"), None, &jpeg(1024, 768))]);
+    let item = data(&r)["item"].clone();
+    assert_eq!((item["width"].clone(), item["height"].clone()), (json!(1024), json!(768)));
+    assert_eq!(item["mimeType"], "image/jpeg", "undeclared: the content's type");
+    assert_eq!(item["filename"], "y.jpg", "no directory part");
+    // Without MEDIA_PUBLIC_URL the file route is the URL.
+    let mut api = Api::with_storage(T0);
+    api.config.media_public_url = None;
+    let item = upload_png(&api, &png(1, 1, 9));
+    assert_eq!(item["url"], format!("/_emdash/api/media/file/{}", item["storageKey"].as_str().unwrap()));
+}
+
+#[test]
+fn identical_bytes_answer_the_existing_media_and_store_nothing() {
+    let api = Api::with_storage(T0);
+    let first = upload_png(&api, &png(10, 10, 1));
+    let r = upload(&api, &[("file", Some("again.png"), Some("image/png"), &png(10, 10, 1))]);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(data(&r)["deduplicated"], true);
+    assert_eq!(data(&r)["item"]["id"], first["id"]);
+    assert_eq!(objects(&api).len(), 1);
+    assert_ne!(upload_png(&api, &png(10, 10, 2))["id"], first["id"], "other bytes are other media");
+}
+
+#[test]
+fn a_racing_upload_of_the_same_bytes_leaves_one_row_and_one_object() {
+    use crate::deletion::Hooked;
+    let api = Api::with_storage(T0);
+    let bytes = png(5, 5, 3);
+    // Another upload registers the same bytes between this one's dedup check and its insert.
+    let rival = upload_png(&api, &bytes);
+    let rival_key = rival["storageKey"].as_str().unwrap().to_owned();
+    block_on(async {
+        let hooked = Hooked::new(&api.db);
+        let (ty, body) = form(&[("file", Some("same.png"), Some("image/png"), &bytes)]);
+        let req = media_usage_worker::api::Request {
+            method: "POST".into(),
+            path: "/_emdash/api/media".into(),
+            authorization: Some(format!("Bearer {ADMIN}")),
+            body,
+            content_type: Some(ty),
+            ..Default::default()
+        };
+        // The rival's row is not visible to this upload's dedup check (not committed yet)...
+        api.db
+            .connection()
+            .execute_batch("UPDATE media SET content_hash = 'hidden' WHERE content_hash IS NOT NULL")
+            .unwrap();
+        // ...and is, by the time this upload inserts its own.
+        let sha = hex_sha(&bytes);
+        let hooked = hooked.before("INSERT INTO media", move |db| {
+            db.connection()
+                .execute(&format!("UPDATE media SET content_hash = '{sha}' WHERE content_hash = 'hidden'"), [])
+                .unwrap();
+        });
+        let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
+        let r = media_usage_worker::api::handle_with(&hooked, &api.config, storage, &req).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body_json()["data"]["deduplicated"], true);
+        assert_eq!(r.body_json()["data"]["item"]["id"], rival["id"]);
+    });
+    assert_eq!(objects(&api), [rival_key], "the loser's object was deleted before the response");
+}
+
+fn hex_sha(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[test]
+fn refused_uploads_say_why_and_leave_nothing_behind() {
+    let mut api = Api::with_storage(T0);
+    type Case<'a> = (Vec<(&'a str, Option<&'a str>, Option<&'a str>, Vec<u8>)>, u16, &'a str);
+    let cases: Vec<Case<'_>> = vec![
+        (vec![("file", Some("a.html"), Some("text/html"), b"<html></html>".to_vec())], 400, "INVALID_TYPE"),
+        (vec![("file", Some("a.png"), Some("image/png"), b"%PDF-1.7 not a png".to_vec())], 400, "INVALID_TYPE"),
+        (vec![("file", Some("a.txt"), None, b"just text".to_vec())], 400, "INVALID_TYPE"),
+        (vec![("file", Some("a.svg"), Some("image/svg+xml"), b"<svg/>".to_vec())], 400, "INVALID_TYPE"),
+        (vec![("alt", None, None, b"no file".to_vec())], 400, "VALIDATION_ERROR"),
+        (
+            vec![("file", Some("a.png"), Some("image/png"), png(1, 1, 0)), ("extra", None, None, b"x".to_vec())],
+            400,
+            "VALIDATION_ERROR",
+        ),
+        (
+            vec![("file", Some("a.png"), Some("image/png"), png(1, 1, 0)), ("width", None, None, b"wide".to_vec())],
+            400,
+            "VALIDATION_ERROR",
+        ),
+        (
+            vec![("file", Some("a.png"), Some("image/png"), png(1, 1, 0)), ("alt", None, None, vec![b'a'; 5000])],
+            400,
+            "VALIDATION_ERROR",
+        ),
+        (
+            vec![
+                ("file", Some("a.png"), Some("image/png"), png(1, 1, 0)),
+                ("file", Some("b.png"), Some("image/png"), png(2, 2, 0)),
+            ],
+            400,
+            "VALIDATION_ERROR",
+        ),
+    ];
+    for (parts, status, expected) in &cases {
+        let parts: Vec<Part<'_>> = parts.iter().map(|(n, f, t, b)| (*n, *f, *t, b.as_slice())).collect();
+        let r = upload(&api, &parts);
+        assert_eq!((r.status, code(&r).as_str()), (*status, *expected), "{parts:?}: {}", r.body);
+    }
+    // No boundary, or not multipart at all (then it is JSON).
+    let r =
+        api.request("POST", "/media", Some(ADMIN), Some(b"x"), |r| r.content_type = Some("multipart/form-data".into()));
+    assert_eq!((r.status, code(&r).as_str()), (400, "VALIDATION_ERROR"));
+    // Over the upload limit: while the edge reads the body, or inside the form.
+    let (ty, body) = form(&[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
+    let r = api.request("POST", "/media", Some(ADMIN), Some(&body), |r| {
+        r.content_type = Some(ty.clone());
+        r.body_too_large = true;
+    });
+    assert_eq!((r.status, code(&r).as_str()), (413, "PAYLOAD_TOO_LARGE"));
+    api.config.uploads.max_bytes = 20;
+    let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
+    assert_eq!((r.status, code(&r).as_str()), (413, "PAYLOAD_TOO_LARGE"), "{}", r.body);
+    // A configured allowlist.
+    api.config.uploads = media_usage_worker::api::upload::UploadRules::from_settings(None, Some("application/pdf"));
+    let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
+    assert_eq!((r.status, code(&r).as_str()), (400, "INVALID_TYPE"));
+    assert_eq!(upload(&api, &[("file", Some("a.pdf"), None, b"%PDF-1.4 x")]).status, 201);
+    assert_eq!(objects(&api).len(), 1, "only the accepted upload stored anything");
+    assert_eq!(scalar_media(&api), 1);
+    // Without a bucket an upload cannot be stored (JSON registration still works).
+    let api = Api::new();
+    let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
+    assert_eq!((r.status, code(&r).as_str()), (503, "MEDIA_STORAGE_UNAVAILABLE"));
+}
+
+fn scalar_media(api: &Api) -> i64 {
+    api.db.connection().query_row("SELECT count(*) FROM media", [], |r| r.get(0)).unwrap()
+}
+
+fn get_file(
+    api: &Api,
+    key: &str,
+    adjust: impl FnOnce(&mut media_usage_worker::api::Request),
+) -> media_usage_worker::api::Response {
+    api.request("GET", &format!("/media/file/{key}"), None, None, adjust)
+}
+
+fn header<'a>(r: &'a media_usage_worker::api::Response, name: &str) -> Option<&'a str> {
+    r.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn stored_files_are_served_publicly_with_caching_and_ranges() {
+    let api = Api::with_storage(T0);
+    let item = upload_png(&api, &png(2, 2, 4));
+    let key = item["storageKey"].as_str().unwrap();
+    let r = get_file(&api, key, |_| {});
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.object, Some((key.to_owned(), 0, 33)));
+    assert_eq!(header(&r, "content-type"), Some("image/png"));
+    assert_eq!(header(&r, "cache-control"), Some("public, max-age=31536000, immutable"));
+    assert_eq!(header(&r, "x-content-type-options"), Some("nosniff"));
+    assert!(!r.no_store && !r.expose_cost);
+    let etag = header(&r, "etag").unwrap().to_owned();
+    let r = get_file(&api, key, |q| q.if_none_match = Some(etag.clone()));
+    assert_eq!((r.status, r.object.clone()), (304, None));
+    let r = get_file(&api, key, |q| q.range = Some("bytes=0-7".into()));
+    assert_eq!((r.status, r.object.clone()), (206, Some((key.to_owned(), 0, 8))));
+    assert_eq!(header(&r, "content-range"), Some("bytes 0-7/33"));
+    let r = get_file(&api, key, |q| q.range = Some("bytes=40-".into()));
+    assert_eq!((r.status, r.object.clone()), (416, None));
+    assert_eq!(header(&r, "content-range"), Some("bytes */33"));
+    for missing in ["nope.png", "..", "a%2Fb"] {
+        assert_eq!(get_file(&api, missing, |_| {}).status, 404, "{missing}");
+    }
+    // A bad token is ignored: the route is public.
+    let r = api.request("GET", &format!("/media/file/{key}"), Some("not-a-token"), None, |_| {});
+    assert_eq!(r.status, 200);
+}
+
+fn tick(api: &Api, grace_hours: f64) -> tick::TickReport {
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&api.db, &clock);
+    let budget = TickBudget::DEFAULT.with_storage_grace_ms(grace_hours * HOUR_MS);
+    let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
+    let report = block_on(tick::run_continuing(&metered, &clock, budget, tick::Continuation::Off, storage));
+    assert!(report.statements + report.storage_operations <= 40, "{report:?}");
+    report
+}
+
+#[test]
+fn deleting_media_deletes_its_object_and_a_crash_between_is_swept_after_the_grace_period() {
+    let api = Api::with_storage(T0);
+    let a = upload_png(&api, &png(1, 1, 10));
+    let b = upload_png(&api, &png(1, 1, 11));
+    let c = upload_png(&api, &png(1, 1, 12));
+    // Safe and forced deletes remove the object before answering.
+    assert_eq!(api.delete(&format!("/media/{}", a["id"].as_str().unwrap())).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}?force=true", b["id"].as_str().unwrap())).status, 200);
+    assert_eq!(objects(&api), [c["storageKey"].as_str().unwrap()]);
+    // The object delete "crashes": the row is gone, the object stays behind.
+    let store = api.storage.as_ref().unwrap();
+    store.fail_deletes.set(true);
+    assert_eq!(api.delete(&format!("/media/{}", c["id"].as_str().unwrap())).status, 200);
+    store.fail_deletes.set(false);
+    let orphan = c["storageKey"].as_str().unwrap().to_owned();
+    assert_eq!(objects(&api), [orphan]);
+    // A referenced object, older than any grace, is never swept.
+    let kept = upload_png(&api, &png(1, 1, 13));
+    // Within the grace period nothing is swept, tick after tick.
+    store.now_ms.set(T0 + 23.0 * HOUR_MS);
+    for _ in 0..3 {
+        let r = tick(&api, 24.0);
+        assert_eq!(r.objects_deleted, 0);
+        assert!(r.storage_operations >= 1, "the sweep listed the bucket");
+    }
+    assert_eq!(objects(&api).len(), 2);
+    // After it, the next tick sweeps the orphan and only the orphan.
+    store.now_ms.set(T0 + 25.0 * HOUR_MS);
+    let r = tick(&api, 24.0);
+    assert_eq!(r.objects_deleted, 1, "{r:?}");
+    assert!(r.lanes.contains(&"storage"));
+    assert_eq!(objects(&api), [kept["storageKey"].as_str().unwrap()]);
+    // A grace of 0 sweeps at once; the referenced object still stays.
+    let r = tick(&api, 0.0);
+    assert_eq!(r.objects_deleted, 0);
+    assert_eq!(objects(&api).len(), 1);
+}
+
+#[test]
+fn the_sweep_pages_through_a_large_bucket_within_the_tick_budget() {
+    let api = Api::with_storage(T0);
+    let store = api.storage.as_ref().unwrap();
+    // 450 unreferenced objects (a crashed bulk import), 50 referenced ones.
+    for i in 0..500u32 {
+        let bytes = png(i + 1, 1, 0);
+        let key = format!("{:012x}{:020x}.png", i, i);
+        let sha: [u8; 32] = {
+            use sha2::Digest;
+            sha2::Sha256::digest(&bytes).into()
+        };
+        block_on(media_usage_worker::storage::Storage::put(store, &key, bytes, "image/png", sha)).unwrap();
+        if i % 10 == 0 {
+            let r = api.post("/media", &json!({"filename": "x.png", "mimeType": "image/png", "storageKey": key}));
+            assert_eq!(r.status, 201);
+        }
+    }
+    store.now_ms.set(T0 + 48.0 * HOUR_MS);
+    let mut ticks = 0;
+    while objects(&api).len() > 50 {
+        tick(&api, 24.0);
+        ticks += 1;
+        assert!(ticks < 10, "the sweep does not finish");
+    }
+    assert!(ticks <= 2, "{ticks} ticks for 5 pages");
+    let left = objects(&api);
+    assert!(left.iter().all(|k| u32::from_str_radix(&k[..12], 16).unwrap() % 10 == 0), "only referenced objects stay");
+}

@@ -31,6 +31,8 @@ if (PROVE) {
 
 const mf = new Miniflare({
   ...workerOptions({ SITE_URL: "https://site.example/", MEDIA_PUBLIC_URL: "https://cdn.example/m" }),
+  // Uploads are fuzzed end to end, into a local bucket.
+  r2Buckets: { MEDIA_BUCKET: "fuzz-media" },
   port: 0,
   host: "127.0.0.1",
 });

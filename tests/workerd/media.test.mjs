@@ -42,6 +42,8 @@ test("create answers 201 with the media shape; get returns it", async () => {
       caption: null,
       storageKey,
       status: "ready",
+      // No MEDIA_PUBLIC_URL: the file route, with the key percent-encoded as one segment.
+      url: `/_emdash/api/media/file/${encodeURIComponent(storageKey)}`,
     },
   );
   assert.match(item.createdAt, TS);

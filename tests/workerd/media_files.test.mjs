@@ -1,0 +1,237 @@
+// Media files on the real worker with Miniflare's local R2 and D1, served on a port so that
+// EmDash's own client (`EmDashClient` from the `emdash` npm package) uploads through real HTTP:
+// multipart upload, dedup, allowlist, size and magic-byte refusals, dimensions from real PNG and
+// JPEG files, the file route (ETag/304/Range/416/404), safe delete removing the object, and the
+// storage sweep reclaiming an object left behind by a crash only after the grace period, never an
+// object a media row references.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { deflateSync, crc32 } from "node:zlib";
+import http from "node:http";
+import { Miniflare } from "miniflare";
+import { EmDashClient } from "emdash/client";
+import jpeg from "jpeg-js";
+import { workerOptions, migrationStatements, ADMIN_TOKEN } from "./harness.mjs";
+
+const LIMIT = 64 * 1024;
+let mf;
+let url;
+let db;
+let bucket;
+
+before(async () => {
+  const shared = { r2Buckets: { MEDIA_BUCKET: "media-files-test" } };
+  const vars = { MEDIA_MAX_UPLOAD_BYTES: String(LIMIT), MEDIA_PUBLIC_URL: "" };
+  mf = new Miniflare({
+    port: 0,
+    host: "127.0.0.1",
+    workers: [
+      { name: "main", ...workerOptions(vars), ...shared },
+      { name: "nograce", ...workerOptions({ ...vars, MEDIA_STORAGE_GRACE_HOURS: "0" }), ...shared },
+      { name: "crashdelete", ...workerOptions({ ...vars, MEDIA_USAGE_FAULT_STORAGE_DELETE: "1" }), ...shared },
+    ],
+  });
+  url = (await mf.ready).origin;
+  db = await mf.getD1Database("DB");
+  for (const s of migrationStatements()) await db.prepare(s).run();
+  bucket = await mf.getR2Bucket("MEDIA_BUCKET");
+});
+
+after(() => mf?.dispose());
+
+const client = () => new EmDashClient({ baseUrl: url, token: ADMIN_TOKEN });
+const keys = async () => (await bucket.list()).objects.map((o) => o.key).sort();
+const api = async (method, path, { worker = "main", headers = {}, body } = {}) => {
+  const init = { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...headers }, body };
+  const res = worker === "main" ? await fetch(`${url}/_emdash/api${path}`, init) : await (await mf.getWorker(worker)).fetch(`http://localhost/_emdash/api${path}`, init);
+  return res;
+};
+const tick = async (worker) => (await mf.getWorker(worker)).scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
+
+/** A real PNG (RGBA, filtered scanlines, zlib-compressed IDAT, CRCs) of w×h with a colour seed. */
+function png(w, h, seed = 0) {
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(td) >>> 0);
+    return Buffer.concat([len, td, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr.set([8, 6, 0, 0, 0], 8);
+  const raw = Buffer.alloc(h * (1 + 4 * w));
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) raw.set([x * 7 + seed, y * 5, seed, 255], y * (1 + 4 * w) + 1 + 4 * x);
+  return new Uint8Array(
+    Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]),
+  );
+}
+
+/** A real baseline JPEG of w×h encoded by jpeg-js. */
+function jpg(w, h) {
+  const data = Buffer.alloc(w * h * 4, 128);
+  return new Uint8Array(jpeg.encode({ data, width: w, height: h }, 80).data);
+}
+
+test("EmDash's client uploads a PNG: stored in R2, registered with its header's dimensions, and deduplicated", async () => {
+  const item = await client().mediaUpload(png(37, 21, 1), "photo.png", { alt: "A photo", caption: "Taken today" });
+  assert.equal(item.mimeType, "image/png");
+  assert.equal(item.filename, "photo.png");
+  assert.deepEqual([item.width, item.height], [37, 21]);
+  assert.equal(item.alt, "A photo");
+  assert.equal(item.caption, "Taken today");
+  assert.match(item.storageKey, /^[0-9a-f]{32}\.png$/);
+  assert.equal(item.url, `/_emdash/api/media/file/${item.storageKey}`);
+  assert.ok((await keys()).includes(item.storageKey));
+  const stored = await bucket.get(item.storageKey);
+  assert.equal(stored.httpMetadata.contentType, "image/png");
+  assert.deepEqual(new Uint8Array(await stored.arrayBuffer()), png(37, 21, 1));
+
+  // The same bytes again: the existing item, nothing stored.
+  const before = await keys();
+  const res = await api("POST", "/media", { body: form([["file", new Blob([png(37, 21, 1)], { type: "image/png" }), "again.png"]]) });
+  assert.equal(res.status, 200);
+  const again = (await res.json()).data;
+  assert.equal(again.deduplicated, true);
+  assert.equal(again.item.id, item.id);
+  assert.deepEqual(await keys(), before);
+  assert.equal((await client().mediaUpload(png(37, 21, 1), "third.png")).id, item.id, "the client sees the same item");
+});
+
+function form(parts) {
+  const f = new FormData();
+  for (const [name, value, filename] of parts) filename ? f.append(name, value, filename) : f.append(name, value);
+  return f;
+}
+
+test("a real JPEG's dimensions come from its header", async () => {
+  const item = await client().mediaUpload(jpg(64, 48), "photo.jpg");
+  assert.equal(item.mimeType, "image/jpeg");
+  assert.deepEqual([item.width, item.height], [64, 48]);
+  assert.match(item.storageKey, /\.jpg$/);
+});
+
+test("refused uploads say why and leave no object behind", async () => {
+  const before = await keys();
+  const cases = [
+    [new Blob(["<html><script>alert(1)</script></html>"], { type: "text/html" }), "x.html", 400, "INVALID_TYPE"],
+    [new Blob(["%PDF-1.7 but called a png"], { type: "image/png" }), "x.png", 400, "INVALID_TYPE"],
+    [new Blob([png(2, 2, 3)], { type: "image/jpeg" }), "x.jpg", 400, "INVALID_TYPE"],
+    [new Blob([png(300, 300, 4)], { type: "image/png" }), "big.png", 413, "PAYLOAD_TOO_LARGE"],
+  ];
+  for (const [blob, name, status, code] of cases) {
+    const res = await api("POST", "/media", { body: form([["file", blob, name]]) });
+    assert.equal(res.status, status, name);
+    assert.equal((await res.json()).error.code, code, name);
+  }
+  assert.ok(png(300, 300, 4).length > LIMIT, "the big one is over the limit");
+  // The client surfaces the refusal.
+  await assert.rejects(client().mediaUpload(new TextEncoder().encode("<svg onload=alert(1)/>"), "x.svg"), /INVALID_TYPE|type/i);
+  assert.deepEqual(await keys(), before);
+});
+
+test("an upload over the limit is refused before its whole body is read", async () => {
+  // Stream up to 64 MiB in 16 KiB chunks and stop as soon as the answer arrives.
+  const chunk = Buffer.alloc(16 * 1024);
+  const total = 4096;
+  const target = new URL(`${url}/_emdash/api/media`);
+  const { status, text, sent } = await new Promise((resolve, reject) => {
+    let sent = 0;
+    let answered = false;
+    const req = http.request(
+      { host: target.hostname, port: target.port, path: target.pathname, method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "multipart/form-data; boundary=x", "transfer-encoding": "chunked" } },
+      (res) => {
+        answered = true;
+        let text = "";
+        res.on("data", (d) => (text += d));
+        res.on("end", () => {
+          req.destroy();
+          resolve({ status: res.statusCode, text, sent });
+        });
+      },
+    );
+    // The worker may also answer by closing the connection while the client is still sending.
+    req.on("error", (e) => (answered ? undefined : e.code === "ECONNRESET" || e.code === "EPIPE" ? resolve({ status: "reset", text: "", sent }) : reject(e)));
+    const write = () => {
+      while (!answered && sent < total) {
+        sent += 1;
+        if (!req.write(chunk)) return req.once("drain", write);
+      }
+      if (!answered) req.end();
+    };
+    write();
+  });
+  assert.ok(status === 413 || status === "reset", `${status} ${text}`);
+  if (status === 413) assert.equal(JSON.parse(text).error.code, "PAYLOAD_TOO_LARGE");
+  assert.ok(sent < total / 2, `${sent} of ${total} chunks were sent before the answer`);
+  // A declared length over the limit is refused at once.
+  const declared = await api("POST", "/media", {
+    headers: { "content-type": "multipart/form-data; boundary=x", "content-length": String(LIMIT * 4) },
+    body: new Uint8Array(LIMIT * 4),
+  });
+  assert.equal(declared.status, 413);
+  assert.equal((await declared.json()).error.code, "PAYLOAD_TOO_LARGE");
+});
+
+test("stored files are served publicly with an entity tag, 304, ranges and 416", async () => {
+  const bytes = png(9, 9, 7);
+  const item = await client().mediaUpload(bytes, "served.png");
+  const path = `${url}/_emdash/api/media/file/${item.storageKey}`;
+  const res = await fetch(path);
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("content-type"), "image/png");
+  assert.equal(res.headers.get("cache-control"), "public, max-age=31536000, immutable");
+  assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+  assert.equal(res.headers.get("x-media-usage-cost"), null);
+  assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
+  const etag = res.headers.get("etag");
+  assert.ok(etag);
+  const cached = await fetch(path, { headers: { "if-none-match": etag } });
+  assert.equal(cached.status, 304);
+  const part = await fetch(path, { headers: { range: "bytes=1-3" } });
+  assert.equal(part.status, 206);
+  assert.equal(part.headers.get("content-range"), `bytes 1-3/${bytes.length}`);
+  assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.slice(1, 4));
+  const tail = await fetch(path, { headers: { range: "bytes=-4" } });
+  assert.deepEqual(new Uint8Array(await tail.arrayBuffer()), bytes.slice(-4));
+  const bad = await fetch(path, { headers: { range: `bytes=${bytes.length}-` } });
+  assert.equal(bad.status, 416);
+  assert.equal(bad.headers.get("content-range"), `bytes */${bytes.length}`);
+  const missing = await fetch(`${url}/_emdash/api/media/file/0000.png`);
+  assert.equal(missing.status, 404);
+  assert.equal((await missing.json()).error.code, "NOT_FOUND");
+});
+
+test("a safe delete removes the object; one that dies before the object delete is swept only after the grace period", async () => {
+  const gone = await client().mediaUpload(png(3, 3, 11), "gone.png");
+  await client().mediaDelete(gone.id);
+  assert.ok(!(await keys()).includes(gone.storageKey), "deleted before the response");
+
+  // A crash between the row delete and the object delete leaves the object behind.
+  const orphan = await client().mediaUpload(png(3, 3, 12), "orphan.png");
+  const kept = await client().mediaUpload(png(3, 3, 13), "kept.png");
+  const res = await api("DELETE", `/media/${orphan.id}`, { worker: "crashdelete" });
+  assert.equal(res.status, 200);
+  assert.equal((await api("GET", `/media/${orphan.id}`)).status, 404, "the row is gone");
+  assert.ok((await keys()).includes(orphan.storageKey), "the object stayed behind");
+
+  // Within the grace period (24 h by default) ticks leave it alone.
+  for (let i = 0; i < 2; i++) await tick("main");
+  assert.ok((await keys()).includes(orphan.storageKey));
+  const [log] = (await db.prepare("SELECT lane, details FROM _emdash_media_usage_ticks ORDER BY id DESC LIMIT 1").all()).results;
+  const details = JSON.parse(log.details);
+  assert.ok(details.storageOperations >= 1, JSON.stringify(details));
+  assert.equal(details.objectsDeleted, 0);
+
+  // After it (a grace of 0 here), the next tick sweeps the orphan and nothing a row references.
+  await db.prepare("UPDATE _emdash_media_storage_sweep SET cursor = NULL").run();
+  await tick("nograce");
+  const left = await keys();
+  assert.ok(!left.includes(orphan.storageKey), "swept");
+  assert.ok(left.includes(kept.storageKey), "a referenced object is never swept");
+  const rows = (await db.prepare("SELECT storage_key FROM media").all()).results.map((r) => r.storage_key);
+  for (const k of rows.filter((k) => /^[0-9a-f]{32}\./.test(k))) assert.ok(left.includes(k), `${k} is referenced and kept`);
+});

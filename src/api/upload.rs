@@ -25,6 +25,8 @@ pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
 const FORM_OVERHEAD_BYTES: u64 = 64 * 1024;
 /// Each text field (`alt`, `caption`, `width`, `height`) is small.
 const TEXT_FIELD_BYTES: u64 = 4 * 1024;
+/// How the buffered body is handed to the form parser.
+const FEED_CHUNK_BYTES: usize = 64 * 1024;
 
 /// What an upload may be.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,8 +114,10 @@ async fn read_form(req: &Request, rules: &UploadRules) -> Result<Form, ApiError>
     let content_type = req.content_type.as_deref().unwrap_or_default();
     let boundary = multer::parse_boundary(content_type)
         .map_err(|_| invalid("body", "A multipart/form-data body needs a boundary"))?;
-    let body = bytes::Bytes::copy_from_slice(&req.body);
-    let stream = futures::stream::once(async move { Ok::<_, Infallible>(body) });
+    // Fed in small chunks, so the parser's buffer stays small; the file part is gathered once.
+    let stream = futures::stream::iter(
+        req.body.chunks(FEED_CHUNK_BYTES).map(|c| Ok::<_, Infallible>(bytes::Bytes::copy_from_slice(c))),
+    );
     let limits = multer::SizeLimit::new().per_field(TEXT_FIELD_BYTES).for_field("file", rules.max_bytes);
     let constraints =
         multer::Constraints::new().allowed_fields(vec!["file", "alt", "caption", "width", "height"]).size_limit(limits);
@@ -137,15 +141,20 @@ async fn read_form(req: &Request, rules: &UploadRules) -> Result<Form, ApiError>
         seen.push(name.clone());
         let filename = field.file_name().map(base_name);
         let declared = field.content_type().map(ToString::to_string);
-        let data = match field.bytes().await {
-            Ok(b) => b,
-            Err(multer::Error::FieldSizeExceeded { field_name, .. }) if field_name.as_deref() == Some("file") => {
-                return Err(rules.too_large())
+        let mut field = field;
+        let mut data: Vec<u8> = Vec::new();
+        loop {
+            match field.chunk().await {
+                Ok(Some(chunk)) => data.extend_from_slice(&chunk),
+                Ok(None) => break,
+                Err(multer::Error::FieldSizeExceeded { field_name, .. }) if field_name.as_deref() == Some("file") => {
+                    return Err(rules.too_large())
+                }
+                Err(multer::Error::FieldSizeExceeded { .. }) => return Err(invalid(&name, "Too long")),
+                Err(_) => return Err(invalid("body", "The multipart/form-data body is malformed")),
             }
-            Err(multer::Error::FieldSizeExceeded { .. }) => return Err(invalid(&name, "Too long")),
-            Err(_) => return Err(invalid("body", "The multipart/form-data body is malformed")),
-        };
-        let text = || String::from_utf8(data.to_vec()).map_err(|_| invalid(&name, "Expected UTF-8 text"));
+        }
+        let text = || String::from_utf8(data.clone()).map_err(|_| invalid(&name, "Expected UTF-8 text"));
         let dimension = |t: String| {
             t.trim()
                 .parse::<i64>()
@@ -159,7 +168,7 @@ async fn read_form(req: &Request, rules: &UploadRules) -> Result<Form, ApiError>
                 if filename.chars().count() > 255 {
                     return Err(invalid("file", "The file name is longer than 255 characters"));
                 }
-                form.file = Some((filename, declared, data.to_vec()));
+                form.file = Some((filename, declared, data));
             }
             "alt" => form.alt = Some(text()?).filter(|t| !t.is_empty()),
             "caption" => form.caption = Some(text()?).filter(|t| !t.is_empty()),

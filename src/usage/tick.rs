@@ -156,6 +156,9 @@ struct Stepped {
     /// A repair run now waits at its barrier for queue work that may be due: the lane has
     /// nothing useful to do until the work lane has run out of due work.
     waits_for_work: bool,
+    /// The step only looked (a storage sweep page with nothing to delete): it is not progress,
+    /// and work left of this kind never asks for a continuation.
+    looked_only: bool,
 }
 
 impl Lane {
@@ -221,8 +224,9 @@ impl Lane {
                 let step = step?;
                 report.objects_deleted += u32::try_from(step.deleted.len()).unwrap_or(u32::MAX);
                 *pass_done = step.pass_done;
-                // A pass that found nothing to delete made no progress worth a step.
-                Ok((!step.deleted.is_empty() || !step.pass_done).then(Stepped::default))
+                // A page that deleted nothing only looked; the lane goes on until the pass ends.
+                let looked_only = step.deleted.is_empty();
+                Ok((!looked_only || !step.pass_done).then_some(Stepped { looked_only, ..Stepped::default() }))
             }
             Lane::Work { group } => {
                 // Fresh work goes in groups while a group fits (the group claim takes one
@@ -285,11 +289,11 @@ impl Lane {
                     RepairStep::Queued { n, at_barrier } => {
                         let waits_for_work = at_barrier.is_some();
                         *barrier = at_barrier;
-                        Stepped { wakes_work: n > 0, waits_for_work }
+                        Stepped { wakes_work: n > 0, waits_for_work, ..Stepped::default() }
                     }
                     RepairStep::Waiting { collection_id, work_due: true } => {
                         *barrier = Some(collection_id);
-                        Stepped { wakes_work: false, waits_for_work: true }
+                        Stepped { wakes_work: false, waits_for_work: true, ..Stepped::default() }
                     }
                     RepairStep::Waiting { work_due: false, .. } | RepairStep::Finished | RepairStep::Conflict => {
                         Stepped::default()
@@ -399,12 +403,14 @@ pub async fn run_lanes_with<E: Executor, C: Clock, K: Clock>(
                 }
             }
             Ok(Some(stepped)) => {
-                if report.outcome == TickOutcome::Idle {
-                    report.outcome = TickOutcome::Progress;
-                }
-                let name = slot.lane.name();
-                if !report.lanes.contains(&name) {
-                    report.lanes.push(name);
+                if !stepped.looked_only {
+                    if report.outcome == TickOutcome::Idle {
+                        report.outcome = TickOutcome::Progress;
+                    }
+                    let name = slot.lane.name();
+                    if !report.lanes.contains(&name) {
+                        report.lanes.push(name);
+                    }
                 }
                 let work = work_lane(&slots);
                 if stepped.wakes_work {

@@ -355,3 +355,35 @@ fn the_sweep_pages_through_a_large_bucket_within_the_tick_budget() {
     let left = objects(&api);
     assert!(left.iter().all(|k| u32::from_str_radix(&k[..12], 16).unwrap() % 10 == 0), "only referenced objects stay");
 }
+
+#[test]
+fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
+    let api = Api::with_storage(T0);
+    let store = api.storage.as_ref().unwrap();
+    // 3,000 referenced-or-young objects: more pages than one default tick can list.
+    for i in 0..3_000u32 {
+        let bytes = png(i + 1, 2, 1);
+        let sha: [u8; 32] = {
+            use sha2::Digest;
+            sha2::Sha256::digest(&bytes).into()
+        };
+        let key = format!("{i:012x}{i:020x}.png");
+        block_on(media_usage_worker::storage::Storage::put(store, &key, bytes, "image/png", sha)).unwrap();
+    }
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&api.db, &clock);
+    let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
+    let on = tick::Continuation::On { handing_on: None };
+    let r = block_on(tick::run_continuing(&metered, &clock, TickBudget::DEFAULT, on, storage));
+    assert!(r.storage_operations >= 5, "it listed page after page: {r:?}");
+    assert_eq!(r.objects_deleted, 0);
+    assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Idle, "{r:?}");
+    assert_eq!(r.continue_with, None, "no continuation for a sweep that found nothing");
+    assert!(!r.lanes.contains(&"storage"));
+    // With orphans to delete, a sweep step is progress, and orphans left at the budget's end
+    // are work left (a continuation may come for them).
+    store.now_ms.set(T0 + 48.0 * HOUR_MS);
+    let r = tick(&api, 24.0);
+    assert!(r.objects_deleted > 0 && r.lanes.contains(&"storage"), "{r:?}");
+    assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Budget, "{r:?}");
+}

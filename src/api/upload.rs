@@ -23,8 +23,10 @@ use crate::storage::serve;
 pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
 /// Room for the form's framing and its small fields beyond the file itself.
 const FORM_OVERHEAD_BYTES: u64 = 64 * 1024;
-/// Each text field (`alt`, `caption`, `width`, `height`) is small.
+/// Each text field (`alt`, `caption`, `width`, `height`) is small: at most this many bytes are
+/// read of it, and `alt`/`caption` hold at most [`MAX_TEXT_CHARS`] characters (as in JSON).
 const TEXT_FIELD_BYTES: u64 = 4 * 1024;
+const MAX_TEXT_CHARS: usize = 1000;
 /// How the buffered body is handed to the form parser.
 const FEED_CHUNK_BYTES: usize = 64 * 1024;
 
@@ -170,8 +172,18 @@ async fn read_form(req: &Request, rules: &UploadRules) -> Result<Form, ApiError>
                 }
                 form.file = Some((filename, declared, data));
             }
-            "alt" => form.alt = Some(text()?).filter(|t| !t.is_empty()),
-            "caption" => form.caption = Some(text()?).filter(|t| !t.is_empty()),
+            "alt" | "caption" => {
+                let t = text()?;
+                if t.chars().count() > MAX_TEXT_CHARS {
+                    return Err(invalid(&name, "At most 1000 characters"));
+                }
+                let t = Some(t).filter(|t| !t.is_empty());
+                if name == "alt" {
+                    form.alt = t;
+                } else {
+                    form.caption = t;
+                }
+            }
             "width" => form.width = Some(dimension(text()?)?),
             _ => form.height = Some(dimension(text()?)?),
         }
@@ -276,4 +288,32 @@ pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Re
         expose_cost: false,
         object: plan.body.map(|(offset, length)| (key.to_owned(), offset, length)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upload_rules_read_their_settings() {
+        let default = UploadRules::from_settings(None, None);
+        assert_eq!(default.max_bytes, 52_428_800, "50 MiB");
+        assert_eq!(default.body_limit(), 52_428_800 + 65_536, "the file and 64 KiB of form framing");
+        assert_eq!(UploadRules::from_settings(Some(" 1000 "), None).max_bytes, 1000);
+        assert_eq!(UploadRules::from_settings(Some("1"), None).max_bytes, 1);
+        for bad in ["0", "-1", "x", ""] {
+            assert_eq!(UploadRules::from_settings(Some(bad), None).max_bytes, DEFAULT_MAX_UPLOAD_BYTES, "{bad}");
+        }
+        assert_eq!(UploadRules::from_settings(Some("1000"), None).body_limit(), 1000 + 65_536);
+        let pdf_only = UploadRules::from_settings(None, Some("application/pdf"));
+        assert!(pdf_only.allowed.allows("application/pdf") && !pdf_only.allowed.allows("image/png"));
+    }
+
+    #[test]
+    fn file_urls_encode_the_key_as_one_segment() {
+        assert_eq!(file_url(None, "abc.png"), "/_emdash/api/media/file/abc.png");
+        assert_eq!(file_url(None, "a b/c.png"), "/_emdash/api/media/file/a%20b%2Fc.png");
+        assert_eq!(file_url(Some("https://cdn.example/m/"), "k.png"), "https://cdn.example/m/k.png");
+        assert_eq!(file_url(Some("https://cdn.example/m"), "k~_-.png"), "https://cdn.example/m/k~_-.png");
+    }
 }

@@ -498,6 +498,7 @@ async function refreshMedia() {
   );
   put($("media-view"), 
     h("h2", {}, `${item.filename} `, h("span", { class: "muted" }, `(${item.mimeType})`)),
+    item.url ? h("p", {}, h("a", { href: item.url, target: "_blank", rel: "noopener noreferrer" }, "Open the file")) : null,
     h("p", {}, `${counted} Coverage: `, badge(page.coverage.status)),
     rows.length
       ? table("Used in", ["Collection", "Entry", "Slug", "Status", "Where", "Occurrences"], rows)

@@ -44,15 +44,16 @@ fn parse_range(range: &str, size: u64) -> Result<(u64, u64), ()> {
         // The last n bytes.
         (true, false) => {
             let n = num(end)?;
-            if n == 0 || size == 0 {
+            if n == 0 {
                 return Err(());
             }
-            (size.saturating_sub(n), size - 1)
+            (size.saturating_sub(n), size.saturating_sub(1))
         }
         (false, true) => (num(start)?, size.saturating_sub(1)),
         (false, false) => (num(start)?, num(end)?.min(size.saturating_sub(1))),
     };
-    if size == 0 || first >= size || first > last {
+    // An empty object has no satisfiable range (`first >= 0 = size`).
+    if first >= size || first > last {
         return Err(());
     }
     Ok((first, last - first + 1))
@@ -155,6 +156,8 @@ mod tests {
             assert_eq!((p.status, p.body), (status, body), "{range}");
             assert_eq!(header(&p, "content-range"), Some(content_range), "{range}");
         }
-        assert_eq!(plan(&object(0, "image/png"), None, Some("bytes=0-")).status, 416);
+        for range in ["bytes=0-", "bytes=-3", "bytes=0-0"] {
+            assert_eq!(plan(&object(0, "image/png"), None, Some(range)).status, 416, "{range} of nothing");
+        }
     }
 }

@@ -28,7 +28,6 @@ pub fn grace_ms_from_setting(value: Option<&str>) -> f64 {
 /// What a step did.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SweepStep {
-    pub listed: usize,
     /// The objects deleted: unreferenced and older than the grace period.
     pub deleted: Vec<String>,
     /// The listing reached its end: the next step starts a new pass.
@@ -45,7 +44,7 @@ fn storage_error(e: StorageError) -> Error {
 pub async fn step<E: Executor>(exec: &E, storage: &dyn Storage, grace_ms: f64) -> Result<SweepStep, Error> {
     let cursor = repo::sweep_cursor(exec).await?;
     let page = storage.list(cursor.as_deref(), PAGE).await.map_err(storage_error)?;
-    let mut step = SweepStep { listed: page.objects.len(), operations: 1, ..SweepStep::default() };
+    let mut step = SweepStep { operations: 1, ..SweepStep::default() };
     let cutoff = storage.now_ms() - grace_ms;
     let old: Vec<String> = page.objects.iter().filter(|o| o.uploaded_ms <= cutoff).map(|o| o.key.clone()).collect();
     if !old.is_empty() {
@@ -62,4 +61,19 @@ pub async fn step<E: Executor>(exec: &E, storage: &dyn Storage, grace_ms: f64) -
     }
     step.pass_done = page.cursor.is_none();
     Ok(step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grace_ms_from_setting;
+
+    #[test]
+    fn the_grace_period_reads_hours_and_defaults_to_a_day() {
+        assert_eq!(grace_ms_from_setting(None), 86_400_000.0);
+        assert_eq!(grace_ms_from_setting(Some("0")), 0.0, "no grace");
+        assert_eq!(grace_ms_from_setting(Some(" 1.5 ")), 5_400_000.0);
+        for bad in ["-1", "x", "inf", "NaN", ""] {
+            assert_eq!(grace_ms_from_setting(Some(bad)), 86_400_000.0, "{bad}");
+        }
+    }
 }

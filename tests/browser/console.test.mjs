@@ -258,6 +258,7 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   await page.getByLabel("Media ID").fill(seeded.hero);
   await page.getByLabel("Media ID").press("Enter");
   await media.getByText(/Used by 3 entries/).waitFor();
+  assert.equal(await media.getByRole("link", { name: "Open the file" }).getAttribute("href"), "/_emdash/api/media/file/uploads%2Fhero.jpg");
   for (const title of ["Spring sale", "Our team", "Launch day"]) {
     assert.equal(await media.getByRole("row", { name: new RegExp(`^posts ${title}`) }).count(), 1, title);
   }

@@ -187,7 +187,7 @@ fn refused_uploads_say_why_and_leave_nothing_behind() {
             "VALIDATION_ERROR",
         ),
         (
-            vec![("file", Some("a.png"), Some("image/png"), png(1, 1, 0)), ("alt", None, None, vec![b'a'; 5000])],
+            vec![("file", Some("a.png"), Some("image/png"), png(1, 1, 0)), ("alt", None, None, vec![b'a'; 4097])],
             400,
             "VALIDATION_ERROR",
         ),
@@ -224,8 +224,17 @@ fn refused_uploads_say_why_and_leave_nothing_behind() {
     let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
     assert_eq!((r.status, code(&r).as_str()), (400, "INVALID_TYPE"));
     assert_eq!(upload(&api, &[("file", Some("a.pdf"), None, b"%PDF-1.4 x")]).status, 201);
-    assert_eq!(objects(&api).len(), 1, "only the accepted upload stored anything");
-    assert_eq!(scalar_media(&api), 1);
+    // Alt text and captions hold up to 1,000 characters (up to 4 KiB of UTF-8 is read).
+    let long = "é".repeat(1001);
+    let r = upload(&api, &[("file", Some("b.pdf"), None, b"%PDF-1.4 y"), ("caption", None, None, long.as_bytes())]);
+    assert_eq!((r.status, code(&r).as_str()), (400, "VALIDATION_ERROR"));
+    let alt = "é".repeat(1000);
+    assert_eq!(
+        upload(&api, &[("file", Some("b.pdf"), None, b"%PDF-1.4 y"), ("alt", None, None, alt.as_bytes())]).status,
+        201
+    );
+    assert_eq!(objects(&api).len(), 2, "only the accepted uploads stored anything");
+    assert_eq!(scalar_media(&api), 2);
     // Without a bucket an upload cannot be stored (JSON registration still works).
     let api = Api::new();
     let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
@@ -386,4 +395,43 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
     let r = tick(&api, 24.0);
     assert!(r.objects_deleted > 0 && r.lanes.contains(&"storage"), "{r:?}");
     assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Budget, "{r:?}");
+}
+
+/// Stores `n` objects with sortable keys `<prefix><i>` directly in the bucket.
+fn put_objects(api: &Api, prefix: &str, n: u32) -> Vec<String> {
+    let store = api.storage.as_ref().unwrap();
+    (0..n)
+        .map(|i| {
+            let bytes = png(i + 1, 3, 2);
+            let sha: [u8; 32] = {
+                use sha2::Digest;
+                sha2::Sha256::digest(&bytes).into()
+            };
+            let key = format!("{prefix}{i:08}.png");
+            block_on(media_usage_worker::storage::Storage::put(store, &key, bytes, "image/png", sha)).unwrap();
+            key
+        })
+        .collect()
+}
+
+#[test]
+fn the_sweep_moves_past_pages_with_nothing_to_delete_and_counts_its_operations() {
+    let api = Api::with_storage(T0);
+    // A first page of referenced objects, then orphans on the second page.
+    for key in put_objects(&api, "a", 100) {
+        let r = api.post("/media", &json!({"filename": "x.png", "mimeType": "image/png", "storageKey": key}));
+        assert_eq!(r.status, 201);
+    }
+    let orphans = put_objects(&api, "b", 30);
+    api.storage.as_ref().unwrap().now_ms.set(T0 + 48.0 * HOUR_MS);
+    let r = tick(&api, 24.0);
+    assert_eq!(r.objects_deleted, 30, "{r:?}");
+    // Page one: a listing; page two: a listing and a delete.
+    assert_eq!(r.storage_operations, 3, "{r:?}");
+    let left = objects(&api);
+    assert_eq!(left.len(), 100);
+    assert!(orphans.iter().all(|k| !left.contains(k)));
+    // The pass ended: the next tick starts over and only looks (the 100 left fit one listing).
+    let r = tick(&api, 24.0);
+    assert_eq!((r.objects_deleted, r.storage_operations), (0, 1), "{r:?}");
 }

@@ -28,7 +28,23 @@ pub const BASE_PATH: &str = "/_emdash/api";
 /// The committed OpenAPI document, served as is.
 pub const OPENAPI_JSON: &str = include_str!("../../openapi.json");
 
-/// An incoming request, already read by the edge.
+/// Why a streamed body could not be read to its end.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum BodyError {
+    /// It (or its declared length) went over the limit; nothing more of it is read.
+    #[error("the body is larger than allowed")]
+    TooLarge,
+    /// The connection failed while it was read.
+    #[error("the body could not be read: {0}")]
+    Broken(String),
+}
+
+/// An upload's body as the edge streams it (every other body is read into [`Request::body`]
+/// first). `Send` because the form parser asks for it; at the edge that is a formality.
+pub type BodyStream<'a> = futures::stream::BoxStream<'a, Result<bytes::Bytes, BodyError>>;
+
+/// An incoming request, already read by the edge (but for an upload's body; see
+/// [`streams_body`]).
 #[derive(Debug, Clone, Default)]
 pub struct Request {
     pub method: String,
@@ -149,7 +165,8 @@ pub async fn handle<E: Executor>(exec: &E, config: &Config, req: &Request) -> Re
     handle_with(exec, config, None, req).await
 }
 
-/// Answers one API request with the object store for media files, if any.
+/// Answers one API request with the object store for media files, if any. An upload's body is
+/// taken from [`Request::body`] as it would be streamed.
 pub async fn handle_with<E: Executor>(
     exec: &E,
     config: &Config,
@@ -157,15 +174,35 @@ pub async fn handle_with<E: Executor>(
     req: &Request,
 ) -> Response {
     match admit(exec, config, req).await {
-        Ok(admitted) => respond(exec, config, storage, admitted, req).await,
+        Ok(admitted) => respond(exec, config, storage, admitted, req, None).await,
         Err(refused) => refused,
     }
+}
+
+/// Answers one API request whose body, if it is an upload's, arrives as `body`.
+pub async fn handle_streaming<E: Executor>(
+    exec: &E,
+    config: &Config,
+    storage: Option<&dyn Storage>,
+    req: &Request,
+    body: BodyStream<'_>,
+) -> Response {
+    match admit(exec, config, req).await {
+        Ok(admitted) => respond(exec, config, storage, admitted, req, Some(body)).await,
+        Err(refused) => refused,
+    }
+}
+
+/// Whether the edge should hand this admitted request's body on as a stream (an upload, up to
+/// [`body_limit`] bytes) rather than read it first.
+pub fn streams_body(admitted: &Admitted, req: &Request) -> bool {
+    admitted.op == Op::CreateMedia && upload::is_multipart(req)
 }
 
 /// The most body bytes the edge should read for an admitted request: a multipart upload may
 /// carry a file of up to `MEDIA_MAX_UPLOAD_BYTES` (plus its form framing); anything else 1 MiB.
 pub fn body_limit(admitted: &Admitted, config: &Config, req: &Request) -> usize {
-    if admitted.op == Op::CreateMedia && upload::is_multipart(req) {
+    if streams_body(admitted, req) {
         config.uploads.body_limit()
     } else {
         input::MAX_BODY_BYTES
@@ -211,17 +248,19 @@ pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Res
     Ok(Admitted { op, params, principal })
 }
 
-/// Answers an admitted request (the edge has read its body by now).
+/// Answers an admitted request. The edge has read its body by now, or hands an upload's body on
+/// as `body` (without it, an upload's body is taken from [`Request::body`]).
 pub async fn respond<E: Executor>(
     exec: &E,
     config: &Config,
     storage: Option<&dyn Storage>,
     admitted: Admitted,
     req: &Request,
+    body: Option<BodyStream<'_>>,
 ) -> Response {
     // Only an authenticated caller learns what its request cost inside.
     let authenticated = admitted.principal.is_some();
-    let mut response = match dispatch(exec, config, storage, admitted, req).await {
+    let mut response = match dispatch(exec, config, storage, admitted, req, body).await {
         Ok(r) => r,
         Err(e) => Response::error(&e),
     };
@@ -235,6 +274,7 @@ async fn dispatch<E: Executor>(
     storage: Option<&dyn Storage>,
     admitted: Admitted,
     req: &Request,
+    body: Option<BodyStream<'_>>,
 ) -> Result<Response, ApiError> {
     let Admitted { op, params, principal } = admitted;
     let ctx = Ctx { exec, config, storage, principal, log: Default::default() };
@@ -270,7 +310,9 @@ async fn dispatch<E: Executor>(
         Op::UnpublishContent => content::unpublish(&ctx, p(0), p(1)).await?,
         Op::RestoreContent => content::restore(&ctx, p(0), p(1)).await?,
         Op::ListMedia => media::list(&ctx, req).await?,
-        Op::CreateMedia if upload::is_multipart(req) => upload::upload(&ctx, req).await?,
+        Op::CreateMedia if upload::is_multipart(req) => {
+            upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?
+        }
         Op::CreateMedia => media::create(&ctx, req).await?,
         Op::MediaFile => return upload::file(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,

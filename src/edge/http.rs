@@ -1,6 +1,10 @@
 //! Converts `worker` requests and responses to and from the core's plain types.
 
-use futures::StreamExt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures::{Stream, StreamExt};
+use worker::send::SendWrapper;
 use worker::Headers;
 
 use crate::api;
@@ -47,6 +51,52 @@ pub async fn read_body(req: &mut worker::Request, head: &mut api::Request, limit
     }
     head.body = body;
     Ok(())
+}
+
+/// An upload's body as a stream of at most `limit` bytes: a declared length over it ends the
+/// stream with [`api::BodyError::TooLarge`] before a byte is read, and so does the first chunk
+/// that would pass it (nothing more is read).
+pub fn body_stream(req: &mut worker::Request, limit: usize) -> worker::Result<api::BodyStream<'static>> {
+    let declared = req.headers().get("content-length")?.and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Ok(futures::stream::once(async { Err(api::BodyError::TooLarge) }).boxed());
+    }
+    match req.stream() {
+        Ok(inner) => Ok(LimitedBody { inner: Some(SendWrapper::new(inner)), read: 0, limit }.boxed()),
+        // No body at all: the form parser reports an empty form.
+        Err(_) => Ok(futures::stream::empty().boxed()),
+    }
+}
+
+/// Counts the bytes of a request body stream against its limit.
+struct LimitedBody {
+    /// `None` once the stream ended or failed: nothing more is read.
+    inner: Option<SendWrapper<worker::ByteStream>>,
+    read: usize,
+    limit: usize,
+}
+
+impl Stream for LimitedBody {
+    type Item = Result<bytes::Bytes, api::BodyError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let Some(inner) = self.inner.as_mut() else { return Poll::Ready(None) };
+        let item = match inner.0.poll_next_unpin(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(item) => item,
+        };
+        let item = match item {
+            None => None,
+            Some(Err(e)) => Some(Err(api::BodyError::Broken(e.to_string()))),
+            Some(Ok(chunk)) if chunk.len() > self.limit - self.read => Some(Err(api::BodyError::TooLarge)),
+            Some(Ok(chunk)) => {
+                self.read += chunk.len();
+                return Poll::Ready(Some(Ok(bytes::Bytes::from(chunk))));
+            }
+        };
+        self.inner = None;
+        Poll::Ready(item)
+    }
 }
 
 /// Writes the response; `usage` (what the invocation cost in D1) goes into the

@@ -116,9 +116,15 @@ async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) 
             let response = match api::admit(&exec, &config, &request).await {
                 Ok(admitted) => {
                     let limit = api::body_limit(&admitted, &config, &request);
-                    http::read_body(&mut req, &mut request, limit).await?;
                     let store: Option<&dyn Storage> = store.as_ref().map(|s| s as &dyn Storage);
-                    api::respond(&exec, &config, store, admitted, &request).await
+                    // An upload streams into the bucket; any other body is read first.
+                    let body = if api::streams_body(&admitted, &request) {
+                        Some(http::body_stream(&mut req, limit)?)
+                    } else {
+                        http::read_body(&mut req, &mut request, limit).await?;
+                        None
+                    };
+                    api::respond(&exec, &config, store, admitted, &request, body).await
                 }
                 Err(refused) => refused,
             };

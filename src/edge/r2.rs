@@ -2,9 +2,9 @@
 //! makes deletes fail, standing for a crash between a row delete and its object delete.
 
 use futures::future::LocalBoxFuture;
-use worker::{Bucket, HttpMetadata, Object};
+use worker::{Bucket, HttpMetadata, Object, UploadedPart};
 
-use crate::storage::{Listing, Storage, StorageError, StoredObject};
+use crate::storage::{Listing, PartTag, Storage, StorageError, StoredObject};
 
 pub struct R2Storage {
     bucket: Bucket,
@@ -60,6 +60,52 @@ impl Storage for R2Storage {
             self.bucket.put(key, bytes).http_metadata(metadata).sha256(sha256.to_vec()).execute().await.map_err(err)?;
             Ok(())
         })
+    }
+
+    fn begin_multipart<'a>(
+        &'a self,
+        key: &'a str,
+        content_type: &'a str,
+    ) -> LocalBoxFuture<'a, Result<String, StorageError>> {
+        Box::pin(async move {
+            let metadata = HttpMetadata { content_type: Some(content_type.to_owned()), ..Default::default() };
+            let upload =
+                self.bucket.create_multipart_upload(key).http_metadata(metadata).execute().await.map_err(err)?;
+            Ok(upload.upload_id().await)
+        })
+    }
+
+    fn put_part<'a>(
+        &'a self,
+        key: &'a str,
+        upload_id: &'a str,
+        number: u16,
+        bytes: Vec<u8>,
+    ) -> LocalBoxFuture<'a, Result<PartTag, StorageError>> {
+        Box::pin(async move {
+            let upload = self.bucket.resume_multipart_upload(key, upload_id).map_err(err)?;
+            let part = upload.upload_part(number, bytes).await.map_err(err)?;
+            Ok(PartTag { number: part.part_number(), etag: part.etag() })
+        })
+    }
+
+    fn complete_multipart<'a>(
+        &'a self,
+        key: &'a str,
+        upload_id: &'a str,
+        parts: Vec<PartTag>,
+    ) -> LocalBoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(async move {
+            let upload = self.bucket.resume_multipart_upload(key, upload_id).map_err(err)?;
+            upload.complete(parts.into_iter().map(|p| UploadedPart::new(p.number, p.etag))).await.map_err(err)?;
+            Ok(())
+        })
+    }
+
+    fn abort_multipart<'a>(&'a self, key: &'a str, upload_id: &'a str) -> LocalBoxFuture<'a, Result<(), StorageError>> {
+        Box::pin(
+            async move { self.bucket.resume_multipart_upload(key, upload_id).map_err(err)?.abort().await.map_err(err) },
+        )
     }
 
     fn head<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<StoredObject>, StorageError>> {

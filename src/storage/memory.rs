@@ -1,5 +1,7 @@
 //! An in-memory object store for native tests, with an adjustable clock for upload times and a
-//! switch that makes deletes fail (a crash between a row delete and its object delete).
+//! switch that makes deletes fail (a crash between a row delete and its object delete). Multipart
+//! uploads follow R2's rules: parts are no object until completed, and every part but the last is
+//! [`PART_BYTES`] or more, all of one size, the last no larger.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -7,11 +9,25 @@ use std::collections::BTreeMap;
 use futures::future::{self, LocalBoxFuture};
 use sha2::{Digest, Sha256};
 
-use super::{Listing, Storage, StorageError, StoredObject};
+use super::{Listing, PartTag, Storage, StorageError, StoredObject, PART_BYTES};
+
+/// A multipart upload not yet completed or aborted.
+#[derive(Debug)]
+struct OpenUpload {
+    key: String,
+    content_type: String,
+    parts: BTreeMap<u16, Vec<u8>>,
+}
 
 #[derive(Debug, Default)]
 pub struct MemoryStorage {
     objects: RefCell<BTreeMap<String, (StoredObject, Vec<u8>)>>,
+    uploads: RefCell<BTreeMap<String, OpenUpload>>,
+    next_upload: Cell<u64>,
+    /// Storing a part fails while set.
+    pub fail_parts: Cell<bool>,
+    /// The largest single payload handed to the store so far (a put or a part).
+    pub largest_payload: Cell<usize>,
     /// The upload time given to new objects (ms since the epoch).
     pub now_ms: Cell<f64>,
     /// Deletes fail while set.
@@ -33,9 +49,58 @@ impl MemoryStorage {
         self.objects.borrow().get(key).map(|(_, b)| b.clone())
     }
 
+    /// Multipart uploads neither completed nor aborted.
+    pub fn open_uploads(&self) -> usize {
+        self.uploads.borrow().len()
+    }
+
     fn op(&self) {
         self.operations.set(self.operations.get() + 1);
     }
+
+    fn payload(&self, len: usize) {
+        self.largest_payload.set(self.largest_payload.get().max(len));
+    }
+
+    fn store(&self, key: &str, bytes: Vec<u8>, content_type: &str) {
+        let object = StoredObject {
+            key: key.to_owned(),
+            size: bytes.len() as u64,
+            http_etag: format!("\"{}\"", hex::encode(&Sha256::digest(&bytes)[..16])),
+            content_type: Some(content_type.to_owned()),
+            uploaded_ms: self.now_ms.get(),
+        };
+        self.objects.borrow_mut().insert(key.to_owned(), (object, bytes));
+    }
+
+    fn complete(&self, key: &str, upload_id: &str, parts: &[PartTag]) -> Result<(), StorageError> {
+        let fail = |why: &str| Err(StorageError(format!("completing {upload_id}: {why}")));
+        let mut uploads = self.uploads.borrow_mut();
+        let Some(upload) = uploads.get(upload_id).filter(|u| u.key == key) else { return fail("no such upload") };
+        let mut bytes = Vec::new();
+        let mut size = None;
+        for (i, tag) in parts.iter().enumerate() {
+            let Some(part) = upload.parts.get(&tag.number) else { return fail("no such part") };
+            if tag.etag != part_etag(part) {
+                return fail("wrong part etag");
+            }
+            let last = i + 1 == parts.len();
+            let first_size = *size.get_or_insert(part.len());
+            if (!last && (part.len() < PART_BYTES || part.len() != first_size)) || part.len() > first_size {
+                return fail("parts but the last must be one size of at least 5 MiB; the last no larger");
+            }
+            bytes.extend_from_slice(part);
+        }
+        let content_type = upload.content_type.clone();
+        uploads.remove(upload_id);
+        drop(uploads);
+        self.store(key, bytes, &content_type);
+        Ok(())
+    }
+}
+
+fn part_etag(part: &[u8]) -> String {
+    hex::encode(&Sha256::digest(part)[..8])
 }
 
 impl Storage for MemoryStorage {
@@ -50,14 +115,64 @@ impl Storage for MemoryStorage {
         if <[u8; 32]>::from(Sha256::digest(&bytes)) != sha256 {
             return Box::pin(future::ready(Err(StorageError("checksum mismatch".into()))));
         }
-        let object = StoredObject {
-            key: key.to_owned(),
-            size: bytes.len() as u64,
-            http_etag: format!("\"{}\"", hex::encode(&sha256[..16])),
-            content_type: Some(content_type.to_owned()),
-            uploaded_ms: self.now_ms.get(),
+        self.payload(bytes.len());
+        self.store(key, bytes, content_type);
+        Box::pin(future::ready(Ok(())))
+    }
+
+    fn begin_multipart<'a>(
+        &'a self,
+        key: &'a str,
+        content_type: &'a str,
+    ) -> LocalBoxFuture<'a, Result<String, StorageError>> {
+        self.op();
+        let id = format!("upload-{}", self.next_upload.get());
+        self.next_upload.set(self.next_upload.get() + 1);
+        let upload = OpenUpload { key: key.to_owned(), content_type: content_type.to_owned(), parts: BTreeMap::new() };
+        self.uploads.borrow_mut().insert(id.clone(), upload);
+        Box::pin(future::ready(Ok(id)))
+    }
+
+    fn put_part<'a>(
+        &'a self,
+        key: &'a str,
+        upload_id: &'a str,
+        number: u16,
+        bytes: Vec<u8>,
+    ) -> LocalBoxFuture<'a, Result<PartTag, StorageError>> {
+        self.op();
+        self.payload(bytes.len());
+        let mut uploads = self.uploads.borrow_mut();
+        let result = match uploads.get_mut(upload_id).filter(|u| u.key == key) {
+            _ if self.fail_parts.get() => Err(StorageError("injected part failure".into())),
+            None => Err(StorageError(format!("no upload {upload_id}"))),
+            Some(_) if number == 0 => Err(StorageError("part numbers start at 1".into())),
+            Some(upload) => {
+                let etag = part_etag(&bytes);
+                upload.parts.insert(number, bytes);
+                Ok(PartTag { number, etag })
+            }
         };
-        self.objects.borrow_mut().insert(key.to_owned(), (object, bytes));
+        Box::pin(future::ready(result))
+    }
+
+    fn complete_multipart<'a>(
+        &'a self,
+        key: &'a str,
+        upload_id: &'a str,
+        parts: Vec<PartTag>,
+    ) -> LocalBoxFuture<'a, Result<(), StorageError>> {
+        self.op();
+        Box::pin(future::ready(self.complete(key, upload_id, &parts)))
+    }
+
+    fn abort_multipart<'a>(&'a self, key: &'a str, upload_id: &'a str) -> LocalBoxFuture<'a, Result<(), StorageError>> {
+        self.op();
+        let mut uploads = self.uploads.borrow_mut();
+        let found = uploads.get(upload_id).is_some_and(|u| u.key == key);
+        if found {
+            uploads.remove(upload_id);
+        }
         Box::pin(future::ready(Ok(())))
     }
 

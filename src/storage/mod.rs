@@ -33,6 +33,17 @@ pub struct Listing {
     pub cursor: Option<String>,
 }
 
+/// The smallest part of a multipart upload but the last (R2's rule; every part but the last must
+/// also be the same size). Uploads stream through parts of exactly this size.
+pub const PART_BYTES: usize = 5 * 1024 * 1024;
+
+/// A stored part of a multipart upload, as its completion needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartTag {
+    pub number: u16,
+    pub etag: String,
+}
+
 /// A storage operation failed (the message is for the log, never for the caller).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("storage: {0}")]
@@ -48,6 +59,34 @@ pub trait Storage {
         content_type: &'a str,
         sha256: [u8; 32],
     ) -> LocalBoxFuture<'a, Result<(), StorageError>>;
+
+    /// Starts a multipart upload of `key`; returns its upload id. Its parts are no object (a
+    /// listing does not show them) until it is completed.
+    fn begin_multipart<'a>(
+        &'a self,
+        key: &'a str,
+        content_type: &'a str,
+    ) -> LocalBoxFuture<'a, Result<String, StorageError>>;
+
+    /// Stores part `number` (from 1) of a multipart upload.
+    fn put_part<'a>(
+        &'a self,
+        key: &'a str,
+        upload_id: &'a str,
+        number: u16,
+        bytes: Vec<u8>,
+    ) -> LocalBoxFuture<'a, Result<PartTag, StorageError>>;
+
+    /// Completes a multipart upload: the object `key` is its parts in order.
+    fn complete_multipart<'a>(
+        &'a self,
+        key: &'a str,
+        upload_id: &'a str,
+        parts: Vec<PartTag>,
+    ) -> LocalBoxFuture<'a, Result<(), StorageError>>;
+
+    /// Abandons a multipart upload and its parts.
+    fn abort_multipart<'a>(&'a self, key: &'a str, upload_id: &'a str) -> LocalBoxFuture<'a, Result<(), StorageError>>;
 
     /// The object's metadata, `None` when there is none.
     fn head<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<StoredObject>, StorageError>>;

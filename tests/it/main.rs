@@ -13,4 +13,5 @@ mod sql_files;
 mod states;
 mod support;
 mod tidy;
+mod upload_streaming;
 mod usage;

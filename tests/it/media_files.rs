@@ -13,7 +13,7 @@ const HOUR_MS: f64 = 3_600_000.0;
 const T0: f64 = 1_800_000_000_000.0;
 
 /// A PNG header of `w`×`h` (signature and IHDR).
-fn png(w: u32, h: u32, salt: u8) -> Vec<u8> {
+pub(crate) fn png(w: u32, h: u32, salt: u8) -> Vec<u8> {
     let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec();
     b.extend_from_slice(&w.to_be_bytes());
     b.extend_from_slice(&h.to_be_bytes());
@@ -32,10 +32,10 @@ fn jpeg(w: u16, h: u16) -> Vec<u8> {
 }
 
 /// A form part: name, file name, content type, bytes.
-type Part<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
+pub(crate) type Part<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
 
 /// A multipart form body of these parts.
-fn form(parts: &[Part<'_>]) -> (String, Vec<u8>) {
+pub(crate) fn form(parts: &[Part<'_>]) -> (String, Vec<u8>) {
     let boundary = "----test-boundary-7MA4YWxkTrZu0gW";
     let mut body = Vec::new();
     for (name, filename, ty, bytes) in parts {

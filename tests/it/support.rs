@@ -85,6 +85,20 @@ impl Api {
         block_on(api::handle_with(&self.db, &self.config, storage, &req))
     }
 
+    /// `POST /media` with a multipart body of `content_type` arriving as `body`, as the edge
+    /// streams it.
+    pub fn upload_stream(&self, content_type: &str, body: api::BodyStream<'_>) -> Response {
+        let req = Request {
+            method: "POST".into(),
+            path: format!("{}/media", api::BASE_PATH),
+            authorization: Some(format!("Bearer {ADMIN}")),
+            content_type: Some(content_type.to_owned()),
+            ..Default::default()
+        };
+        let storage = self.storage.as_ref().map(|s| s as &dyn Storage);
+        block_on(api::handle_streaming(&self.db, &self.config, storage, &req, body))
+    }
+
     pub fn get(&self, path: &str) -> Response {
         self.call("GET", path, Some(ADMIN), None)
     }

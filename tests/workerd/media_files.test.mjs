@@ -1,8 +1,9 @@
 // Media files on the real worker with Miniflare's local R2 and D1, served on a port so that
 // EmDash's own client (`EmDashClient` from the `emdash` npm package) uploads through real HTTP:
 // multipart upload, dedup, allowlist, size and magic-byte refusals, dimensions from real PNG and
-// JPEG files, the file route (ETag/304/Range/416/404), safe delete removing the object, and the
-// storage sweep reclaiming an object left behind by a crash only after the grace period, never an
+// JPEG files, files larger than one part streamed into an R2 multipart upload, a body that ends
+// before its form does, the file route (ETag/304/Range/416/404), safe delete removing the object,
+// and the storage sweep reclaiming an object left behind by a crash only after the grace period, never an
 // object a media row references.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -14,6 +15,8 @@ import jpeg from "jpeg-js";
 import { workerOptions, migrationStatements, ADMIN_TOKEN } from "./harness.mjs";
 
 const LIMIT = 64 * 1024;
+const LARGE_LIMIT = 32 * 1024 * 1024;
+const PART = 5 * 1024 * 1024;
 let mf;
 let url;
 let db;
@@ -29,6 +32,7 @@ before(async () => {
       { name: "main", ...workerOptions(vars), ...shared },
       { name: "nograce", ...workerOptions({ ...vars, MEDIA_STORAGE_GRACE_HOURS: "0" }), ...shared },
       { name: "crashdelete", ...workerOptions({ ...vars, MEDIA_USAGE_FAULT_STORAGE_DELETE: "1" }), ...shared },
+      { name: "large", ...workerOptions({ ...vars, MEDIA_MAX_UPLOAD_BYTES: String(LARGE_LIMIT) }), ...shared },
     ],
   });
   url = (await mf.ready).origin;
@@ -42,6 +46,12 @@ after(() => mf?.dispose());
 const client = () => new EmDashClient({ baseUrl: url, token: ADMIN_TOKEN });
 const keys = async () => (await bucket.list()).objects.map((o) => o.key).sort();
 const api = async (method, path, { worker = "main", headers = {}, body } = {}) => {
+  if (body instanceof FormData) {
+    // Encoded here, so that the form reaches a worker called directly with its content type.
+    const encoded = new Request("http://localhost/", { method: "POST", body });
+    headers = { "content-type": encoded.headers.get("content-type"), ...headers };
+    body = Buffer.from(await encoded.arrayBuffer());
+  }
   const init = { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...headers }, body };
   const res = worker === "main" ? await fetch(`${url}/_emdash/api${path}`, init) : await (await mf.getWorker(worker)).fetch(`http://localhost/_emdash/api${path}`, init);
   return res;
@@ -136,17 +146,26 @@ test("refused uploads say why and leave no object behind", async () => {
   assert.deepEqual(await keys(), before);
 });
 
-test("an upload over the limit is refused before its whole body is read", async () => {
-  // Stream up to 64 MiB in 16 KiB chunks and stop as soon as the answer arrives.
-  const chunk = Buffer.alloc(16 * 1024);
-  const total = 4096;
+/** The head of a multipart form whose one part is a file of `type` (the file's bytes follow). */
+const BOUNDARY = "----media-usage-test-boundary";
+const formHead = (type = "image/png", name = "big.png") =>
+  Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: ${type}\r\n\r\n`);
+const formTail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
+
+/**
+ * Sends a POST /media to the served worker: `head`, then `count` copies of `chunk` written as
+ * the connection drains, stopping as soon as an answer arrives, then `tail`. Resolves with the
+ * status (or "reset" when the worker closed the connection while the client was still sending),
+ * the body and how many chunks were sent.
+ */
+function streamUpload({ head, chunk, count, tail = Buffer.alloc(0), headers = {} }) {
   const target = new URL(`${url}/_emdash/api/media`);
-  const { status, text, sent } = await new Promise((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
     const req = http.request(
       { host: target.hostname, port: target.port, path: target.pathname, method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "multipart/form-data; boundary=x", "transfer-encoding": "chunked" } },
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": `multipart/form-data; boundary=${BOUNDARY}`, ...headers } },
       (res) => {
         answered = true;
         let text = "";
@@ -157,20 +176,30 @@ test("an upload over the limit is refused before its whole body is read", async 
         });
       },
     );
-    // The worker may also answer by closing the connection while the client is still sending.
     req.on("error", (e) => (answered ? undefined : e.code === "ECONNRESET" || e.code === "EPIPE" ? resolve({ status: "reset", text: "", sent }) : reject(e)));
+    req.write(head);
     const write = () => {
-      while (!answered && sent < total) {
+      while (!answered && sent < count) {
         sent += 1;
         if (!req.write(chunk)) return req.once("drain", write);
       }
-      if (!answered) req.end();
+      if (!answered) req.end(tail);
     };
     write();
   });
+}
+
+test("an upload over the limit is refused before its whole body is read", async () => {
+  // A PNG of up to 64 MiB in 16 KiB chunks, chunked (no declared length): the answer comes
+  // before half of it is sent.
+  const chunk = Buffer.alloc(16 * 1024);
+  chunk.set(png(2, 2, 9));
+  const total = 4096;
+  const { status, text, sent } = await streamUpload({ head: formHead(), chunk, count: total, tail: formTail, headers: { "transfer-encoding": "chunked" } });
   assert.ok(status === 413 || status === "reset", `${status} ${text}`);
   if (status === 413) assert.equal(JSON.parse(text).error.code, "PAYLOAD_TOO_LARGE");
   assert.ok(sent < total / 2, `${sent} of ${total} chunks were sent before the answer`);
+  const target = new URL(`${url}/_emdash/api/media`);
   // A declared length over the limit is refused at once: the answer comes before any body byte.
   const declared = await new Promise((resolve, reject) => {
     const req = http.request(
@@ -190,6 +219,60 @@ test("an upload over the limit is refused before its whole body is read", async 
   });
   assert.equal(declared.status, 413, declared.text);
   assert.equal(JSON.parse(declared.text).error.code, "PAYLOAD_TOO_LARGE");
+});
+
+/** `len` bytes of a PNG: a real 8×8 image followed by varied filler, the same for the same seed. */
+function bigPng(len, seed) {
+  const bytes = new Uint8Array(len);
+  for (let i = 0; i < len; i++) bytes[i] = (i * 31 + seed) % 251;
+  bytes.set(png(8, 8, seed));
+  return bytes;
+}
+
+test("a file larger than a part streams into an R2 multipart upload and is served whole and in ranges", async () => {
+  const bytes = bigPng(2 * PART + 777_777, 21);
+  const body = form([["file", new Blob([bytes], { type: "image/png" }), "large.png"], ["alt", "Large"]]);
+  const res = await api("POST", "/media", { worker: "large", body });
+  assert.equal(res.status, 201, await res.clone().text());
+  const { item } = (await res.json()).data;
+  assert.deepEqual([item.width, item.height, item.size], [8, 8, bytes.length]);
+  const stored = await bucket.get(item.storageKey);
+  assert.equal(stored.size, bytes.length);
+  assert.equal(stored.httpMetadata.contentType, "image/png");
+  assert.deepEqual(new Uint8Array(await stored.arrayBuffer()), bytes, "the object is the file, byte for byte");
+  // A range across the first part boundary.
+  const path = `${url}/_emdash/api/media/file/${item.storageKey}`;
+  const across = await fetch(path, { headers: { range: `bytes=${PART - 3}-${PART + 2}` } });
+  assert.equal(across.status, 206);
+  assert.deepEqual(new Uint8Array(await across.arrayBuffer()), bytes.slice(PART - 3, PART + 3));
+
+  // The same bytes again: the existing item, and no second object.
+  const before = await keys();
+  const again = await api("POST", "/media", { worker: "large", body: form([["file", new Blob([bytes], { type: "image/png" }), "again.png"]]) });
+  assert.equal(again.status, 200);
+  const data = (await again.json()).data;
+  assert.equal(data.deduplicated, true);
+  assert.equal(data.item.id, item.id);
+  assert.deepEqual(await keys(), before);
+});
+
+test("a body that ends before its form does, after parts were stored, leaves no object and no row", async () => {
+  const before = await keys();
+  const [{ n: rowsBefore }] = (await db.prepare("SELECT count(*) AS n FROM media").all()).results;
+  // Twelve MiB of a PNG, then the body simply ends: no closing boundary.
+  const chunk = Buffer.from(bigPng(1024 * 1024, 22));
+  const res = await (await mf.getWorker("large")).fetch("http://localhost/_emdash/api/media", {
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": `multipart/form-data; boundary=${BOUNDARY}` },
+    body: Buffer.concat([formHead(), ...Array(12).fill(chunk)]),
+  });
+  assert.equal(res.status, 400);
+  const error = (await res.json()).error;
+  assert.equal(error.code, "VALIDATION_ERROR");
+  assert.match(error.message, /ended before the form/);
+  assert.deepEqual(await keys(), before, "no object");
+  const [{ n: rowsAfter }] = (await db.prepare("SELECT count(*) AS n FROM media").all()).results;
+  assert.equal(rowsAfter, rowsBefore, "no row");
 });
 
 test("stored files are served publicly with an entity tag, 304, ranges and 416", async () => {

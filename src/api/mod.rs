@@ -62,6 +62,9 @@ pub struct Request {
     /// `If-None-Match` and `Range` (stored files).
     pub if_none_match: Option<String>,
     pub range: Option<String>,
+    /// The origin the request was sent to (`https://host`), for absolute URLs of this worker's
+    /// own routes (sitemap images at the file route).
+    pub origin: Option<String>,
 }
 
 /// An outgoing response.
@@ -295,7 +298,7 @@ async fn dispatch<E: Executor>(
             })
         }
         Op::SitemapIndex => return sitemap::index(&ctx).await,
-        Op::SitemapCollection => return sitemap::collection(&ctx, p(0)).await,
+        Op::SitemapCollection => return sitemap::collection(&ctx, p(0), req).await,
         Op::ListCollections => schema::list(&ctx).await?,
         Op::CreateCollection => schema::create(&ctx, req).await?,
         Op::GetCollection => schema::get(&ctx, p(0)).await?,

@@ -1,10 +1,10 @@
-//! `/sitemap.xml` and `/sitemap-{collection}.xml`: public image sitemaps (`SITE_URL`,
-//! `MEDIA_PUBLIC_URL`).
+//! `/sitemap.xml` and `/sitemap-{collection}.xml`: public image sitemaps (`SITE_URL`, and
+//! `MEDIA_PUBLIC_URL` or, without it, the file route of uploaded media).
 
 use std::collections::HashMap;
 
 use super::error::ApiError;
-use super::{Ctx, Response};
+use super::{Ctx, Request, Response, BASE_PATH};
 use crate::exec::Executor;
 use crate::model::ident::Ident;
 use crate::repo::{schema, sitemap as repo};
@@ -49,7 +49,7 @@ pub async fn index<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Response, ApiError> 
 /// One sitemap file of a collection. An unknown collection, a collection with nothing
 /// published and a page past the last all answer the same 404; a page number past
 /// [`MAX_PAGE`] is refused before any query, and any other before the page is read.
-pub async fn collection<E: Executor>(ctx: &Ctx<'_, E>, param: &str) -> Result<Response, ApiError> {
+pub async fn collection<E: Executor>(ctx: &Ctx<'_, E>, param: &str, req: &Request) -> Result<Response, ApiError> {
     let site = site_url(ctx)?;
     let not_found = || ApiError::not_found("No such sitemap");
     let (slug, page) = parse_file_param(param).filter(|(_, page)| *page <= MAX_PAGE).ok_or_else(not_found)?;
@@ -62,12 +62,17 @@ pub async fn collection<E: Executor>(ctx: &Ctx<'_, E>, param: &str) -> Result<Re
         return Err(not_found());
     }
     let (entries, found) = repo::page(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await?;
+    // Images are at `MEDIA_PUBLIC_URL`; without it, uploaded ones at this worker's file route
+    // (media registered by JSON is stored elsewhere, so it is left out).
+    let (base, uploaded_only) = match (&ctx.config.media_public_url, ctx.storage, &req.origin) {
+        (Some(public), _, _) => (Some(public.clone()), false),
+        (None, Some(_), Some(origin)) => (Some(format!("{origin}{BASE_PATH}/media/file")), true),
+        _ => (None, false),
+    };
     let mut images: HashMap<String, Vec<String>> = HashMap::new();
-    if let Some(media_url) = &ctx.config.media_public_url {
-        for img in found {
-            if let Some(url) = image_url(media_url, &img.storage_key) {
-                images.entry(img.content_id).or_default().push(url);
-            }
+    for img in found.into_iter().filter(|i| !uploaded_only || i.uploaded != 0) {
+        if let Some(url) = base.as_deref().and_then(|b| image_url(b, &img.storage_key)) {
+            images.entry(img.content_id).or_default().push(url);
         }
     }
     let urls: Vec<UrlEntry> = entries

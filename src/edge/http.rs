@@ -24,6 +24,7 @@ pub fn read_head(req: &worker::Request) -> worker::Result<api::Request> {
         content_type: req.headers().get("content-type")?,
         if_none_match: req.headers().get("if-none-match")?,
         range: req.headers().get("range")?,
+        origin: Some(url.origin().ascii_serialization()).filter(|o| o != "null"),
     })
 }
 

@@ -76,4 +76,6 @@ pub async fn page<E: Executor>(
 pub struct EntryImage {
     pub content_id: String,
     pub storage_key: String,
+    /// 1 when the media was uploaded (its bytes are in the media bucket), else 0.
+    pub uploaded: i64,
 }

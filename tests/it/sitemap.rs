@@ -138,3 +138,33 @@ fn the_index_copes_with_more_collections_than_one_compound_select_allows() {
     assert_eq!(r.body.matches("<sitemap>").count(), 2);
     assert!(r.body.contains("sitemap-c504.xml") && r.body.contains("sitemap-c0.xml"));
 }
+
+#[test]
+fn without_a_media_url_uploaded_images_are_listed_at_the_file_route_of_the_requested_origin() {
+    let mut api = Api::with_storage(1_800_000_000_000.0);
+    api.config.media_public_url = None;
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "hero", "type": "image"}, {"slug": "icon", "type": "image"}]})));
+    let (ty, body) =
+        crate::media_files::form(&[("file", Some("p.png"), Some("image/png"), &crate::media_files::png(4, 4, 1))]);
+    let uploaded =
+        api.request("POST", "/media", Some(crate::support::ADMIN), Some(&body), |r| r.content_type = Some(ty));
+    let uploaded = data(&uploaded)["item"].clone();
+    let external = media(&api, "elsewhere/e.png", "image/png");
+    let data_ = json!({"hero": uploaded["id"], "icon": external});
+    data(&api.post("/content/posts", &json!({"slug": "a", "status": "published", "data": data_})));
+    let sitemap = |api: &Api, origin: Option<&str>| {
+        api.request("GET", "/sitemap-posts.xml", None, None, |r| r.origin = origin.map(str::to_owned)).body
+    };
+    let xml = sitemap(&api, Some("https://media-usage.example"));
+    let key = uploaded["storageKey"].as_str().unwrap();
+    assert!(
+        xml.contains(&format!("<image:loc>https://media-usage.example/_emdash/api/media/file/{key}</image:loc>")),
+        "{xml}"
+    );
+    assert!(!xml.contains("elsewhere"), "media registered by JSON is not in the bucket: {xml}");
+    assert_eq!(xml.matches("<image:image>").count(), 1, "{xml}");
+    // Without an origin, or without a bucket, no image URL can be made.
+    assert!(!sitemap(&api, None).contains("<image:image>"));
+    api.storage = None;
+    assert!(!sitemap(&api, Some("https://media-usage.example")).contains("<image:image>"));
+}

@@ -24,7 +24,7 @@ let bucket;
 
 before(async () => {
   const shared = { r2Buckets: { MEDIA_BUCKET: "media-files-test" } };
-  const vars = { MEDIA_MAX_UPLOAD_BYTES: String(LIMIT), MEDIA_PUBLIC_URL: "" };
+  const vars = { MEDIA_MAX_UPLOAD_BYTES: String(LIMIT), MEDIA_PUBLIC_URL: "", SITE_URL: "https://site.example" };
   mf = new Miniflare({
     port: 0,
     host: "127.0.0.1",
@@ -273,6 +273,20 @@ test("a body that ends before its form does, after parts were stored, leaves no 
   assert.deepEqual(await keys(), before, "no object");
   const [{ n: rowsAfter }] = (await db.prepare("SELECT count(*) AS n FROM media").all()).results;
   assert.equal(rowsAfter, rowsBefore, "no row");
+});
+
+test("without MEDIA_PUBLIC_URL, sitemaps list uploaded images at the file route of the worker's origin", async () => {
+  const item = await client().mediaUpload(png(5, 5, 30), "hero.png");
+  const external = (await (await api("POST", "/media", { headers: { "content-type": "application/json" }, body: JSON.stringify({ filename: "e.png", mimeType: "image/png", storageKey: "elsewhere/e.png" }) })).json()).data.item;
+  const schema = await api("POST", "/schema/collections", { headers: { "content-type": "application/json" }, body: JSON.stringify({ slug: "gallery", label: "Gallery", fields: [{ slug: "hero", type: "image" }, { slug: "icon", type: "image" }] }) });
+  assert.equal(schema.status, 201);
+  const entry = await api("POST", "/content/gallery", { headers: { "content-type": "application/json" }, body: JSON.stringify({ slug: "one", status: "published", data: { hero: item.id, icon: external.id } }) });
+  assert.equal(entry.status, 201);
+  const xml = await (await fetch(`${url}/sitemap-gallery.xml`)).text();
+  assert.ok(xml.includes(`<image:loc>${url}/_emdash/api/media/file/${item.storageKey}</image:loc>`), xml);
+  assert.ok(!xml.includes("elsewhere"), "media registered by JSON is stored elsewhere");
+  const image = await fetch(`${url}/_emdash/api/media/file/${item.storageKey}`);
+  assert.equal(image.status, 200, "the listed URL serves the image");
 });
 
 test("stored files are served publicly with an entity tag, 304, ranges and 416", async () => {

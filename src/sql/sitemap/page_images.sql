@@ -1,4 +1,4 @@
-SELECT e.id AS content_id, m.storage_key
+SELECT e.id AS content_id, m.storage_key, m.content_hash IS NOT NULL AS uploaded
 FROM (SELECT id FROM {table}
       WHERE status = 'published' AND deleted_at IS NULL
       ORDER BY id LIMIT ?2 OFFSET ?3) AS e

@@ -11,7 +11,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { chromium } from "playwright-core";
-import { workerOptions, migrationStatements, ADMIN_TOKEN } from "../workerd/harness.mjs";
+import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, scheduledOn } from "../workerd/harness.mjs";
 
 const SHOTS = path.join(path.dirname(fileURLToPath(import.meta.url)), "screenshots");
 const CHROMIUM = process.env.CHROMIUM_BIN || "/usr/bin/chromium";
@@ -36,12 +36,17 @@ async function api(method, p, body) {
 }
 const data = async (method, p, body) => (await api(method, p, body)).json.data;
 const sql = (q, ...binds) => db.prepare(q).bind(...binds).run();
-const tick = async () => (await mf.getWorker()).scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
+const tick = () => scheduledOn(mf, "main");
 
 before(async () => {
-  mf = new Miniflare({ ...workerOptions({ MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY: "2" }), port: 0, host: "127.0.0.1" });
+  mf = new Miniflare({
+    workers: [{ name: "main", ...workerOptions({ MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY: "2" }) }, probeWorker()],
+    unsafeTriggerHandlers: true,
+    port: 0,
+    host: "127.0.0.1",
+  });
   origin = (await mf.ready).origin;
-  db = await mf.getD1Database("DB");
+  db = new ProbeDb(mf);
   for (const s of migrationStatements()) await db.prepare(s).run();
 
   // Posts use a hero image: three of them use "hero.jpg", none uses "spare.png". One entry has

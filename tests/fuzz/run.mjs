@@ -12,7 +12,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { workerOptions, migrationStatements, ADMIN_TOKEN } from "../workerd/harness.mjs";
+import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb } from "../workerd/harness.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, "../..");
@@ -30,14 +30,20 @@ if (PROVE) {
 }
 
 const mf = new Miniflare({
-  ...workerOptions({ SITE_URL: "https://site.example/", MEDIA_PUBLIC_URL: "https://cdn.example/m" }),
-  // Uploads are fuzzed end to end, into a local bucket.
-  r2Buckets: { MEDIA_BUCKET: "fuzz-media" },
+  workers: [
+    {
+      name: "main",
+      ...workerOptions({ SITE_URL: "https://site.example/", MEDIA_PUBLIC_URL: "https://cdn.example/m" }),
+      // Uploads are fuzzed end to end, into a local bucket.
+      r2Buckets: { MEDIA_BUCKET: "fuzz-media" },
+    },
+    probeWorker(),
+  ],
   port: 0,
   host: "127.0.0.1",
 });
 const url = await mf.ready;
-const db = await mf.getD1Database("DB");
+const db = new ProbeDb(mf);
 for (const sql of migrationStatements()) await db.prepare(sql).run();
 
 // A little content so that reads have something to find.

@@ -1,5 +1,11 @@
 // Shared setup for the workerd suite: a Miniflare instance running the real wasm worker
 // (build/worker/shim.mjs) with an in-memory D1 migrated from migrations/*.sql.
+//
+// Tests reach workers, cron ticks, the database and the bucket only by plain HTTP through
+// `dispatchFetch` (a worker picked by the `MF-Route-Override` header, ticks through Miniflare's
+// `/cdn-cgi/handler/scheduled`, SQL and objects through the small probe worker below), never
+// through Miniflare's binding proxies, whose synchronous calls were seen answered with the reply
+// to another call under load.
 import { Miniflare } from "miniflare";
 import { readFileSync, readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -35,6 +41,104 @@ export function migrationStatements() {
   return out;
 }
 
+/** The probe worker's name: it runs tests' SQL on the shared D1 and reads the shared bucket. */
+export const PROBE = "test-probe";
+
+/**
+ * Miniflare options for the probe worker, bound to the same D1 database (and bucket, if any) as
+ * the workers under test. `POST /sql` `{sql, params, method}` answers `{ok, result}` or
+ * `{ok: false, error}`; `GET /r2` lists keys; `GET /r2/<key>` is the object (404 when missing).
+ */
+export function probeWorker(extra = {}) {
+  const script = `export default {
+    async fetch(request, env) {
+      const url = new URL(request.url);
+      if (url.pathname === "/sql") {
+        const { sql, params, method } = await request.json();
+        try {
+          const result = await env.DB.prepare(sql).bind(...params)[method]();
+          return Response.json({ ok: true, result });
+        } catch (e) {
+          return Response.json({ ok: false, error: String(e?.message ?? e) });
+        }
+      }
+      if (url.pathname === "/r2") {
+        const keys = [];
+        let cursor;
+        do {
+          const page = await env.MEDIA_BUCKET.list({ cursor });
+          keys.push(...page.objects.map((o) => o.key));
+          cursor = page.truncated ? page.cursor : undefined;
+        } while (cursor);
+        return Response.json(keys);
+      }
+      if (url.pathname.startsWith("/r2/")) {
+        const object = await env.MEDIA_BUCKET.get(decodeURIComponent(url.pathname.slice(4)));
+        if (!object) return new Response("no such object", { status: 404 });
+        return new Response(object.body, { headers: { "content-type": object.httpMetadata?.contentType ?? "", "x-size": String(object.size) } });
+      }
+      return new Response("unknown probe", { status: 404 });
+    },
+  };`;
+  return { name: PROBE, modules: true, script, compatibilityDate: "2026-04-01", d1Databases: { DB: "media-usage-test" }, ...extra };
+}
+
+/** A D1-like client over the probe worker: `prepare(sql).bind(...).all() / .run() / .first()`. */
+export class ProbeDb {
+  constructor(mf) {
+    this.mf = mf;
+  }
+
+  prepare(sql) {
+    const send = async (params, method) => {
+      const res = await this.mf.dispatchFetch("http://localhost/sql", {
+        method: "POST",
+        headers: { "MF-Route-Override": PROBE, "content-type": "application/json" },
+        body: JSON.stringify({ sql, params, method }),
+      });
+      const body = await res.json();
+      if (!body.ok) throw new Error(body.error);
+      return body.result;
+    };
+    const statement = (params) => ({
+      bind: (...p) => statement(p),
+      all: () => send(params, "all"),
+      run: () => send(params, "run"),
+      first: () => send(params, "first"),
+    });
+    return statement([]);
+  }
+}
+
+/** The probe's view of the shared bucket: its keys, and an object's bytes and type. */
+export class ProbeBucket {
+  constructor(mf) {
+    this.mf = mf;
+  }
+
+  async keys() {
+    return (await this.mf.dispatchFetch("http://localhost/r2", { headers: { "MF-Route-Override": PROBE } })).json();
+  }
+
+  /** `null` when missing, else `{bytes, contentType, size}`. */
+  async get(key) {
+    const res = await this.mf.dispatchFetch(`http://localhost/r2/${encodeURIComponent(key)}`, { headers: { "MF-Route-Override": PROBE } });
+    if (res.status === 404) return null;
+    return { bytes: new Uint8Array(await res.arrayBuffer()), contentType: res.headers.get("content-type"), size: Number(res.headers.get("x-size")) };
+  }
+}
+
+/** Calls worker `name` by HTTP. */
+export function dispatchTo(mf, name, url, init = {}) {
+  return mf.dispatchFetch(url, { ...init, headers: { ...(init.headers ?? {}), "MF-Route-Override": name } });
+}
+
+/** Runs one cron tick of worker `name` by HTTP; resolves with `{outcome}`. */
+export async function scheduledOn(mf, name, cron = "*/2 * * * *") {
+  const res = await dispatchTo(mf, name, `http://localhost/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}&time=${Date.now()}`);
+  return { outcome: await res.text() };
+}
+
 /** Miniflare options for the worker; `vars` adds or overrides bindings. */
 export function workerOptions(vars = {}) {
   return {
@@ -61,8 +165,8 @@ export async function startWorker(vars = {}, variants = {}, options = {}) {
     { name: "main", ...workerOptions(vars), ...options },
     ...Object.entries(variants).map(([name, extra]) => ({ name, ...workerOptions({ ...vars, ...extra }) })),
   ];
-  const mf = new Miniflare({ workers });
-  const db = await mf.getD1Database("DB");
+  const mf = new Miniflare({ workers: [...workers, probeWorker()], unsafeTriggerHandlers: true });
+  const db = new ProbeDb(mf);
   for (const sql of migrationStatements()) {
     await db.prepare(sql).run();
   }
@@ -99,10 +203,7 @@ export class Worker {
       h["content-type"] = "application/json";
     }
     const url = p.startsWith("http") ? p : `${BASE}${p}`;
-    const res =
-      this.name === "main"
-        ? await this.mf.dispatchFetch(url, { method, headers: h, body: payload })
-        : await (await this.mf.getWorker(this.name)).fetch(url, { method, headers: h, body: payload });
+    const res = await dispatchTo(this.mf, this.name, url, { method, headers: h, body: payload });
     const text = await res.text();
     let json = null;
     try {
@@ -133,9 +234,8 @@ export class Worker {
     return res.json.data.token;
   }
 
-  async scheduled(cron = "*/2 * * * *") {
-    const w = await this.mf.getWorker(this.name);
-    return w.scheduled({ cron, scheduledTime: new Date() });
+  scheduled(cron = "*/2 * * * *") {
+    return scheduledOn(this.mf, this.name, cron);
   }
 
   async dispose() {

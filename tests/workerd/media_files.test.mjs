@@ -12,7 +12,7 @@ import http from "node:http";
 import { Miniflare } from "miniflare";
 import { EmDashClient } from "emdash/client";
 import jpeg from "jpeg-js";
-import { workerOptions, migrationStatements, ADMIN_TOKEN } from "./harness.mjs";
+import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, ProbeBucket, dispatchTo, scheduledOn } from "./harness.mjs";
 
 const LIMIT = 64 * 1024;
 const LARGE_LIMIT = 32 * 1024 * 1024;
@@ -33,18 +33,20 @@ before(async () => {
       { name: "nograce", ...workerOptions({ ...vars, MEDIA_STORAGE_GRACE_HOURS: "0" }), ...shared },
       { name: "crashdelete", ...workerOptions({ ...vars, MEDIA_USAGE_FAULT_STORAGE_DELETE: "1" }), ...shared },
       { name: "large", ...workerOptions({ ...vars, MEDIA_MAX_UPLOAD_BYTES: String(LARGE_LIMIT) }), ...shared },
+      probeWorker(shared),
     ],
+    unsafeTriggerHandlers: true,
   });
   url = (await mf.ready).origin;
-  db = await mf.getD1Database("DB");
+  db = new ProbeDb(mf);
   for (const s of migrationStatements()) await db.prepare(s).run();
-  bucket = await mf.getR2Bucket("MEDIA_BUCKET");
+  bucket = new ProbeBucket(mf);
 });
 
 after(() => mf?.dispose());
 
 const client = () => new EmDashClient({ baseUrl: url, token: ADMIN_TOKEN });
-const keys = async () => (await bucket.list()).objects.map((o) => o.key).sort();
+const keys = async () => (await bucket.keys()).sort();
 const api = async (method, path, { worker = "main", headers = {}, body } = {}) => {
   if (body instanceof FormData) {
     // Encoded here, so that the form reaches a worker called directly with its content type.
@@ -53,10 +55,10 @@ const api = async (method, path, { worker = "main", headers = {}, body } = {}) =
     body = Buffer.from(await encoded.arrayBuffer());
   }
   const init = { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...headers }, body };
-  const res = worker === "main" ? await fetch(`${url}/_emdash/api${path}`, init) : await (await mf.getWorker(worker)).fetch(`http://localhost/_emdash/api${path}`, init);
+  const res = worker === "main" ? await fetch(`${url}/_emdash/api${path}`, init) : await dispatchTo(mf, worker, `http://localhost/_emdash/api${path}`, init);
   return res;
 };
-const tick = async (worker) => (await mf.getWorker(worker)).scheduled({ cron: "*/2 * * * *", scheduledTime: new Date() });
+const tick = (worker) => scheduledOn(mf, worker);
 
 /** A real PNG (RGBA, filtered scanlines, zlib-compressed IDAT, CRCs) of w×h with a colour seed. */
 function png(w, h, seed = 0) {
@@ -96,8 +98,8 @@ test("EmDash's client uploads a PNG: stored in R2, registered with its header's 
   assert.equal(item.url, `/_emdash/api/media/file/${item.storageKey}`);
   assert.ok((await keys()).includes(item.storageKey));
   const stored = await bucket.get(item.storageKey);
-  assert.equal(stored.httpMetadata.contentType, "image/png");
-  assert.deepEqual(new Uint8Array(await stored.arrayBuffer()), png(37, 21, 1));
+  assert.equal(stored.contentType, "image/png");
+  assert.deepEqual(stored.bytes, png(37, 21, 1));
 
   // The same bytes again: the existing item, nothing stored.
   const before = await keys();
@@ -238,8 +240,8 @@ test("a file larger than a part streams into an R2 multipart upload and is serve
   assert.deepEqual([item.width, item.height, item.size], [8, 8, bytes.length]);
   const stored = await bucket.get(item.storageKey);
   assert.equal(stored.size, bytes.length);
-  assert.equal(stored.httpMetadata.contentType, "image/png");
-  assert.deepEqual(new Uint8Array(await stored.arrayBuffer()), bytes, "the object is the file, byte for byte");
+  assert.equal(stored.contentType, "image/png");
+  assert.deepEqual(stored.bytes, bytes, "the object is the file, byte for byte");
   // A range across the first part boundary.
   const path = `${url}/_emdash/api/media/file/${item.storageKey}`;
   const across = await fetch(path, { headers: { range: `bytes=${PART - 3}-${PART + 2}` } });
@@ -261,7 +263,7 @@ test("a body that ends before its form does, after parts were stored, leaves no 
   const [{ n: rowsBefore }] = (await db.prepare("SELECT count(*) AS n FROM media").all()).results;
   // Twelve MiB of a PNG, then the body simply ends: no closing boundary.
   const chunk = Buffer.from(bigPng(1024 * 1024, 22));
-  const res = await (await mf.getWorker("large")).fetch("http://localhost/_emdash/api/media", {
+  const res = await dispatchTo(mf, "large", "http://localhost/_emdash/api/media", {
     method: "POST",
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": `multipart/form-data; boundary=${BOUNDARY}` },
     body: Buffer.concat([formHead(), ...Array(12).fill(chunk)]),

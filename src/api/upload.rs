@@ -144,15 +144,15 @@ struct Fed {
 /// would be buffered whole before the first byte of the file reaches the bucket. Before each
 /// chunk the parser's framing is checked: a body of junk without a boundary, or endless part
 /// headers, is refused instead of buffered.
-struct Paced<'a> {
-    inner: BodyStream<'a>,
+struct Paced<'a, 'b> {
+    inner: &'a mut BodyStream<'b>,
     fed: Arc<Fed>,
     /// The sizes of the last two chunks fed.
     recent: [u64; 2],
     paused: bool,
 }
 
-impl futures::Stream for Paced<'_> {
+impl futures::Stream for Paced<'_, '_> {
     type Item = Result<Bytes, FeedError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -209,7 +209,7 @@ fn form_error(e: multer::Error, rules: &UploadRules) -> ApiError {
 /// caller can abandon what was stored of it when this fails).
 async fn read_form<'s>(
     req: &Request,
-    body: BodyStream<'_>,
+    body: &mut BodyStream<'_>,
     ctx_storage: &'s dyn Storage,
     rules: &'s UploadRules,
     now_ms: f64,
@@ -432,7 +432,11 @@ impl<'s> Incoming<'s> {
 /// (201), or answers with the media row that already holds these bytes (200, `deduplicated`).
 /// Whatever happens, no object (or unfinished upload) this request made is left behind unless a
 /// row references it.
-pub async fn upload<E: Executor>(ctx: &Ctx<'_, E>, req: &Request, body: BodyStream<'_>) -> Result<Reply, ApiError> {
+pub async fn upload<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    req: &Request,
+    mut body: BodyStream<'_>,
+) -> Result<Reply, ApiError> {
     let rules = &ctx.config.uploads;
     let Some(storage) = ctx.storage else {
         return Err(ApiError::new(
@@ -442,7 +446,10 @@ pub async fn upload<E: Executor>(ctx: &Ctx<'_, E>, req: &Request, body: BodyStre
         ));
     };
     let mut file = None;
-    let form = read_form(req, body, storage, rules, (ctx.config.clock)(), &mut file).await;
+    let form = read_form(req, &mut body, storage, rules, (ctx.config.clock)(), &mut file).await;
+    if form.as_ref().is_err_and(|e| e.status != 413) {
+        drain(&mut body).await;
+    }
     let reply = match (form, file.as_mut()) {
         (Ok(form), Some(file)) => register(ctx, form, file).await,
         (Ok(_), None) => Err(invalid("file", "Required: the file to upload")),
@@ -453,6 +460,13 @@ pub async fn upload<E: Executor>(ctx: &Ctx<'_, E>, req: &Request, body: BodyStre
         file.abandon(ctx).await;
     }
     reply
+}
+
+/// Reads the rest of a refused upload's body, keeping nothing (at most its limit: past it the
+/// stream ends), so that a client still sending receives the answer rather than a connection
+/// reset. A file over the limit is the exception: it is answered 413 without reading the rest.
+async fn drain(body: &mut BodyStream<'_>) {
+    while let Some(Ok(_)) = body.next().await {}
 }
 
 /// Settles a fully read upload: the existing row for the same bytes, or the file stored and its

@@ -258,6 +258,19 @@ test("a file larger than a part streams into an R2 multipart upload and is serve
   assert.deepEqual(await keys(), before);
 });
 
+test("a large upload refused for its content after the first part is answered, not reset, and stores nothing", async () => {
+  const before = await keys();
+  // 20 MiB declared as a PNG whose content is a PDF, sent with its length as browsers do.
+  const chunk = Buffer.alloc(1024 * 1024, 0x20);
+  const head = Buffer.concat([formHead("image/png", "fake.png"), Buffer.from("%PDF-1.7\n")]);
+  const count = 20;
+  const length = head.length + count * chunk.length + formTail.length;
+  const { status, text } = await streamUpload({ head, chunk, count, tail: formTail, headers: { "MF-Route-Override": "large", "content-length": String(length) } });
+  assert.equal(status, 400, text);
+  assert.equal(JSON.parse(text).error.code, "INVALID_TYPE");
+  assert.deepEqual(await keys(), before);
+});
+
 test("a body that ends before its form does, after parts were stored, leaves no object and no row", async () => {
   const before = await keys();
   const [{ n: rowsBefore }] = (await db.prepare("SELECT count(*) AS n FROM media").all()).results;

@@ -90,11 +90,13 @@ pub struct Response {
 }
 
 impl Response {
-    fn json(status: u16, body: &Json) -> Response {
+    /// A `200`-style answer of `body` as `content_type`, `Cache-Control: private, no-store`, with
+    /// nothing else set; callers adjust the rest.
+    pub fn raw(status: u16, content_type: &'static str, body: String) -> Response {
         Response {
             status,
-            content_type: "application/json",
-            body: body.to_string(),
+            content_type,
+            body,
             no_store: true,
             cause: None,
             log: Vec::new(),
@@ -102,6 +104,10 @@ impl Response {
             expose_cost: false,
             object: None,
         }
+    }
+
+    fn json(status: u16, body: &Json) -> Response {
+        Self::raw(status, "application/json", body.to_string())
     }
 
     pub fn data(status: u16, data: Json) -> Response {
@@ -284,19 +290,7 @@ async fn dispatch<E: Executor>(
     let p = |i: usize| params.get(i).map(String::as_str).unwrap_or_default();
     let (status, data) = match op {
         Op::Health => health(&ctx).await?,
-        Op::OpenApi => {
-            return Ok(Response {
-                status: 200,
-                content_type: "application/json",
-                body: OPENAPI_JSON.to_owned(),
-                no_store: true,
-                cause: None,
-                log: Vec::new(),
-                headers: Vec::new(),
-                expose_cost: false,
-                object: None,
-            })
-        }
+        Op::OpenApi => return Ok(Response::raw(200, "application/json", OPENAPI_JSON.to_owned())),
         Op::SitemapIndex => return sitemap::index(&ctx).await,
         Op::SitemapCollection => return sitemap::collection(&ctx, p(0), req).await,
         Op::ListCollections => schema::list(&ctx).await?,

@@ -17,17 +17,7 @@ fn site_url<E>(ctx: &Ctx<'_, E>) -> Result<String, ApiError> {
 }
 
 fn xml(body: String) -> Response {
-    Response {
-        status: 200,
-        content_type: "application/xml; charset=utf-8",
-        body,
-        no_store: false,
-        cause: None,
-        log: Vec::new(),
-        headers: Vec::new(),
-        expose_cost: false,
-        object: None,
-    }
+    Response { no_store: false, ..Response::raw(200, "application/xml; charset=utf-8", body) }
 }
 
 /// The index: one sitemap file per 50,000 published entries of every collection that has any.

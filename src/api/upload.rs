@@ -432,11 +432,7 @@ impl<'s> Incoming<'s> {
 /// (201), or answers with the media row that already holds these bytes (200, `deduplicated`).
 /// Whatever happens, no object (or unfinished upload) this request made is left behind unless a
 /// row references it.
-pub async fn upload<E: Executor>(
-    ctx: &Ctx<'_, E>,
-    req: &Request,
-    mut body: BodyStream<'_>,
-) -> Result<Reply, ApiError> {
+pub async fn upload<E: Executor>(ctx: &Ctx<'_, E>, req: &Request, mut body: BodyStream<'_>) -> Result<Reply, ApiError> {
     let rules = &ctx.config.uploads;
     let Some(storage) = ctx.storage else {
         return Err(ApiError::new(
@@ -529,15 +525,10 @@ pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Re
         .ok_or_else(not_found)?;
     let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());
     Ok(Response {
-        status: plan.status,
-        content_type: "application/octet-stream",
-        body: String::new(),
         no_store: false,
-        cause: None,
-        log: Vec::new(),
         headers: plan.headers,
-        expose_cost: false,
         object: plan.body.map(|(offset, length)| (key.to_owned(), offset, length)),
+        ..Response::raw(plan.status, "application/octet-stream", String::new())
     })
 }
 

@@ -39,17 +39,9 @@ pub fn serve(req: &Request) -> Option<Response> {
             e.allow = Some("GET, HEAD".into());
             Response::error(&e)
         }
-        Some((_, content_type, body)) => Response {
-            status: 200,
-            content_type,
-            body: if req.method == "HEAD" { String::new() } else { (*body).to_owned() },
-            no_store: true,
-            cause: None,
-            log: Vec::new(),
-            headers: Vec::new(),
-            expose_cost: false,
-            object: None,
-        },
+        Some((_, content_type, body)) => {
+            Response::raw(200, content_type, if req.method == "HEAD" { String::new() } else { (*body).to_owned() })
+        }
     };
     response.headers.extend([
         ("content-security-policy", CONTENT_SECURITY_POLICY.to_owned()),

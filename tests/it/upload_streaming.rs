@@ -196,3 +196,18 @@ fn junk_without_a_boundary_or_endless_part_headers_are_refused_not_buffered() {
     assert_eq!(read.load(Ordering::SeqCst), chunks, "refused, then drained");
     assert_clean(&api);
 }
+
+#[test]
+fn a_body_that_ends_before_its_form_does_is_refused_and_aborts_its_parts() {
+    let api = Api::with_storage(T0);
+    let file = big_png(2 * PART_BYTES + 5, 8);
+    let (ty, mut bytes) = form(&[("file", Some("a.png"), Some("image/png"), &file)]);
+    // The body simply ends inside the file: no closing boundary.
+    bytes.truncate(bytes.len() - 200);
+    let (stream, _) = body(bytes, None);
+    let r = api.upload_stream(&ty, stream);
+    assert_eq!((r.status, code(&r).as_str()), (400, "VALIDATION_ERROR"), "{}", r.body);
+    assert!(r.body.contains("ended before the form did"), "{}", r.body);
+    assert!(store(&api).operations.get() >= 3, "parts had been stored");
+    assert_clean(&api);
+}

@@ -132,6 +132,13 @@ async function noSidewaysScroll(page, what) {
   assert.ok(scroll <= client, `${what}: the page scrolls sideways (${scroll} > ${client})`);
 }
 
+/** Checks a view (no sideways scroll, no rendering slips) and keeps a screenshot of it. */
+async function checkedShot(page, width, name) {
+  await noSidewaysScroll(page, `${name} at ${width}px`);
+  await noRenderingSlips(page, `${name} at ${width}px`);
+  await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
+}
+
 test("the page is served with a strict policy and makes no API call before a token is entered", async () => {
   const res = await fetch(new URL(CONSOLE, origin));
   assert.equal(res.status, 200);
@@ -175,11 +182,7 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   const width = 1280;
   const { page, context, seen } = await open(width);
   await signIn(page);
-  const shot = async (name) => {
-    await noSidewaysScroll(page, `${name} at ${width}px`);
-    await noRenderingSlips(page, `${name} at ${width}px`);
-    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
-  };
+  const shot = (name) => checkedShot(page, width, name);
 
   // Coverage: the overall status, each collection's facts, and Repair.
   const coverage = view(page, "Coverage");
@@ -286,11 +289,7 @@ test("at 375 px every view is readable without sideways scrolling, and an unused
   const width = 375;
   const { page, context, seen } = await open(width);
   await signIn(page);
-  const shot = async (name) => {
-    await noSidewaysScroll(page, `${name} at ${width}px`);
-    await noRenderingSlips(page, `${name} at ${width}px`);
-    await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
-  };
+  const shot = (name) => checkedShot(page, width, name);
   await view(page, "Coverage").getByRole("row", { name: /^posts/ }).waitFor();
   await shot("coverage");
   // The wide table scrolls inside its own container instead.

@@ -211,3 +211,16 @@ fn a_body_that_ends_before_its_form_does_is_refused_and_aborts_its_parts() {
     assert!(store(&api).operations.get() >= 3, "parts had been stored");
     assert_clean(&api);
 }
+
+#[test]
+fn a_file_name_holds_at_most_255_characters() {
+    let api = Api::with_storage(T0);
+    let longest = format!("{}.png", "é".repeat(251));
+    let (r, _, _) = send(&api, &[("file", Some(&longest), Some("image/png"), &png(2, 2, 1))], None);
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(data(&r)["item"]["filename"], longest.as_str());
+    let too_long = format!("{}.png", "é".repeat(252));
+    let (r, _, _) = send(&api, &[("file", Some(&too_long), Some("image/png"), &png(2, 2, 2))], None);
+    assert_eq!((r.status, code(&r).as_str()), (400, "VALIDATION_ERROR"), "{}", r.body);
+    assert!(r.body.contains("255"), "{}", r.body);
+}

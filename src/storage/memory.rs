@@ -1,7 +1,8 @@
 //! An in-memory object store for native tests, with an adjustable clock for upload times and a
-//! switch that makes deletes fail (a crash between a row delete and its object delete). Multipart
-//! uploads follow R2's rules: parts are no object until completed, and every part but the last is
-//! [`PART_BYTES`] or more, all of one size, the last no larger.
+//! switch that makes deletes fail (a crash between a row delete and its object delete). Keys and
+//! multipart uploads follow R2's rules: an empty key or one over 1024 bytes is an error; parts
+//! are no object until completed, and every part but the last is [`PART_BYTES`] or more, all of
+//! one size, the last no larger.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use futures::future::{self, LocalBoxFuture};
 use sha2::{Digest, Sha256};
 
-use super::{Listing, PartTag, Storage, StorageError, StoredObject, PART_BYTES};
+use super::{valid_key, Listing, PartTag, Storage, StorageError, StoredObject, PART_BYTES};
 
 /// A multipart upload not yet completed or aborted.
 #[derive(Debug)]
@@ -112,6 +113,9 @@ impl Storage for MemoryStorage {
         sha256: [u8; 32],
     ) -> LocalBoxFuture<'a, Result<(), StorageError>> {
         self.op();
+        if !valid_key(key) {
+            return Box::pin(future::ready(Err(StorageError(format!("invalid key of {} bytes", key.len())))));
+        }
         if <[u8; 32]>::from(Sha256::digest(&bytes)) != sha256 {
             return Box::pin(future::ready(Err(StorageError("checksum mismatch".into()))));
         }
@@ -178,6 +182,9 @@ impl Storage for MemoryStorage {
 
     fn head<'a>(&'a self, key: &'a str) -> LocalBoxFuture<'a, Result<Option<StoredObject>, StorageError>> {
         self.op();
+        if !valid_key(key) {
+            return Box::pin(future::ready(Err(StorageError(format!("invalid key of {} bytes", key.len())))));
+        }
         Box::pin(future::ready(Ok(self.objects.borrow().get(key).map(|(o, _)| o.clone()))))
     }
 

@@ -37,6 +37,15 @@ pub struct Listing {
 /// also be the same size). Uploads stream through parts of exactly this size.
 pub const PART_BYTES: usize = 5 * 1024 * 1024;
 
+/// The longest object key R2 accepts, in bytes; a longer (or an empty) key is an error there, not
+/// a missing object.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// Whether R2 accepts `key` as an object key.
+pub fn valid_key(key: &str) -> bool {
+    !key.is_empty() && key.len() <= MAX_KEY_BYTES
+}
+
 /// A stored part of a multipart upload, as its completion needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartTag {

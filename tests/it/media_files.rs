@@ -435,3 +435,15 @@ fn the_sweep_moves_past_pages_with_nothing_to_delete_and_counts_its_operations()
     let r = tick(&api, 24.0);
     assert_eq!((r.objects_deleted, r.storage_operations), (0, 1), "{r:?}");
 }
+
+#[test]
+fn keys_the_store_would_refuse_are_simply_not_found() {
+    let api = Api::with_storage(T0);
+    let store = api.storage.as_ref().unwrap();
+    let longest = "k".repeat(1024);
+    let sha: [u8; 32] = sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(b"x")).into();
+    block_on(media_usage_worker::storage::Storage::put(store, &longest, b"x".to_vec(), "text/plain", sha)).unwrap();
+    assert_eq!(get_file(&api, &longest, |_| {}).status, 200, "a key of 1024 bytes is served");
+    let r = get_file(&api, &"k".repeat(1025), |_| {});
+    assert_eq!((r.status, code(&r).as_str()), (404, "NOT_FOUND"), "over 1024 bytes: absent, not a 500");
+}

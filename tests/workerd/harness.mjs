@@ -54,9 +54,11 @@ export function probeWorker(extra = {}) {
     async fetch(request, env) {
       const url = new URL(request.url);
       if (url.pathname === "/sql") {
-        const { sql, params, method } = await request.json();
+        const { sql, params, method, batch } = await request.json();
         try {
-          const result = await env.DB.prepare(sql).bind(...params)[method]();
+          const result = batch
+            ? await env.DB.batch(batch.map((s) => env.DB.prepare(s.sql).bind(...s.params)))
+            : await env.DB.prepare(sql).bind(...params)[method]();
           return Response.json({ ok: true, result });
         } catch (e) {
           return Response.json({ ok: false, error: String(e?.message ?? e) });
@@ -83,30 +85,40 @@ export function probeWorker(extra = {}) {
   return { name: PROBE, modules: true, script, compatibilityDate: "2026-04-01", d1Databases: { DB: "media-usage-test" }, ...extra };
 }
 
-/** A D1-like client over the probe worker: `prepare(sql).bind(...).all() / .run() / .first()`. */
+/**
+ * A D1-like client over the probe worker: `prepare(sql).bind(...).all() / .run() / .first()`, and
+ * `batch([statements])` (atomic, as D1's).
+ */
 export class ProbeDb {
   constructor(mf) {
     this.mf = mf;
   }
 
+  async #send(request) {
+    const res = await this.mf.dispatchFetch("http://localhost/sql", {
+      method: "POST",
+      headers: { "MF-Route-Override": PROBE, "content-type": "application/json" },
+      body: JSON.stringify(request),
+    });
+    const body = await res.json();
+    if (!body.ok) throw new Error(body.error);
+    return body.result;
+  }
+
   prepare(sql) {
-    const send = async (params, method) => {
-      const res = await this.mf.dispatchFetch("http://localhost/sql", {
-        method: "POST",
-        headers: { "MF-Route-Override": PROBE, "content-type": "application/json" },
-        body: JSON.stringify({ sql, params, method }),
-      });
-      const body = await res.json();
-      if (!body.ok) throw new Error(body.error);
-      return body.result;
-    };
     const statement = (params) => ({
+      sql,
+      params,
       bind: (...p) => statement(p),
-      all: () => send(params, "all"),
-      run: () => send(params, "run"),
-      first: () => send(params, "first"),
+      all: () => this.#send({ sql, params, method: "all" }),
+      run: () => this.#send({ sql, params, method: "run" }),
+      first: () => this.#send({ sql, params, method: "first" }),
     });
     return statement([]);
+  }
+
+  batch(statements) {
+    return this.#send({ batch: statements.map(({ sql, params }) => ({ sql, params })) });
   }
 }
 

@@ -104,8 +104,7 @@ for (const images of [1, 50]) {
   const before = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n;
   ok(await w.post("/admin/media-usage/repair", { scope: "collection", collection: "bench_repair" }));
   const cap = Math.max(200, entries); // per-entry jobs need about one tick per 4 entries today
-  // Progress is read through the API between ticks (repeated D1 proxy reads interleaved with
-  // scheduled events trip an assertion in Miniflare's synchronous fetcher).
+  // Progress is read through the API between ticks, as an operator would.
   const done = async () => {
     const c = ok(await w.get("/admin/media-usage/status")).collections.find((x) => x.collection === "bench_repair");
     return c.status === "complete" && !c.reconciliationRequired;

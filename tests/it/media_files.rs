@@ -4,6 +4,7 @@
 use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::meter::Metered;
+use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::usage::tick::{self, TickBudget};
 use serde_json::{json, Value as Json};
 
@@ -343,11 +344,7 @@ fn the_sweep_pages_through_a_large_bucket_within_the_tick_budget() {
     for i in 0..500u32 {
         let bytes = png(i + 1, 1, 0);
         let key = format!("{:012x}{:020x}.png", i, i);
-        let sha: [u8; 32] = {
-            use sha2::Digest;
-            sha2::Sha256::digest(&bytes).into()
-        };
-        block_on(media_usage_worker::storage::Storage::put(store, &key, bytes, "image/png", sha)).unwrap();
+        put_raw(store, &key, bytes, "image/png");
         if i % 10 == 0 {
             let r = api.post("/media", &json!({"filename": "x.png", "mimeType": "image/png", "storageKey": key}));
             assert_eq!(r.status, 201);
@@ -372,12 +369,8 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
     // 3,000 referenced-or-young objects: more pages than one default tick can list.
     for i in 0..3_000u32 {
         let bytes = png(i + 1, 2, 1);
-        let sha: [u8; 32] = {
-            use sha2::Digest;
-            sha2::Sha256::digest(&bytes).into()
-        };
         let key = format!("{i:012x}{i:020x}.png");
-        block_on(media_usage_worker::storage::Storage::put(store, &key, bytes, "image/png", sha)).unwrap();
+        put_raw(store, &key, bytes, "image/png");
     }
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
@@ -397,18 +390,23 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
     assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Budget, "{r:?}");
 }
 
+/// Stores `bytes` under `key` directly in the bucket, as something other than an upload would.
+fn put_raw(store: &MemoryStorage, key: &str, bytes: Vec<u8>, content_type: &str) {
+    let sha: [u8; 32] = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&bytes).into()
+    };
+    block_on(media_usage_worker::storage::Storage::put(store, key, bytes, content_type, sha)).unwrap();
+}
+
 /// Stores `n` objects with sortable keys `<prefix><i>` directly in the bucket.
 fn put_objects(api: &Api, prefix: &str, n: u32) -> Vec<String> {
     let store = api.storage.as_ref().unwrap();
     (0..n)
         .map(|i| {
             let bytes = png(i + 1, 3, 2);
-            let sha: [u8; 32] = {
-                use sha2::Digest;
-                sha2::Sha256::digest(&bytes).into()
-            };
             let key = format!("{prefix}{i:08}.png");
-            block_on(media_usage_worker::storage::Storage::put(store, &key, bytes, "image/png", sha)).unwrap();
+            put_raw(store, &key, bytes, "image/png");
             key
         })
         .collect()
@@ -441,8 +439,7 @@ fn keys_the_store_would_refuse_are_simply_not_found() {
     let api = Api::with_storage(T0);
     let store = api.storage.as_ref().unwrap();
     let longest = "k".repeat(1024);
-    let sha: [u8; 32] = sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(b"x")).into();
-    block_on(media_usage_worker::storage::Storage::put(store, &longest, b"x".to_vec(), "text/plain", sha)).unwrap();
+    put_raw(store, &longest, b"x".to_vec(), "text/plain");
     assert_eq!(get_file(&api, &longest, |_| {}).status, 200, "a key of 1024 bytes is served");
     let r = get_file(&api, &"k".repeat(1025), |_| {});
     assert_eq!((r.status, code(&r).as_str()), (404, "NOT_FOUND"), "over 1024 bytes: absent, not a 500");

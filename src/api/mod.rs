@@ -90,8 +90,8 @@ pub struct Response {
 }
 
 impl Response {
-    /// A `200`-style answer of `body` as `content_type`, `Cache-Control: private, no-store`, with
-    /// nothing else set; callers adjust the rest.
+    /// An answer of `status` with `body` as `content_type` and `Cache-Control: private, no-store`,
+    /// nothing else set; callers adjust the rest (struct update syntax).
     pub fn raw(status: u16, content_type: &'static str, body: String) -> Response {
         Response {
             status,

@@ -28,6 +28,12 @@ pub fn read_head(req: &worker::Request) -> worker::Result<api::Request> {
     })
 }
 
+/// Whether the request's `Content-Length` is over `limit` (its body is then refused unread).
+fn declares_over(req: &worker::Request, limit: usize) -> worker::Result<bool> {
+    let declared = req.headers().get("content-length")?.and_then(|v| v.parse::<usize>().ok());
+    Ok(declared.is_some_and(|n| n > limit))
+}
+
 /// Reads the body of an admitted request into `head`, chunk by chunk: a declared or streamed
 /// body over `limit` bytes (1 MiB, or the upload limit for a multipart upload) is dropped as soon
 /// as that is known (chunked uploads included) and marked too large; nothing more of it is read.
@@ -35,8 +41,7 @@ pub async fn read_body(req: &mut worker::Request, head: &mut api::Request, limit
     if !matches!(head.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
         return Ok(());
     }
-    let declared = req.headers().get("content-length")?.and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
+    if declares_over(req, limit)? {
         head.body_too_large = true;
         return Ok(());
     }
@@ -58,8 +63,7 @@ pub async fn read_body(req: &mut worker::Request, head: &mut api::Request, limit
 /// stream with [`api::BodyError::TooLarge`] before a byte is read, and so does the first chunk
 /// that would pass it (nothing more is read).
 pub fn body_stream(req: &mut worker::Request, limit: usize) -> worker::Result<api::BodyStream<'static>> {
-    let declared = req.headers().get("content-length")?.and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|n| n > limit) {
+    if declares_over(req, limit)? {
         return Ok(futures::stream::once(async { Err(api::BodyError::TooLarge) }).boxed());
     }
     match req.stream() {

@@ -30,10 +30,15 @@ pub enum CreateError {
 /// Creates a collection atomically: registry row, fields, table and index, plus its coverage
 /// row (`complete`, capture `active`) and its three capture triggers; or nothing. The guard
 /// inside the batch refuses a taken slug, including one reserved by a deletion in progress.
-pub async fn create<E: Executor>(exec: &E, new: &schema::NewCollection) -> Result<Collection, CreateError> {
+/// `rules_id` names the deployed reference rules its (empty) coverage is proven under.
+pub async fn create<E: Executor>(
+    exec: &E,
+    new: &schema::NewCollection,
+    rules_id: &str,
+) -> Result<Collection, CreateError> {
     let id = ids::new_id();
     let mut stmts = schema::create_statements(&id, new);
-    stmts.extend(capture::capture_statements(&id, &new.slug)?);
+    stmts.extend(capture::capture_statements(&id, &new.slug, rules_id)?);
     match guarded_batch(exec, schema::creation_guard(&new.slug), stmts).await {
         Ok(_) => {}
         Err(Error::Stale | Error::Unique(_)) => return Err(CreateError::Exists),

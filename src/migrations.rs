@@ -27,4 +27,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0009_token_lifecycle.sql", sql: include_str!("../migrations/0009_token_lifecycle.sql") },
     Migration { name: "0010_continuation.sql", sql: include_str!("../migrations/0010_continuation.sql") },
     Migration { name: "0011_media_files.sql", sql: include_str!("../migrations/0011_media_files.sql") },
+    Migration { name: "0012_reference_rules.sql", sql: include_str!("../migrations/0012_reference_rules.sql") },
 ];

@@ -80,7 +80,7 @@ mod tests {
             admin_token_hash: Some(hash_token("secret")),
             site_url: None,
             media_public_url: None,
-            tick_budget: crate::usage::tick::TickBudget::DEFAULT,
+            tick_budget: crate::usage::tick::TickBudget::default(),
             clock: || 0.0,
             max_revisions: crate::repo::content::DEFAULT_MAX_REVISIONS,
             uploads: Default::default(),

@@ -62,7 +62,8 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         storage_key: storage_key.unwrap_or_default(),
         content_hash: None,
     };
-    match repo::insert(ctx.exec, new).await {
+    // Content may link to this key already (the client chose it): the ticks re-check it all.
+    match repo::insert_linkable(ctx.exec, new).await {
         Ok(m) => Ok((201, json!({"item": media_json(&m, ctx.config.media_public_url.as_deref())}))),
         Err(exec::Error::Unique(_)) => Err(ApiError::conflict("Media with this storageKey already exists")),
         Err(e) => Err(e.into()),
@@ -107,7 +108,7 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
     // Two tries: if the guard refused but the re-check finds neither a reference nor incomplete
     // coverage, what blocked it went away in between; try once more rather than guess a reason.
     for _ in 0..2 {
-        match usage_repo::delete_media_if_unused(ctx.exec, id).await? {
+        match usage_repo::delete_media_if_unused(ctx.exec, id, ctx.config.tick_budget.policy.rules.id()).await? {
             SafeDelete::Deleted => return deleted().await,
             SafeDelete::Missing => return Err(not_found()),
             SafeDelete::Refused => {}

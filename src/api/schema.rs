@@ -169,7 +169,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     }
     let (slug, label) = issues.finish_with(slug.zip(label))?;
     let new = NewCollection { slug, label, fields };
-    match lifecycle::create(ctx.exec, &new).await {
+    match lifecycle::create(ctx.exec, &new, ctx.config.tick_budget.policy.rules.id()).await {
         Ok(c) => Ok((201, json!({"item": collection_json(&c)}))),
         Err(CreateError::Exists) => Err(match crate::repo::deletion::target(ctx.exec, &new.slug).await?.tombstone {
             // Say why when it is a deletion in progress: the slug frees itself once it ends.

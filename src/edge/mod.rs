@@ -17,6 +17,7 @@ use crate::repo::content::max_revisions_from_settings;
 use crate::storage::sweep::grace_ms_from_setting;
 use crate::storage::Storage;
 use crate::usage::deletion::CleanupBatch;
+use crate::usage::extract::Rules;
 use crate::usage::project::Admission;
 use crate::usage::tick::{self, Continuation, TickBudget};
 
@@ -75,6 +76,7 @@ fn budget(env: &Env) -> TickBudget {
         var(env, "MEDIA_USAGE_STATEMENT_TARGET_MS").as_deref(),
     ))
     .with_admission(Admission::from_settings(var(env, "MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY").as_deref()))
+    .with_rules(Rules::current(var(env, "MEDIA_PUBLIC_URL").as_deref()))
     .with_storage_grace_ms(grace_ms_from_setting(var(env, "MEDIA_STORAGE_GRACE_HOURS").as_deref()))
 }
 

@@ -32,13 +32,14 @@ pub fn trigger_names(collection_id: &str, slug: &Ident) -> [String; 3] {
 }
 
 /// The statements that start capture for a new collection: its `active` status row and its
-/// three triggers. They go into the collection's creation batch.
-pub fn capture_statements(collection_id: &str, slug: &Ident) -> Result<Vec<Statement>, Error> {
+/// three triggers. They go into the collection's creation batch. A new collection has no entries,
+/// so its coverage is proven under the deployed reference rules (`rules_id`).
+pub fn capture_statements(collection_id: &str, slug: &Ident, rules_id: &str) -> Result<Vec<Statement>, Error> {
     let id_literal = Fragment::id_literal(collection_id)
         .ok_or_else(|| Error::Backend(format!("collection id {collection_id:?} is not a generated id")))?;
     let table = Fragment::content_table(slug);
     let slug_literal = Fragment::literal(slug);
-    let mut stmts = vec![Statement::new(INSERT_STATUS).bind(slug.as_str()).bind(collection_id)];
+    let mut stmts = vec![Statement::new(INSERT_STATUS).bind(slug.as_str()).bind(collection_id).bind(rules_id)];
     for (suffix, event, row) in TRIGGERS {
         let name = Fragment::digest_name(&trigger_name(collection_id, slug, suffix));
         let sql = render(
@@ -79,6 +80,8 @@ pub struct CoverageRow {
     pub reconciliation_required: Option<i64>,
     pub last_error_code: Option<String>,
     pub schema_version: Option<i64>,
+    /// The reference rules the coverage was proven under (`''`: a re-check was asked for).
+    pub rules_version: Option<String>,
     pub indexed_source_count: Option<i64>,
     pub failed_source_count: Option<i64>,
     pub started_at: Option<String>,

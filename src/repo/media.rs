@@ -14,6 +14,8 @@ const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
 const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql");
+const RECHECK_CONTENT: &str = include_str!("../sql/media/recheck_content.sql");
+const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
 
 /// A media row.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -48,7 +50,24 @@ pub struct NewMedia {
 
 /// Registers media; a taken `storage_key` or `content_hash` is [`Error::Unique`].
 pub async fn insert<E: Executor>(exec: &E, new: NewMedia) -> Result<Media, Error> {
-    let stmt = Statement::new(INSERT)
+    exec.query_first(insert_statement(new)).await?.ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
+}
+
+/// Registers media stored elsewhere, whose storage key existing content may already link to:
+/// in the same atomic batch, every collection's coverage asks for a re-check (the ticks
+/// re-project every entry), so such links are found. A taken key is [`Error::Unique`].
+pub async fn insert_linkable<E: Executor>(exec: &E, new: NewMedia) -> Result<Media, Error> {
+    let outcomes = exec.batch(vec![insert_statement(new), Statement::new(RECHECK_CONTENT)]).await?;
+    outcomes
+        .first()
+        .map(|o| o.first())
+        .transpose()?
+        .flatten()
+        .ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
+}
+
+fn insert_statement(new: NewMedia) -> Statement {
+    Statement::new(INSERT)
         .bind(ids::new_id())
         .bind(new.filename)
         .bind(new.mime_type)
@@ -58,8 +77,7 @@ pub async fn insert<E: Executor>(exec: &E, new: NewMedia) -> Result<Media, Error
         .bind(new.alt)
         .bind(new.storage_key)
         .bind(new.caption)
-        .bind(new.content_hash);
-    exec.query_first(stmt).await?.ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
+        .bind(new.content_hash)
 }
 
 pub async fn get<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, Error> {
@@ -106,4 +124,22 @@ pub async fn sweep_cursor<E: Executor>(exec: &E) -> Result<Option<String>, Error
 
 pub async fn set_sweep_cursor<E: Executor>(exec: &E, cursor: Option<&str>) -> Result<(), Error> {
     exec.execute(Statement::new(SET_SWEEP_CURSOR).bind(cursor)).await.map(|_| ())
+}
+
+/// The media items named by `ids_json` (a JSON array of ids) and `keys_json` (a JSON array of
+/// storage keys), in one statement, as `(id, storage_key, mime_type)`: what candidate strings of
+/// content refer to.
+pub async fn lookup<E: Executor>(
+    exec: &E,
+    ids_json: &str,
+    keys_json: &str,
+) -> Result<Vec<(String, String, Option<String>)>, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        id: String,
+        storage_key: String,
+        mime_type: Option<String>,
+    }
+    let rows: Vec<Row> = exec.query(Statement::new(LOOKUP).bind(ids_json).bind(keys_json)).await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.storage_key, r.mime_type)).collect())
 }

@@ -61,9 +61,14 @@ pub enum SafeDelete {
 }
 
 /// Deletes a media row only if, at that instant, no current occurrence references it and every
-/// collection's coverage is complete: the check and the delete are one guarded batch.
-pub async fn delete_media_if_unused<E: Executor>(exec: &E, media_id: &str) -> Result<SafeDelete, Error> {
-    let guard = Guard::new(GUARD_MEDIA_UNUSED).bind(media_id);
+/// collection's coverage is complete under the deployed reference rules (`rules_id`): the check
+/// and the delete are one guarded batch.
+pub async fn delete_media_if_unused<E: Executor>(
+    exec: &E,
+    media_id: &str,
+    rules_id: &str,
+) -> Result<SafeDelete, Error> {
+    let guard = Guard::new(GUARD_MEDIA_UNUSED).bind(media_id).bind(rules_id);
     match guarded_batch(exec, guard, vec![Statement::new(DELETE_MEDIA).bind(media_id)]).await {
         Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeDelete::Deleted),
         Ok(_) => Ok(SafeDelete::Missing),

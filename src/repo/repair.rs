@@ -22,16 +22,33 @@ const FINALIZE_STATUS: &str = include_str!("../sql/repair/finalize_status.sql");
 const END_RUN: &str = include_str!("../sql/repair/end_run.sql");
 const FAIL_RUN: &str = include_str!("../sql/repair/fail_run.sql");
 const BARRIER_WAIT: &str = include_str!("../sql/repair/barrier_wait.sql");
+const NEEDS_RULES: &str = include_str!("../sql/repair/needs_rules.sql");
 
 /// Starts (or restarts) a run for each of `collection_ids` whose capture is active, in one
 /// atomic batch of two statements whatever their number: coverage `running` under a new run
-/// token, reconciliation required. Returns how many runs started.
-pub async fn begin<E: Executor>(exec: &E, collection_ids: &[&str]) -> Result<u64, Error> {
+/// token, reconciliation required, re-projecting under the reference rules `rules_id`. Returns
+/// how many runs started.
+pub async fn begin<E: Executor>(exec: &E, collection_ids: &[&str], rules_id: &str) -> Result<u64, Error> {
     let ids = json!(collection_ids).to_string();
     let outcomes = exec
-        .batch(vec![Statement::new(UPSERT_RUNS).bind(ids.as_str()), Statement::new(BEGIN_STATUS).bind(ids.as_str())])
+        .batch(vec![
+            Statement::new(UPSERT_RUNS).bind(ids.as_str()).bind(rules_id),
+            Statement::new(BEGIN_STATUS).bind(ids.as_str()),
+        ])
         .await?;
     Ok(outcomes.get(1).map_or(0, |o| o.changes))
+}
+
+/// The collections whose coverage was not proven under the reference rules `rules_id` and that
+/// no run under them is re-projecting (failed and never-indexed coverage excepted: those wait
+/// for an operator). One read of the coverage rows.
+pub async fn needing_rules<E: Executor>(exec: &E, rules_id: &str) -> Result<Vec<String>, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        collection_id: String,
+    }
+    let rows: Vec<Row> = exec.query(Statement::new(NEEDS_RULES).bind(rules_id)).await?;
+    Ok(rows.into_iter().map(|r| r.collection_id).collect())
 }
 
 /// A claimed run.

@@ -1,6 +1,7 @@
 //! Coverage: how far the index can be trusted, per collection and overall. Aggregation fails
 //! closed: anything unknown or unfinished keeps it from being `complete`.
 
+use super::extract::Rules;
 use crate::model::source::SCHEMA_VERSION;
 use crate::model::state::CoverageStatus;
 use crate::repo::capture::CoverageRow;
@@ -14,16 +15,21 @@ pub struct CollectionCoverage {
     pub reconciliation_required: bool,
     /// The content source schema version the coverage was built for.
     pub schema_version: Option<i64>,
+    /// The coverage was proven under the deployed reference rules.
+    pub rules_current: bool,
 }
 
 impl CollectionCoverage {
     /// The status a reader should believe: `complete` with a pending reconciliation, or built for
-    /// another source schema version, is `stale`; a missing row is `never`.
+    /// another source schema version or under other reference rules, is `stale`; a missing row
+    /// is `never`.
     pub fn effective(&self) -> CoverageStatus {
         match self.status {
             None => CoverageStatus::Never,
             Some(CoverageStatus::Complete)
-                if self.reconciliation_required || self.schema_version.is_some_and(|v| v != SCHEMA_VERSION) =>
+                if self.reconciliation_required
+                    || self.schema_version.is_some_and(|v| v != SCHEMA_VERSION)
+                    || !self.rules_current =>
             {
                 CoverageStatus::Stale
             }
@@ -32,12 +38,14 @@ impl CollectionCoverage {
     }
 }
 
-impl From<&CoverageRow> for CollectionCoverage {
-    fn from(row: &CoverageRow) -> Self {
+impl CollectionCoverage {
+    /// The coverage of a stored row, judged under the deployed reference rules.
+    pub fn of(row: &CoverageRow, rules: &Rules) -> Self {
         CollectionCoverage {
             status: row.status,
             reconciliation_required: row.reconciliation_required.unwrap_or(0) != 0,
             schema_version: row.schema_version,
+            rules_current: row.rules_version.as_deref() == Some(rules.id()),
         }
     }
 }
@@ -72,7 +80,12 @@ mod tests {
     use CoverageStatus::*;
 
     fn c(status: CoverageStatus, reconciliation_required: bool) -> CollectionCoverage {
-        CollectionCoverage { status: Some(status), reconciliation_required, schema_version: Some(1) }
+        CollectionCoverage {
+            status: Some(status),
+            reconciliation_required,
+            schema_version: Some(1),
+            rules_current: true,
+        }
     }
 
     #[test]
@@ -88,11 +101,24 @@ mod tests {
         assert_eq!(aggregate(&[c(Failed, false), c(Complete, false)]), Partial);
         assert_eq!(aggregate(&[c(Stale, false), c(Partial, false)]), Stale);
         assert_eq!(
-            aggregate(&[CollectionCoverage { status: None, reconciliation_required: false, schema_version: None }]),
+            aggregate(&[CollectionCoverage {
+                status: None,
+                reconciliation_required: false,
+                schema_version: None,
+                rules_current: true
+            }]),
             Never
         );
-        let old =
-            CollectionCoverage { status: Some(Complete), reconciliation_required: false, schema_version: Some(0) };
+        let old = CollectionCoverage {
+            status: Some(Complete),
+            reconciliation_required: false,
+            schema_version: Some(0),
+            rules_current: true,
+        };
         assert_eq!(aggregate(&[old]), Stale);
+        let other_rules = CollectionCoverage { rules_current: false, ..c(Complete, false) };
+        assert_eq!(aggregate(std::slice::from_ref(&other_rules)), Stale, "complete under other rules is not trusted");
+        assert_eq!(other_rules.effective(), Stale);
+        assert_eq!(CollectionCoverage { rules_current: false, ..c(Running, false) }.effective(), Running);
     }
 }

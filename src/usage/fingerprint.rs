@@ -1,10 +1,11 @@
 //! Projection fingerprints: SHA-256 over canonical JSON (keys sorted at every
-//! level) of the extraction schema, the source metadata and the sorted occurrences.
+//! level) of the extraction schema, the reference rules, the source metadata and the sorted
+//! occurrences.
 
 use serde_json::{json, Value as Json};
 use sha2::{Digest, Sha256};
 
-use super::extract::{ExtractionField, Occurrence};
+use super::extract::{ExtractionField, Occurrence, Rules};
 use crate::model::source::SourceMeta;
 
 /// Prefix of every v1 fingerprint.
@@ -26,7 +27,12 @@ pub fn canonical(v: &Json) -> String {
 }
 
 /// The fingerprint and the UTF-8 length of its canonical payload (used by admission).
-pub fn fingerprint(schema: &[ExtractionField], meta: &SourceMeta, occurrences: &[Occurrence]) -> (String, usize) {
+pub fn fingerprint(
+    schema: &[ExtractionField],
+    rules: &Rules,
+    meta: &SourceMeta,
+    occurrences: &[Occurrence],
+) -> (String, usize) {
     let schema_json: Vec<Json> = schema
         .iter()
         .map(|f| {
@@ -44,6 +50,7 @@ pub fn fingerprint(schema: &[ExtractionField], meta: &SourceMeta, occurrences: &
     let occ_json: Vec<Json> = occ.iter().map(|s| serde_json::from_str(s).unwrap_or(Json::Null)).collect();
     let payload = json!({
         "version": 1,
+        "rules": rules.id(),
         "collectionId": meta.collection_id,
         "schema": schema_json,
         "source": {

@@ -5,14 +5,15 @@
 use serde_json::{json, Value as Json};
 
 use super::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
-use super::extract::extraction_fields;
+use super::extract::{extraction_fields, ExtractionField, Library, Rules};
 use super::fingerprint::is_v1;
-use super::snapshot::{entry_snapshots, DraftSnapshot, RevisionRow, Snapshot};
+use super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
 use crate::model::source::{source_key, SourceMeta, Variant};
+use crate::repo::media as media_repo;
 use crate::repo::projection::{self, GroupPublish, LoadedEntry, Observed, ObservedSource, Publish};
 use crate::repo::schema;
 use crate::repo::work::{self, WorkRow};
@@ -45,12 +46,26 @@ impl Admission {
     }
 }
 
+/// What a projection needs besides the data: what counts as a use, and what it may publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub rules: Rules,
+    pub admission: Admission,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy { rules: Rules::default(), admission: Admission::DEFAULT }
+    }
+}
+
 /// The most bytes one bound JSON value of a publish may have: D1's 2,000,000-byte string limit
 /// with room for the rest of the row.
 pub const MAX_BOUND_BYTES: usize = 1_500_000;
-/// The most statements one job can issue: claim, load, and a publish batch of at most six
-/// (guard, occurrences, sources, deletions, work, coverage).
-pub const JOB_MAX_STATEMENTS: u64 = 8;
+/// The most statements one job can issue: claim, load, the media lookup of its candidate
+/// strings (only when it has any), and a publish batch of at most six (guard, occurrences,
+/// sources, deletions, work, coverage).
+pub const JOB_MAX_STATEMENTS: u64 = 9;
 
 /// How a job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,8 +184,6 @@ enum Plan {
     Write(Writes),
     Unchanged,
     ResourceLimit,
-    /// The collection's fields cannot be read; the code says why.
-    BadSchema(&'static str),
 }
 
 /// A bound JSON array of the publish batch, or `None` when it would pass [`MAX_BOUND_BYTES`].
@@ -182,27 +195,72 @@ fn bound_json(items: Vec<Json>) -> Option<Option<String>> {
     (text.len() <= MAX_BOUND_BYTES).then_some(Some(text))
 }
 
-/// Decides the writes for an entry (pure): which snapshots changed, which stored sources no
-/// longer exist, and whether the change is admitted (each written variant within
-/// `admission.max_occurrences`, each bound value within [`MAX_BOUND_BYTES`]).
-fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry, admission: Admission) -> Plan {
-    let observed = |key: &str| loaded.observed.iter().find(|o| o.source_key == key);
-    let fields = match fields_of(loaded) {
-        Ok(f) => f,
-        Err(code) => return Plan::BadSchema(code),
-    };
+/// An entry read and its references extracted, before the media lookup.
+#[derive(Debug)]
+struct Prepared {
+    schema: Vec<ExtractionField>,
+    /// `None` when the entry no longer exists.
+    entry: Option<PreparedEntry>,
+}
+
+/// Reads the collection's fields and extracts the entry's references (pure); the code says why
+/// the fields cannot be read.
+fn prepare(
+    collection_id: &str,
+    collection_slug: &str,
+    loaded: &LoadedEntry,
+    rules: &Rules,
+) -> Result<Prepared, &'static str> {
+    let fields = fields_of(loaded)?;
     let schema = extraction_fields(&fields);
-    let (mut occurrences, mut sources, mut delete_keys) = (Vec::new(), Vec::new(), Vec::new());
-    let mut draft_error = None;
-    let mut wanted: Vec<String> = Vec::new();
-    if let Some(row) = &loaded.row {
+    let entry = loaded.row.as_ref().map(|row| {
         let revision = RevisionRow {
             id: loaded.revision_id.clone(),
             collection: loaded.revision_collection.clone(),
             entry_id: loaded.revision_entry_id.clone(),
             data: loaded.revision_data.clone(),
         };
-        let snaps = entry_snapshots(collection_id, collection_slug, &fields, &schema, row, &revision);
+        prepare_entry(collection_id, collection_slug, &fields, &schema, row, &revision, rules)
+    });
+    Ok(Prepared { schema, entry })
+}
+
+/// Looks up, in one statement, the media items the prepared entries' candidate strings name
+/// (none when they have no candidates). `None`: the lookup's bound values would pass
+/// [`MAX_BOUND_BYTES`].
+async fn lookup<'a, E: Executor>(
+    exec: &E,
+    entries: impl IntoIterator<Item = &'a Prepared>,
+) -> Result<Option<Library>, Error> {
+    let (mut ids, mut keys) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+    for p in entries {
+        if let Some(e) = &p.entry {
+            let (i, k) = e.lookups();
+            ids.extend(i);
+            keys.extend(k);
+        }
+    }
+    if ids.is_empty() && keys.is_empty() {
+        return Ok(Some(Library::default()));
+    }
+    let (ids, keys) = (Json::from_iter(ids).to_string(), Json::from_iter(keys).to_string());
+    if ids.len() > MAX_BOUND_BYTES || keys.len() > MAX_BOUND_BYTES {
+        return Ok(None);
+    }
+    Ok(Some(Library::from_rows(media_repo::lookup(exec, &ids, &keys).await?)))
+}
+
+/// Decides the writes for an entry (pure): which snapshots changed, which stored sources no
+/// longer exist, and whether the change is admitted (each written variant within
+/// `admission.max_occurrences`, each bound value within [`MAX_BOUND_BYTES`]). Candidate strings
+/// count only when `library` holds what they name.
+fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Library) -> Plan {
+    let observed = |key: &str| loaded.observed.iter().find(|o| o.source_key == key);
+    let (mut occurrences, mut sources, mut delete_keys) = (Vec::new(), Vec::new(), Vec::new());
+    let mut draft_error = None;
+    let mut wanted: Vec<String> = Vec::new();
+    if let Some(entry) = &prepared.entry {
+        let snaps = entry.snapshots(&prepared.schema, &policy.rules, library);
         let mut changed: Vec<&Snapshot> = Vec::new();
         wanted.push(snaps.columns.meta.source_key.clone());
         if !is_noop(&snaps.columns, observed(&snaps.columns.meta.source_key)) {
@@ -229,7 +287,7 @@ fn plan(collection_id: &str, collection_slug: &str, loaded: &LoadedEntry, admiss
             None => {}
         }
         for s in changed {
-            if s.occurrences.len() > admission.max_occurrences {
+            if s.occurrences.len() > policy.admission.max_occurrences {
                 return Plan::ResourceLimit;
             }
             let generation = ids::new_id();
@@ -282,7 +340,7 @@ async fn obsolete<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome, E
 }
 
 /// Processes one claimed work row.
-pub async fn process<E: Executor>(exec: &E, work: &WorkRow, admission: Admission) -> Result<JobOutcome, Error> {
+pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> Result<JobOutcome, Error> {
     // Claimed more often than it may be attempted: earlier holders died or lost the row without
     // recording anything (a crash, a backend error, a lost lease). Stop here, visibly.
     if work.attempt_count > MAX_ATTEMPTS {
@@ -306,9 +364,15 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, admission: Admission
     if loaded.registry_slug.as_deref() != Some(work.collection_slug.as_str()) {
         return obsolete(exec, work).await;
     }
-    let publish = match plan(&work.collection_id, &work.collection_slug, &loaded, admission) {
+    let prepared = match prepare(&work.collection_id, &work.collection_slug, &loaded, &policy.rules) {
+        Ok(p) => p,
+        Err(code) => return record_failure(exec, work, code, false).await,
+    };
+    let Some(library) = lookup(exec, [&prepared]).await? else {
+        return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await;
+    };
+    let publish = match plan(&loaded, &prepared, policy, &library) {
         Plan::ResourceLimit => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
-        Plan::BadSchema(code) => return record_failure(exec, work, code, false).await,
         Plan::Unchanged => {
             work::complete_unchanged(exec, work).await?;
             return Ok(JobOutcome::Unchanged);
@@ -344,10 +408,10 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, admission: Admission
 pub async fn process_next<E: Executor>(
     exec: &E,
     key: Option<(&str, &str)>,
-    admission: Admission,
+    policy: &Policy,
 ) -> Result<Option<JobOutcome>, Error> {
     let Some(work) = work::claim(exec, key).await? else { return Ok(None) };
-    process(exec, &work, admission).await.map(Some)
+    process(exec, &work, policy).await.map(Some)
 }
 
 /// Entries a tick's first group job claims.
@@ -372,10 +436,11 @@ pub fn next_group_size(size: u32, published: usize, elapsed_ms: f64, target_ms: 
 }
 /// Field and draft bytes a group load reads at most (plus the entry that crosses it).
 pub const GROUP_LOAD_BYTES: i64 = 4_000_000;
-/// The most statements a group job issues: claim, collection, load, a publish batch of at most
-/// seven (guard, occurrences, sources, removed sources, work rows, hand-back, coverage), and the
+/// The most statements a group job issues: claim, collection, load, the media lookup of its
+/// entries' candidate strings (only when they have any), a publish batch of at most seven
+/// (guard, occurrences, sources, removed sources, work rows, hand-back, coverage), and the
 /// hand-back of its rows after a lost guard.
-pub const GROUP_MAX_STATEMENTS: u64 = 11;
+pub const GROUP_MAX_STATEMENTS: u64 = 12;
 
 /// How a group job ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -395,12 +460,12 @@ pub enum GroupOutcome {
 /// Claims up to `limit` fresh due rows of one collection and publishes their projections in one
 /// guarded batch (or, when nothing fresh is due, runs the one due row as a single job). Whatever the group cannot publish goes back to single jobs ([`process`]), which
 /// also record failures; a lost race on any entry writes nothing.
-pub async fn process_group<E: Executor>(exec: &E, admission: Admission, limit: u32) -> Result<GroupOutcome, Error> {
+pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -> Result<GroupOutcome, Error> {
     let token = ids::new_id();
     let rows = work::claim_group(exec, &token, limit).await?;
     let Some(first) = rows.first() else { return Ok(GroupOutcome::Nothing) };
     if rows.len() == 1 {
-        return process(exec, first, admission).await.map(GroupOutcome::Single);
+        return process(exec, first, policy).await.map(GroupOutcome::Single);
     }
     let (cid, cslug) = (first.collection_id.as_str(), first.collection_slug.as_str());
     let ids: Vec<String> = rows.iter().map(|w| w.content_id.clone()).collect();
@@ -422,17 +487,22 @@ pub async fn process_group<E: Executor>(exec: &E, admission: Admission, limit: u
     if group.registry_slug.as_deref() != Some(cslug) {
         return hand_back().await;
     }
+    // Entries whose fields cannot be read are left to single jobs, which record the failure.
+    let prepared: Vec<Option<Prepared>> =
+        group.entries.iter().map(|(_, loaded)| prepare(cid, cslug, loaded, &policy.rules).ok()).collect();
+    let Some(library) = lookup(exec, prepared.iter().flatten()).await? else { return hand_back().await };
     let mut writes = Writes::default();
     let (mut occurrence_bytes, mut source_bytes) = (0usize, 0usize);
     let mut observed = Vec::new();
     let mut published = Vec::new();
-    for (content_id, loaded) in &group.entries {
+    for ((content_id, loaded), prepared) in group.entries.iter().zip(&prepared) {
         let Some(work) = rows.iter().find(|w| w.content_id == *content_id) else { continue };
-        let entry_writes = match plan(cid, cslug, loaded, admission) {
+        let Some(prepared) = prepared else { continue };
+        let entry_writes = match plan(loaded, prepared, policy, &library) {
             Plan::Write(w) => w,
             Plan::Unchanged => Writes::default(),
             // Failures are recorded by the single job that takes the row back.
-            Plan::ResourceLimit | Plan::BadSchema(_) => continue,
+            Plan::ResourceLimit => continue,
         };
         let occ = Json::Array(entry_writes.occurrences.clone()).to_string().len();
         let src = Json::Array(entry_writes.sources.clone()).to_string().len();

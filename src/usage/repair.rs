@@ -8,6 +8,7 @@
 //! and an empty queue for the collection; a failed job finalises it `partial`.
 
 use super::backoff::MAX_ATTEMPTS;
+use super::extract::Rules;
 use crate::exec::{Error, Executor};
 use crate::model::ident::Ident;
 use crate::model::state::RepairPhase;
@@ -19,7 +20,8 @@ pub const PAGE_SIZE: u32 = 500;
 /// as the collection's earliest unfinished work row is due).
 pub const BARRIER_POLL_SECONDS: i64 = 10;
 /// The most statements one repair step issues: claim, page read, a guarded batch of three
-/// (guard, enqueue, advance), and the end of a run whose batch lost its guard.
+/// (guard, enqueue, advance), and the end of a run whose batch lost its guard; or claim and
+/// [`RULES_CHECK_STATEMENTS`] when no run is due.
 pub const STEP_MAX_STATEMENTS: u64 = 6;
 /// The statements of a step of a run known to be at its barrier: claim and a batch of three.
 pub const BARRIER_STEP_STATEMENTS: u64 = 4;
@@ -37,13 +39,41 @@ pub enum StepOutcome {
     Finished,
     /// The lease was lost or the collection changed; nothing was written.
     Conflict,
+    /// No run was due; `n` runs were started for coverage proven under other reference rules.
+    Started { n: u64 },
 }
 
+/// Starts a repair run for every collection whose coverage was not proven under `rules` (a new
+/// rules version was deployed, `MEDIA_PUBLIC_URL` changed, or a re-check was asked for) and that
+/// no run under them is re-projecting; returns how many started. At most
+/// [`RULES_CHECK_STATEMENTS`] statements, one read when there is nothing to start.
+pub async fn start_for_rules<E: Executor>(exec: &E, rules: &Rules) -> Result<u64, Error> {
+    let ids = repo::needing_rules(exec, rules.id()).await?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    repo::begin(exec, &ids, rules.id()).await
+}
+
+/// The statements [`start_for_rules`] issues at most: the read and a batch of two.
+pub const RULES_CHECK_STATEMENTS: u64 = 3;
+
 /// Claims the next due run (or `only` that collection's, if due) and advances it one step;
-/// `None` when no such run is due.
-pub async fn step_next<E: Executor>(exec: &E, only: Option<&str>) -> Result<Option<StepOutcome>, Error> {
-    let Some(run) = repo::claim(exec, only).await? else { return Ok(None) };
-    step(exec, &run).await.map(Some)
+/// `None` when no such run is due. With no run due (and no `only`), first starts the runs that
+/// coverage proven under other reference rules needs ([`start_for_rules`]), so an upgrade
+/// re-projects every entry without an operator.
+pub async fn step_next<E: Executor>(exec: &E, only: Option<&str>, rules: &Rules) -> Result<Option<StepOutcome>, Error> {
+    if let Some(run) = repo::claim(exec, only).await? {
+        return step(exec, &run).await.map(Some);
+    }
+    if only.is_some() {
+        return Ok(None);
+    }
+    Ok(match start_for_rules(exec, rules).await? {
+        0 => None,
+        n => Some(StepOutcome::Started { n }),
+    })
 }
 
 async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {

@@ -2,9 +2,11 @@
 //! row and, when a draft revision exists, the `draft_overlay` variant (columns with the draft
 //! laid over them), each with its source metadata, occurrences and fingerprint.
 
+use std::collections::BTreeSet;
+
 use serde_json::{Map, Value as Json};
 
-use super::extract::{extract, ExtractionField, Occurrence};
+use super::extract::{extract, Extracted, ExtractionField, Library, Occurrence, Rules};
 use super::fingerprint::fingerprint;
 use crate::exec::Row;
 use crate::model::field::{parse_json_like, Field};
@@ -86,15 +88,68 @@ fn title(data: &Map<String, Json>, slug: Option<&str>, id: &str) -> String {
     full.chars().take(MAX_TITLE_CHARS).collect()
 }
 
-/// Builds the snapshots of a present entry row.
-pub fn entry_snapshots(
+/// A variant of an entry with its references extracted, before the candidate strings are
+/// looked up in the media library.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prepared {
+    pub meta: SourceMeta,
+    pub extracted: Extracted,
+}
+
+/// The draft overlay variant, prepared or failed with a code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PreparedDraft {
+    Ready(Prepared),
+    Failed(DraftFailure),
+}
+
+/// Both variants of an entry, prepared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedEntry {
+    pub columns: Prepared,
+    pub draft: Option<PreparedDraft>,
+}
+
+impl PreparedEntry {
+    /// The ids and storage keys both variants' candidate strings name.
+    pub fn lookups(&self) -> (BTreeSet<&str>, BTreeSet<&str>) {
+        let (mut ids, mut keys) = self.columns.extracted.lookups();
+        if let Some(PreparedDraft::Ready(d)) = &self.draft {
+            let (i, k) = d.extracted.lookups();
+            ids.extend(i);
+            keys.extend(k);
+        }
+        (ids, keys)
+    }
+
+    /// The snapshots, with the candidates resolved against what the library holds.
+    pub fn snapshots(&self, schema: &[ExtractionField], rules: &Rules, library: &Library) -> EntrySnapshots {
+        let build = |p: &Prepared| {
+            let occurrences = p.extracted.resolve(library);
+            let (fingerprint, byte_length) = fingerprint(schema, rules, &p.meta, &occurrences);
+            Snapshot { meta: p.meta.clone(), occurrences, fingerprint, byte_length }
+        };
+        EntrySnapshots {
+            columns: build(&self.columns),
+            draft: self.draft.as_ref().map(|d| match d {
+                PreparedDraft::Ready(p) => DraftSnapshot::Indexed(build(p)),
+                PreparedDraft::Failed(f) => DraftSnapshot::Failed(f.clone()),
+            }),
+        }
+    }
+}
+
+/// Prepares the variants of a present entry row: its live columns and, with a draft revision,
+/// the columns with the draft laid over them.
+pub fn prepare_entry(
     collection_id: &str,
     collection_slug: &str,
     fields: &[Field],
     schema: &[ExtractionField],
     row: &Row,
     revision: &RevisionRow,
-) -> EntrySnapshots {
+    rules: &Rules,
+) -> PreparedEntry {
     let content_id = text(row, "id").unwrap_or_default();
     let data = column_data(fields, row);
     let slug = text(row, "slug");
@@ -117,18 +172,13 @@ pub fn entry_snapshots(
             source_updated_at: text(row, "updated_at"),
             source_version: row.get("version").and_then(Json::as_i64),
         };
-    let build = |meta: SourceMeta, data: &Map<String, Json>| {
-        let occurrences = extract(schema, data);
-        let (fingerprint, byte_length) = fingerprint(schema, &meta, &occurrences);
-        Snapshot { meta, occurrences, fingerprint, byte_length }
-    };
-    let columns = build(meta(Variant::Columns, text(row, "live_revision_id"), slug.clone(), &data), &data);
+    let prepare =
+        |meta: SourceMeta, data: &Map<String, Json>| Prepared { meta, extracted: extract(schema, data, rules) };
+    let columns = prepare(meta(Variant::Columns, text(row, "live_revision_id"), slug.clone(), &data), &data);
     let draft = text(row, "draft_revision_id").map(|draft_id| {
         let failed = |code: &'static str| {
-            DraftSnapshot::Failed(DraftFailure {
-                meta: meta(Variant::DraftOverlay, Some(draft_id.clone()), slug.clone(), &data),
-                code,
-            })
+            let meta = meta(Variant::DraftOverlay, Some(draft_id.clone()), slug.clone(), &data);
+            PreparedDraft::Failed(DraftFailure { meta, code })
         };
         if revision.id.is_none() {
             return failed("DRAFT_REVISION_NOT_FOUND");
@@ -149,12 +199,28 @@ pub fn entry_snapshots(
             }
         }
         let draft_slug = rev.get("_slug").and_then(Json::as_str).map(str::to_owned).or_else(|| slug.clone());
-        DraftSnapshot::Indexed(build(
+        PreparedDraft::Ready(prepare(
             meta(Variant::DraftOverlay, Some(draft_id.clone()), draft_slug, &overlay),
             &overlay,
         ))
     });
-    EntrySnapshots { columns, draft }
+    PreparedEntry { columns, draft }
+}
+
+/// Builds the snapshots of a present entry row whose candidate strings `library` answers.
+#[allow(clippy::too_many_arguments)]
+pub fn entry_snapshots(
+    collection_id: &str,
+    collection_slug: &str,
+    fields: &[Field],
+    schema: &[ExtractionField],
+    row: &Row,
+    revision: &RevisionRow,
+    rules: &Rules,
+    library: &Library,
+) -> EntrySnapshots {
+    prepare_entry(collection_id, collection_slug, fields, schema, row, revision, rules)
+        .snapshots(schema, rules, library)
 }
 
 #[cfg(test)]
@@ -192,7 +258,16 @@ mod tests {
 
     fn snaps(draft: Option<&str>, rev: RevisionRow) -> EntrySnapshots {
         let f = fields();
-        entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &row(draft), &rev)
+        entry_snapshots(
+            "c1",
+            "posts",
+            &f,
+            &extraction_fields(&f),
+            &row(draft),
+            &rev,
+            &Rules::default(),
+            &Library::default(),
+        )
     }
 
     #[test]
@@ -250,15 +325,45 @@ mod tests {
         let long = "é".repeat(500_000);
         let mut r = row(None);
         r.insert("title".into(), json!(long));
-        let s = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        let s = entry_snapshots(
+            "c1",
+            "posts",
+            &f,
+            &extraction_fields(&f),
+            &r,
+            &RevisionRow::default(),
+            &Rules::default(),
+            &Library::default(),
+        )
+        .columns;
         assert_eq!(s.meta.content_title, "é".repeat(200));
         assert!(s.byte_length < 2_000, "the fingerprint payload stays small: {}", s.byte_length);
         // Titles that differ only past the cut fingerprint the same.
         r.insert("title".into(), json!(format!("{}x", "é".repeat(200))));
-        let t = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        let t = entry_snapshots(
+            "c1",
+            "posts",
+            &f,
+            &extraction_fields(&f),
+            &r,
+            &RevisionRow::default(),
+            &Rules::default(),
+            &Library::default(),
+        )
+        .columns;
         assert_eq!(s.fingerprint, t.fingerprint);
         r.insert("title".into(), json!("a".repeat(200)));
-        let exact = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        let exact = entry_snapshots(
+            "c1",
+            "posts",
+            &f,
+            &extraction_fields(&f),
+            &r,
+            &RevisionRow::default(),
+            &Rules::default(),
+            &Library::default(),
+        )
+        .columns;
         assert_eq!(exact.meta.content_title.len(), 200);
     }
 
@@ -269,10 +374,30 @@ mod tests {
         r.insert("version".into(), json!(9));
         r.insert("updated_at".into(), json!("2030-01-01T00:00:00.000Z"));
         let f = fields();
-        let b = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        let b = entry_snapshots(
+            "c1",
+            "posts",
+            &f,
+            &extraction_fields(&f),
+            &r,
+            &RevisionRow::default(),
+            &Rules::default(),
+            &Library::default(),
+        )
+        .columns;
         assert_eq!(a.fingerprint, b.fingerprint, "an unrelated write is a no-op");
         r.insert("hero".into(), json!("m9"));
-        let c = entry_snapshots("c1", "posts", &f, &extraction_fields(&f), &r, &RevisionRow::default()).columns;
+        let c = entry_snapshots(
+            "c1",
+            "posts",
+            &f,
+            &extraction_fields(&f),
+            &r,
+            &RevisionRow::default(),
+            &Rules::default(),
+            &Library::default(),
+        )
+        .columns;
         assert_ne!(a.fingerprint, c.fingerprint);
     }
 }

@@ -170,7 +170,7 @@ fn budget() -> TickBudget {
 fn tick_with<E: Executor>(exec: &E, budget: TickBudget) -> TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(exec, &clock);
-    let report = block_on(tick::run(&metered, &clock, budget));
+    let report = block_on(tick::run(&metered, &clock, budget.clone()));
     assert!(report.statements <= budget.max_statements, "a tick issued {} statements", report.statements);
     report
 }
@@ -181,7 +181,7 @@ fn tick_with<E: Executor>(exec: &E, budget: TickBudget) -> TickReport {
 fn tick_counting_statements<E: Executor>(exec: &E, budget: TickBudget) -> TickReport {
     let clock = FnClock(|| 0.0);
     let metered = Metered::new(exec, &clock);
-    let report = block_on(tick::run(&metered, &clock, budget));
+    let report = block_on(tick::run(&metered, &clock, budget.clone()));
     assert!(report.statements <= budget.max_statements, "a tick issued {} statements", report.statements);
     report
 }
@@ -189,7 +189,7 @@ fn tick_counting_statements<E: Executor>(exec: &E, budget: TickBudget) -> TickRe
 /// Ticks (letting time pass in between) until the slug's tombstone is gone; returns the ticks.
 fn tick_until_gone(db: &SqliteExecutor, slug: &str, budget: TickBudget) -> u32 {
     for n in 1..=100 {
-        let report = tick_with(db, budget);
+        let report = tick_with(db, budget.clone());
         assert!(report.error.is_none() || report.deletion_failures > 0, "{:?}", report.error);
         if tombstone(db, slug).is_none() {
             return n;
@@ -1047,7 +1047,7 @@ fn a_holder_whose_lease_expired_changes_nothing_once_another_took_over() {
 
 #[test]
 fn a_projection_racing_the_front_phases_writes_nothing() {
-    use media_usage_worker::usage::project::{process_next, Admission, JobOutcome};
+    use media_usage_worker::usage::project::{process_next, JobOutcome, Policy};
     // The race ends after the registry phase (table still there), or after the table phase.
     for (race_to, expected) in [("registry", JobOutcome::Conflict), ("table", JobOutcome::Obsolete)] {
         let api = Api::new();
@@ -1068,7 +1068,7 @@ fn a_projection_racing_the_front_phases_writes_nothing() {
             );
             assert_eq!(r.status, if race_to == "table" { 200 } else { 500 }, "{}", r.body);
         });
-        let outcome = now(process_next(&hooked, None, Admission::DEFAULT)).unwrap();
+        let outcome = now(process_next(&hooked, None, &Policy::default())).unwrap();
         hooked.done();
         assert_eq!(outcome, Some(expected.clone()), "{race_to}");
         assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0, "{race_to}");
@@ -1149,7 +1149,7 @@ fn assert_end_state(api: &Api, e: &Expected, what: &str) {
 /// Small batches so every cleanup phase takes several statements, and a small tick budget so
 /// the cleanup spans several ticks.
 fn crash_budget() -> TickBudget {
-    TickBudget::new(10, 60_000.0).with_cleanup(CleanupBatch::Fixed(2))
+    TickBudget::new(11, 60_000.0).with_cleanup(CleanupBatch::Fixed(2))
 }
 
 #[test]
@@ -1244,7 +1244,7 @@ fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_t
     assert_eq!(r.status, 200, "{}", r.body);
     let mut ticks = Vec::new();
     while tombstone(&api.db, "posts").is_some() {
-        let report = tick_counting_statements(&api.db, TickBudget::DEFAULT);
+        let report = tick_counting_statements(&api.db, TickBudget::default());
         assert!(report.error.is_none(), "{:?}", report.error);
         // The work lane takes its turns too: it drops work rows of the vanished collection.
         ticks.push((report.statements, report.deleted_rows + u64::from(report.jobs)));
@@ -1256,7 +1256,7 @@ fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_t
 
 #[test]
 fn every_tick_of_a_deletion_stays_within_the_smallest_budget_and_the_batch_stays_bounded() {
-    for budget in [TickBudget::new(10, 60_000.0), TickBudget::DEFAULT] {
+    for budget in [TickBudget::new(11, 60_000.0), TickBudget::default()] {
         let api = Api::new();
         let id = big_collection(&api, 300);
         assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
@@ -1264,7 +1264,7 @@ fn every_tick_of_a_deletion_stays_within_the_smallest_budget_and_the_batch_stays
         while tombstone(&api.db, "posts").is_some() {
             let clock = MonotonicClock::default();
             let metered = Metered::new(&api.db, &clock);
-            let report = block_on(tick::run(&metered, &clock, budget));
+            let report = block_on(tick::run(&metered, &clock, budget.clone()));
             let usage = metered.usage();
             assert_eq!(report.statements, usage.statements, "the log write is counted");
             assert!(usage.statements <= budget.max_statements, "{} > {}", usage.statements, budget.max_statements);

@@ -24,7 +24,7 @@ fn drain(db: &SqliteExecutor) {
 
 fn drain_with(db: &SqliteExecutor, budget: TickBudget) {
     for _ in 0..100 {
-        block_on(tick::drain(db, &MonotonicClock::default(), budget, 500)).unwrap();
+        block_on(tick::drain(db, &MonotonicClock::default(), budget.clone(), 500)).unwrap();
         if scalar(db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") == 0 {
             return;
         }
@@ -154,7 +154,15 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         stale_collection(&api, 4);
         // A bare run, so the crashed tick below does the run's steps itself.
         let cid = collection_id(&api);
-        assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
+        assert_eq!(
+            block_on(media_usage_worker::repo::repair::begin(
+                &api.db,
+                &[cid.as_str()],
+                media_usage_worker::usage::extract::Rules::default().id()
+            ))
+            .unwrap(),
+            1
+        );
         let faulty = Faulty::new(&api.db, Some(fail_at));
         let clock = MonotonicClock::default();
         let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
@@ -219,7 +227,15 @@ fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
     let api = Api::new();
     stale_collection(&api, 2);
     let cid = collection_id(&api);
-    assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
+    assert_eq!(
+        block_on(media_usage_worker::repo::repair::begin(
+            &api.db,
+            &[cid.as_str()],
+            media_usage_worker::usage::extract::Rules::default().id()
+        ))
+        .unwrap(),
+        1
+    );
     // Every claim of the run dies before it makes progress.
     for _ in 0..7 {
         api.db
@@ -230,7 +246,12 @@ fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
             )
             .unwrap();
     }
-    let outcome = block_on(media_usage_worker::usage::repair::step_next(&api.db, None)).unwrap();
+    let outcome = block_on(media_usage_worker::usage::repair::step_next(
+        &api.db,
+        None,
+        &media_usage_worker::usage::extract::Rules::default(),
+    ))
+    .unwrap();
     assert_eq!(outcome, Some(media_usage_worker::usage::repair::StepOutcome::Finished));
     let st = status(&api);
     assert_eq!(st["status"], "failed");
@@ -245,12 +266,22 @@ fn the_fifth_claim_in_a_row_still_steps_and_the_sixth_gives_up() {
         let api = Api::new();
         stale_collection(&api, 2);
         let cid = collection_id(&api);
-        block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap();
+        block_on(media_usage_worker::repo::repair::begin(
+            &api.db,
+            &[cid.as_str()],
+            media_usage_worker::usage::extract::Rules::default().id(),
+        ))
+        .unwrap();
         api.db
             .connection()
             .execute_batch(&format!("UPDATE _emdash_media_usage_reconciliations SET attempt_count = {earlier}"))
             .unwrap();
-        let outcome = block_on(media_usage_worker::usage::repair::step_next(&api.db, None)).unwrap();
+        let outcome = block_on(media_usage_worker::usage::repair::step_next(
+            &api.db,
+            None,
+            &media_usage_worker::usage::extract::Rules::default(),
+        ))
+        .unwrap();
         let finished = outcome == Some(media_usage_worker::usage::repair::StepOutcome::Finished);
         assert_eq!(finished, gives_up, "after {earlier} claims: {outcome:?}");
         assert_eq!(status(&api)["status"] == "failed", gives_up);
@@ -262,7 +293,15 @@ fn a_schema_change_mid_run_ends_the_run_and_leaves_coverage_stale() {
     let api = Api::new();
     stale_collection(&api, 2);
     let cid = collection_id(&api);
-    assert_eq!(block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()])).unwrap(), 1);
+    assert_eq!(
+        block_on(media_usage_worker::repo::repair::begin(
+            &api.db,
+            &[cid.as_str()],
+            media_usage_worker::usage::extract::Rules::default().id()
+        ))
+        .unwrap(),
+        1
+    );
     data(&api.post("/schema/collections/posts/fields", &json!({"slug": "cover", "type": "image"})));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 1, "the run is mid-way");
     drain(&api.db);
@@ -291,11 +330,13 @@ fn a_small_repair_finishes_in_its_request() {
 fn run_at_barrier(api: &Api, n: usize) {
     stale_collection(api, n);
     let id = collection_id(api);
+    let rules = media_usage_worker::usage::extract::Rules::default();
+    let rules = rules.id();
     api.db
         .connection()
         .execute_batch(&format!(
-            "INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token, phase, state, next_attempt_at)
-             VALUES ('{id}', 'posts', 'run', 'barrier', 'pending', '2000-01-01T00:00:00.000Z');
+            "INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token, phase, state, next_attempt_at, rules_version)
+             VALUES ('{id}', 'posts', 'run', 'barrier', 'pending', '2000-01-01T00:00:00.000Z', '{rules}');
              UPDATE _emdash_media_usage_index_status SET status = 'running', cursor = 'run', reconciliation_required = 1;
              INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) SELECT '{id}', id, 'posts' FROM ec_posts;"
         ))
@@ -305,7 +346,9 @@ fn run_at_barrier(api: &Api, n: usize) {
 /// One repair step at the barrier: what it did, and in how many seconds the run is due again
 /// (-1 once it ended).
 fn barrier_step(api: &Api) -> (&'static str, i64) {
-    let step = match block_on(repair::step_next(&api.db, None)).unwrap() {
+    let step = match block_on(repair::step_next(&api.db, None, &media_usage_worker::usage::extract::Rules::default()))
+        .unwrap()
+    {
         Some(RepairStep::Waiting { work_due: true, .. }) => "waiting, work due",
         Some(RepairStep::Waiting { work_due: false, .. }) => "waiting",
         Some(RepairStep::Finished) => "finished",
@@ -401,7 +444,7 @@ fn a_run_waiting_for_due_work_sleeps_until_the_work_lane_has_run_it() {
     run_at_barrier(&api, 2);
     // Attempted before: single jobs, one per step (fresh rows would go in one group).
     api.db.connection().execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1").unwrap();
-    let report = one_tick(&api, TickBudget::DEFAULT);
+    let report = one_tick(&api, TickBudget::default());
     assert_eq!((report.jobs, report.repair_steps), (2, 2), "{report:?}");
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
     assert_eq!(status(&api)["status"], "complete");
@@ -416,25 +459,40 @@ fn a_targeted_look_claims_only_that_collections_due_run() {
         .connection()
         .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'other', lease_expires_at = '2999-01-01T00:00:00.000Z'")
         .unwrap();
-    let claimed = block_on(repair::step_next(&api.db, Some(&collection_id(&api)))).unwrap();
+    let claimed = block_on(repair::step_next(
+        &api.db,
+        Some(&collection_id(&api)),
+        &media_usage_worker::usage::extract::Rules::default(),
+    ))
+    .unwrap();
     assert_eq!(claimed, None);
     // A targeted look never takes another collection's run, due or with an expired lease.
     let api = Api::new();
     run_at_barrier(&api, 1);
-    assert_eq!(block_on(repair::step_next(&api.db, Some("other"))).unwrap(), None);
+    assert_eq!(
+        block_on(repair::step_next(&api.db, Some("other"), &media_usage_worker::usage::extract::Rules::default()))
+            .unwrap(),
+        None
+    );
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'pending'"), 1);
     api.db
         .connection()
         .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'dead', lease_expires_at = '2000-01-01T00:00:00.000Z'")
         .unwrap();
-    assert_eq!(block_on(repair::step_next(&api.db, Some("other"))).unwrap(), None);
+    assert_eq!(
+        block_on(repair::step_next(&api.db, Some("other"), &media_usage_worker::usage::extract::Rules::default()))
+            .unwrap(),
+        None
+    );
     assert_eq!(
         scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE lease_token = 'dead'"),
         1
     );
     // Its own, with an expired lease, it takes over.
     let own = collection_id(&api);
-    assert!(block_on(repair::step_next(&api.db, Some(&own))).unwrap().is_some());
+    assert!(block_on(repair::step_next(&api.db, Some(&own), &media_usage_worker::usage::extract::Rules::default()))
+        .unwrap()
+        .is_some());
 }
 
 #[test]
@@ -480,7 +538,7 @@ fn a_repair_of_10000_entries_finishes_in_at_most_40_default_ticks() {
         // machine is (the group size also adapts to measured statement time; that rule has its
         // own tests).
         let clock = FnClock(|| 0.0);
-        let report = block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget));
+        let report = block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget.clone()));
         assert!(report.statements <= 40, "{report:?}");
         ticks += 1;
         assert!(ticks <= 200, "the repair does not finish");

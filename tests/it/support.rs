@@ -22,7 +22,7 @@ pub fn config() -> Config {
         admin_token_hash: Some(hash_token(ADMIN)),
         site_url: Some("https://site.example".into()),
         media_public_url: Some("https://cdn.example/media/".into()),
-        tick_budget: TickBudget::DEFAULT,
+        tick_budget: TickBudget::default(),
         clock: || 0.0,
         max_revisions: media_usage_worker::repo::content::DEFAULT_MAX_REVISIONS,
         uploads: Default::default(),

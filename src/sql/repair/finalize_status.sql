@@ -5,6 +5,9 @@ SET status = CASE
       THEN 'partial' ELSE 'complete' END,
     completed_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
     reconciliation_required = 0,
+    -- Every entry was re-projected under the run's rules.
+    rules_version = coalesce((SELECT r.rules_version FROM _emdash_media_usage_reconciliations AS r
+                              WHERE r.collection_id = ?1 AND r.run_token = ?2), rules_version),
     cursor = NULL,
     last_error_code = coalesce(
       (SELECT last_error_code FROM _emdash_media_usage_work

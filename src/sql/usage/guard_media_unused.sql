@@ -9,5 +9,7 @@ SELECT CASE WHEN
     LEFT JOIN _emdash_media_usage_index_status AS st
       ON st.adapter_id = 'content-media' AND st.scope_type = 'collection'
      AND st.collection_id = c.id AND st.scope_key = c.slug
-    WHERE st.status IS NOT 'complete' OR st.reconciliation_required <> 0 OR st.schema_version <> 1)
+    WHERE st.status IS NOT 'complete' OR st.reconciliation_required <> 0 OR st.schema_version <> 1
+      -- (proven under the deployed reference rules)
+      OR st.rules_version IS NOT ?3)
 THEN ?1 END

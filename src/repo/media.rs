@@ -14,7 +14,8 @@ const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
 const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql");
-const RECHECK_CONTENT: &str = include_str!("../sql/media/recheck_content.sql");
+const ENQUEUE_LINKING: &str = include_str!("../sql/media/enqueue_linking.sql");
+const STALE_WHILE_QUEUED: &str = include_str!("../sql/media/stale_while_queued.sql");
 const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
 
 /// A media row.
@@ -54,10 +55,13 @@ pub async fn insert<E: Executor>(exec: &E, new: NewMedia) -> Result<Media, Error
 }
 
 /// Registers media stored elsewhere, whose storage key existing content may already link to:
-/// in the same atomic batch, every collection's coverage asks for a re-check (the ticks
-/// re-project every entry), so such links are found. A taken key is [`Error::Unique`].
+/// in the same atomic batch, the entries whose file URLs named that key when no media item had
+/// it are queued again (their collections read stale until that work has run), so they show in
+/// its "Used in". A taken key is [`Error::Unique`].
 pub async fn insert_linkable<E: Executor>(exec: &E, new: NewMedia) -> Result<Media, Error> {
-    let outcomes = exec.batch(vec![insert_statement(new), Statement::new(RECHECK_CONTENT)]).await?;
+    let key = new.storage_key.clone();
+    let outcomes =
+        exec.batch(vec![insert_statement(new), requeue_linking(Some(&key), None), stale_while_queued()]).await?;
     outcomes
         .first()
         .map(|o| o.first())
@@ -90,9 +94,23 @@ pub async fn list<E: Executor>(exec: &E, after: Option<(String, String)>, limit:
     exec.query(Statement::new(LIST).bind(at).bind(id).bind(i64::from(limit) + 1)).await
 }
 
-/// Deletes the metadata row; false when it did not exist.
+/// Deletes the metadata row; false when it did not exist. In the same atomic batch, the entries
+/// whose file URLs named it are queued again, so that a later registration under its storage key
+/// finds them.
 pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<bool, Error> {
-    Ok(exec.execute(Statement::new(DELETE).bind(id)).await? > 0)
+    let outcomes = exec
+        .batch(vec![requeue_linking(None, Some(id)), Statement::new(DELETE).bind(id), stale_while_queued()])
+        .await?;
+    Ok(outcomes.get(1).is_some_and(|o| o.changes > 0))
+}
+
+/// Queues the entries whose file URLs named `key` unresolved, or named the media item `id`.
+fn requeue_linking(key: Option<&str>, id: Option<&str>) -> Statement {
+    Statement::new(ENQUEUE_LINKING).bind(key).bind(id)
+}
+
+fn stale_while_queued() -> Statement {
+    Statement::new(STALE_WHILE_QUEUED)
 }
 
 /// The media row holding these bytes (by SHA-256, hex).

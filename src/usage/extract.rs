@@ -379,6 +379,20 @@ impl Library {
 }
 
 impl Extracted {
+    /// The readings of the file URLs that name no media item of `library` (each once, sorted):
+    /// kept with the source, so registering a media item under one of them re-queues it.
+    pub fn pending_keys(&self, library: &Library) -> Vec<String> {
+        let mut out = BTreeSet::new();
+        for c in &self.candidates {
+            if let Names::Key(readings) = &c.names {
+                if !readings.iter().any(|k| library.by_key.contains_key(k)) {
+                    out.extend(readings.iter().cloned());
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
     /// The entry's occurrences: the structural ones, and each candidate that names a media item
     /// of `library` (one per path and item; a string naming several items has one occurrence
     /// index each). Sorted, so equal inputs give equal outputs.

@@ -114,6 +114,7 @@ fn source_json(
     meta: &SourceMeta,
     generation: Option<&str>,
     fingerprint: Option<&str>,
+    pending_keys: &[String],
     completeness: &str,
     error: Option<&str>,
 ) -> Json {
@@ -136,6 +137,7 @@ fn source_json(
         "sourceUpdatedAt": meta.source_updated_at,
         "sourceVersion": meta.source_version,
         "fingerprint": fingerprint,
+        "pendingKeys": (!pending_keys.is_empty()).then(|| json!(pending_keys).to_string()),
         "completeness": completeness,
         "errorCode": error,
     })
@@ -280,7 +282,7 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
                     o.source_completeness == "failed" && o.last_error_code.as_deref() == Some(failure.code)
                 });
                 if !already {
-                    sources.push(source_json(&failure.meta, None, None, "failed", Some(failure.code)));
+                    sources.push(source_json(&failure.meta, None, None, &[], "failed", Some(failure.code)));
                 }
                 draft_error = Some(failure.code);
             }
@@ -306,7 +308,14 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
                     "mimeType": o.mime_type,
                 })
             }));
-            sources.push(source_json(&s.meta, Some(&generation), Some(&s.fingerprint), "complete", None));
+            sources.push(source_json(
+                &s.meta,
+                Some(&generation),
+                Some(&s.fingerprint),
+                &s.pending_keys,
+                "complete",
+                None,
+            ));
         }
     }
     // Removing a source is always admitted: its occurrences go with it (a trigger), however many.

@@ -17,6 +17,8 @@ use crate::model::source::{source_key, SourceMeta, Variant, MAX_TITLE_CHARS, SCH
 pub struct Snapshot {
     pub meta: SourceMeta,
     pub occurrences: Vec<Occurrence>,
+    /// Storage keys its file URLs name that the library does not have (yet).
+    pub pending_keys: Vec<String>,
     pub fingerprint: String,
     /// UTF-8 bytes of the fingerprint payload (admission).
     pub byte_length: usize,
@@ -126,8 +128,9 @@ impl PreparedEntry {
     pub fn snapshots(&self, schema: &[ExtractionField], rules: &Rules, library: &Library) -> EntrySnapshots {
         let build = |p: &Prepared| {
             let occurrences = p.extracted.resolve(library);
+            let pending_keys = p.extracted.pending_keys(library);
             let (fingerprint, byte_length) = fingerprint(schema, rules, &p.meta, &occurrences);
-            Snapshot { meta: p.meta.clone(), occurrences, fingerprint, byte_length }
+            Snapshot { meta: p.meta.clone(), occurrences, pending_keys, fingerprint, byte_length }
         };
         EntrySnapshots {
             columns: build(&self.columns),

@@ -585,7 +585,7 @@ mod tests {
     #[test]
     fn budgets_default_and_clamp() {
         assert_eq!(TickBudget::from_settings(None, None), TickBudget::default());
-        assert_eq!(TickBudget::from_settings(Some("3"), Some("x")).max_statements, 10);
+        assert_eq!(TickBudget::from_settings(Some("3"), Some("x")).max_statements, 11);
         let b = TickBudget::from_settings(Some("1000"), Some("100"));
         assert_eq!((b.max_statements, b.max_ms), (1000, 100.0));
     }

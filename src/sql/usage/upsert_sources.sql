@@ -3,7 +3,7 @@ INSERT INTO _emdash_media_usage_sources
    translation_group, content_slug, content_title, content_status, content_scheduled_at,
    content_deleted_at, revision_id, current_generation, schema_version, source_updated_at,
    source_version, source_fingerprint, identity_version, source_completeness, last_attempted_at,
-   last_error_code, indexed_at)
+   last_error_code, indexed_at, pending_keys)
 SELECT json_extract(s.value, '$.sourceKey'), 'content',
        json_extract(s.value, '$.collectionId'), json_extract(s.value, '$.collectionSlug'),
        json_extract(s.value, '$.contentId'), json_extract(s.value, '$.variant'),
@@ -16,7 +16,8 @@ SELECT json_extract(s.value, '$.sourceKey'), 'content',
        json_extract(s.value, '$.fingerprint'), 1, json_extract(s.value, '$.completeness'),
        strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), json_extract(s.value, '$.errorCode'),
        CASE WHEN json_extract(s.value, '$.generation') IS NOT NULL
-            THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END
+            THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END,
+       json_extract(s.value, '$.pendingKeys')
 FROM json_each(?1) AS s
 WHERE true
 ON CONFLICT (source_key) DO UPDATE SET
@@ -39,4 +40,6 @@ ON CONFLICT (source_key) DO UPDATE SET
   last_attempted_at = excluded.last_attempted_at,
   last_error_code = excluded.last_error_code,
   indexed_at = coalesce(excluded.indexed_at, indexed_at),
+  pending_keys = CASE WHEN excluded.current_generation IS NOT NULL
+                      THEN excluded.pending_keys ELSE pending_keys END,
   updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')

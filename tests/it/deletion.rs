@@ -163,7 +163,7 @@ fn tombstone(db: &SqliteExecutor, slug: &str) -> Option<(String, String, i64, Op
 }
 
 fn budget() -> TickBudget {
-    TickBudget::new(40, 60_000.0).with_cleanup(CleanupBatch::Fixed(50))
+    TickBudget::new(40, 60_000.0).with_rules(crate::support::rules()).with_cleanup(CleanupBatch::Fixed(50))
 }
 
 /// One recorded cron tick.
@@ -1149,7 +1149,7 @@ fn assert_end_state(api: &Api, e: &Expected, what: &str) {
 /// Small batches so every cleanup phase takes several statements, and a small tick budget so
 /// the cleanup spans several ticks.
 fn crash_budget() -> TickBudget {
-    TickBudget::new(11, 60_000.0).with_cleanup(CleanupBatch::Fixed(2))
+    TickBudget::new(11, 60_000.0).with_rules(crate::support::rules()).with_cleanup(CleanupBatch::Fixed(2))
 }
 
 #[test]
@@ -1244,7 +1244,7 @@ fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_t
     assert_eq!(r.status, 200, "{}", r.body);
     let mut ticks = Vec::new();
     while tombstone(&api.db, "posts").is_some() {
-        let report = tick_counting_statements(&api.db, TickBudget::default());
+        let report = tick_counting_statements(&api.db, TickBudget::default().with_rules(crate::support::rules()));
         assert!(report.error.is_none(), "{:?}", report.error);
         // The work lane takes its turns too: it drops work rows of the vanished collection.
         ticks.push((report.statements, report.deleted_rows + u64::from(report.jobs)));
@@ -1256,7 +1256,10 @@ fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_t
 
 #[test]
 fn every_tick_of_a_deletion_stays_within_the_smallest_budget_and_the_batch_stays_bounded() {
-    for budget in [TickBudget::new(11, 60_000.0), TickBudget::default()] {
+    for budget in [
+        TickBudget::new(11, 60_000.0).with_rules(crate::support::rules()),
+        TickBudget::default().with_rules(crate::support::rules()),
+    ] {
         let api = Api::new();
         let id = big_collection(&api, 300);
         assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);

@@ -290,7 +290,7 @@ fn stored_files_are_served_publicly_with_caching_and_ranges() {
 fn tick(api: &Api, grace_hours: f64) -> tick::TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let budget = TickBudget::default().with_storage_grace_ms(grace_hours * HOUR_MS);
+    let budget = TickBudget::default().with_rules(crate::support::rules()).with_storage_grace_ms(grace_hours * HOUR_MS);
     let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
     let report = block_on(tick::run_continuing(&metered, &clock, budget, tick::Continuation::Off, storage));
     assert!(report.statements + report.storage_operations <= 40, "{report:?}");
@@ -376,7 +376,13 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
     let metered = Metered::new(&api.db, &clock);
     let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
     let on = tick::Continuation::On { handing_on: None };
-    let r = block_on(tick::run_continuing(&metered, &clock, TickBudget::default(), on, storage));
+    let r = block_on(tick::run_continuing(
+        &metered,
+        &clock,
+        TickBudget::default().with_rules(crate::support::rules()),
+        on,
+        storage,
+    ));
     assert!(r.storage_operations >= 5, "it listed page after page: {r:?}");
     assert_eq!(r.objects_deleted, 0);
     assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Idle, "{r:?}");

@@ -19,7 +19,7 @@ fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
 /// Runs ticks until the queue and every repair run are done; a waiting run's barrier is made
 /// due at once instead of after its poll delay.
 fn drain(db: &SqliteExecutor) {
-    drain_with(db, TickBudget::new(40, 60_000.0));
+    drain_with(db, TickBudget::new(40, 60_000.0).with_rules(crate::support::rules()));
 }
 
 fn drain_with(db: &SqliteExecutor, budget: TickBudget) {
@@ -155,18 +155,15 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         // A bare run, so the crashed tick below does the run's steps itself.
         let cid = collection_id(&api);
         assert_eq!(
-            block_on(media_usage_worker::repo::repair::begin(
-                &api.db,
-                &[cid.as_str()],
-                media_usage_worker::usage::extract::Rules::default().id()
-            ))
-            .unwrap(),
+            block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
+                .unwrap(),
             1
         );
         let faulty = Faulty::new(&api.db, Some(fail_at));
         let clock = MonotonicClock::default();
         let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
-        let _ = block_on(tick::run(&metered, &clock, TickBudget::new(40, 60_000.0)));
+        let _ =
+            block_on(tick::run(&metered, &clock, TickBudget::new(40, 60_000.0).with_rules(crate::support::rules())));
         // The crashed isolate's leases run out; later ticks finish the run.
         drain(&api.db);
         assert_eq!(status(&api)["status"], "complete", "fail_at {fail_at}");
@@ -213,7 +210,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
         ));
     }
     api.db.connection().execute_batch(&orphans).unwrap();
-    let budget = TickBudget::new(1000, 60_000.0);
+    let budget = TickBudget::new(1000, 60_000.0).with_rules(crate::support::rules());
     data(&api.post("/admin/media-usage/repair", &json!({"scope": "all"})));
     drain_with(&api.db, budget);
     assert_eq!(status(&api)["status"], "complete");
@@ -228,12 +225,8 @@ fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
     stale_collection(&api, 2);
     let cid = collection_id(&api);
     assert_eq!(
-        block_on(media_usage_worker::repo::repair::begin(
-            &api.db,
-            &[cid.as_str()],
-            media_usage_worker::usage::extract::Rules::default().id()
-        ))
-        .unwrap(),
+        block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
+            .unwrap(),
         1
     );
     // Every claim of the run dies before it makes progress.
@@ -246,12 +239,8 @@ fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
             )
             .unwrap();
     }
-    let outcome = block_on(media_usage_worker::usage::repair::step_next(
-        &api.db,
-        None,
-        &media_usage_worker::usage::extract::Rules::default(),
-    ))
-    .unwrap();
+    let outcome =
+        block_on(media_usage_worker::usage::repair::step_next(&api.db, None, &crate::support::rules())).unwrap();
     assert_eq!(outcome, Some(media_usage_worker::usage::repair::StepOutcome::Finished));
     let st = status(&api);
     assert_eq!(st["status"], "failed");
@@ -266,22 +255,14 @@ fn the_fifth_claim_in_a_row_still_steps_and_the_sixth_gives_up() {
         let api = Api::new();
         stale_collection(&api, 2);
         let cid = collection_id(&api);
-        block_on(media_usage_worker::repo::repair::begin(
-            &api.db,
-            &[cid.as_str()],
-            media_usage_worker::usage::extract::Rules::default().id(),
-        ))
-        .unwrap();
+        block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
+            .unwrap();
         api.db
             .connection()
             .execute_batch(&format!("UPDATE _emdash_media_usage_reconciliations SET attempt_count = {earlier}"))
             .unwrap();
-        let outcome = block_on(media_usage_worker::usage::repair::step_next(
-            &api.db,
-            None,
-            &media_usage_worker::usage::extract::Rules::default(),
-        ))
-        .unwrap();
+        let outcome =
+            block_on(media_usage_worker::usage::repair::step_next(&api.db, None, &crate::support::rules())).unwrap();
         let finished = outcome == Some(media_usage_worker::usage::repair::StepOutcome::Finished);
         assert_eq!(finished, gives_up, "after {earlier} claims: {outcome:?}");
         assert_eq!(status(&api)["status"] == "failed", gives_up);
@@ -294,12 +275,8 @@ fn a_schema_change_mid_run_ends_the_run_and_leaves_coverage_stale() {
     stale_collection(&api, 2);
     let cid = collection_id(&api);
     assert_eq!(
-        block_on(media_usage_worker::repo::repair::begin(
-            &api.db,
-            &[cid.as_str()],
-            media_usage_worker::usage::extract::Rules::default().id()
-        ))
-        .unwrap(),
+        block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
+            .unwrap(),
         1
     );
     data(&api.post("/schema/collections/posts/fields", &json!({"slug": "cover", "type": "image"})));
@@ -330,7 +307,7 @@ fn a_small_repair_finishes_in_its_request() {
 fn run_at_barrier(api: &Api, n: usize) {
     stale_collection(api, n);
     let id = collection_id(api);
-    let rules = media_usage_worker::usage::extract::Rules::default();
+    let rules = crate::support::rules();
     let rules = rules.id();
     api.db
         .connection()
@@ -346,9 +323,7 @@ fn run_at_barrier(api: &Api, n: usize) {
 /// One repair step at the barrier: what it did, and in how many seconds the run is due again
 /// (-1 once it ended).
 fn barrier_step(api: &Api) -> (&'static str, i64) {
-    let step = match block_on(repair::step_next(&api.db, None, &media_usage_worker::usage::extract::Rules::default()))
-        .unwrap()
-    {
+    let step = match block_on(repair::step_next(&api.db, None, &crate::support::rules())).unwrap() {
         Some(RepairStep::Waiting { work_due: true, .. }) => "waiting, work due",
         Some(RepairStep::Waiting { work_due: false, .. }) => "waiting",
         Some(RepairStep::Finished) => "finished",
@@ -444,7 +419,7 @@ fn a_run_waiting_for_due_work_sleeps_until_the_work_lane_has_run_it() {
     run_at_barrier(&api, 2);
     // Attempted before: single jobs, one per step (fresh rows would go in one group).
     api.db.connection().execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1").unwrap();
-    let report = one_tick(&api, TickBudget::default());
+    let report = one_tick(&api, TickBudget::default().with_rules(crate::support::rules()));
     assert_eq!((report.jobs, report.repair_steps), (2, 2), "{report:?}");
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
     assert_eq!(status(&api)["status"], "complete");
@@ -459,40 +434,25 @@ fn a_targeted_look_claims_only_that_collections_due_run() {
         .connection()
         .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'other', lease_expires_at = '2999-01-01T00:00:00.000Z'")
         .unwrap();
-    let claimed = block_on(repair::step_next(
-        &api.db,
-        Some(&collection_id(&api)),
-        &media_usage_worker::usage::extract::Rules::default(),
-    ))
-    .unwrap();
+    let claimed = block_on(repair::step_next(&api.db, Some(&collection_id(&api)), &crate::support::rules())).unwrap();
     assert_eq!(claimed, None);
     // A targeted look never takes another collection's run, due or with an expired lease.
     let api = Api::new();
     run_at_barrier(&api, 1);
-    assert_eq!(
-        block_on(repair::step_next(&api.db, Some("other"), &media_usage_worker::usage::extract::Rules::default()))
-            .unwrap(),
-        None
-    );
+    assert_eq!(block_on(repair::step_next(&api.db, Some("other"), &crate::support::rules())).unwrap(), None);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'pending'"), 1);
     api.db
         .connection()
         .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'dead', lease_expires_at = '2000-01-01T00:00:00.000Z'")
         .unwrap();
-    assert_eq!(
-        block_on(repair::step_next(&api.db, Some("other"), &media_usage_worker::usage::extract::Rules::default()))
-            .unwrap(),
-        None
-    );
+    assert_eq!(block_on(repair::step_next(&api.db, Some("other"), &crate::support::rules())).unwrap(), None);
     assert_eq!(
         scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE lease_token = 'dead'"),
         1
     );
     // Its own, with an expired lease, it takes over.
     let own = collection_id(&api);
-    assert!(block_on(repair::step_next(&api.db, Some(&own), &media_usage_worker::usage::extract::Rules::default()))
-        .unwrap()
-        .is_some());
+    assert!(block_on(repair::step_next(&api.db, Some(&own), &crate::support::rules())).unwrap().is_some());
 }
 
 #[test]
@@ -531,7 +491,7 @@ fn a_repair_of_10000_entries_finishes_in_at_most_40_default_ticks() {
     );
     let r = data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
     assert!(r["statements"].as_u64().unwrap() <= 40);
-    let budget = TickBudget::new(40, 600_000.0);
+    let budget = TickBudget::new(40, 600_000.0).with_rules(crate::support::rules());
     let mut ticks = 1; // the request did one tick's worth
     while scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") > 0 {
         // A clock that stands still: the count depends on statements, not on how busy the

@@ -6,6 +6,7 @@ use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::model::auth::hash_token;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::storage::Storage;
+use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::tick::TickBudget;
 use serde_json::Value as Json;
 
@@ -15,14 +16,23 @@ pub fn db() -> SqliteExecutor {
     SqliteExecutor::open_in_memory().expect("in-memory database")
 }
 
+/// The media origin of the native tests (`MEDIA_PUBLIC_URL`).
+pub const MEDIA_PUBLIC_URL: &str = "https://cdn.example/media/";
+
+/// The reference rules of the native tests' deployment (with their `MEDIA_PUBLIC_URL`).
+pub fn rules() -> Rules {
+    Rules::current(Some(MEDIA_PUBLIC_URL))
+}
+
 /// The deployment settings of the native tests: the admin token, a site and media origin, the
-/// default tick budget, and a clock that never advances (budgets count statements only).
+/// default tick budget (under the deployment's reference rules), and a clock that never advances
+/// (budgets count statements only).
 pub fn config() -> Config {
     Config {
         admin_token_hash: Some(hash_token(ADMIN)),
         site_url: Some("https://site.example".into()),
-        media_public_url: Some("https://cdn.example/media/".into()),
-        tick_budget: TickBudget::default(),
+        media_public_url: Some(MEDIA_PUBLIC_URL.into()),
+        tick_budget: TickBudget::default().with_rules(rules()),
         clock: || 0.0,
         max_revisions: media_usage_worker::repo::content::DEFAULT_MAX_REVISIONS,
         uploads: Default::default(),

@@ -257,7 +257,7 @@ fn status_reports_the_configured_tick_budget() {
     let st = data(&api.get("/admin/media-usage/status"));
     assert_eq!(st["tickBudget"], json!({"maxStatements": 40, "maxMs": 2500.0}));
     let mut small = setup();
-    small.config.tick_budget = TickBudget::new(12, 900.0);
+    small.config.tick_budget = TickBudget::new(12, 900.0).with_rules(crate::support::rules());
     let st = data(&small.get("/admin/media-usage/status"));
     assert_eq!(st["tickBudget"], json!({"maxStatements": 12, "maxMs": 900.0}), "the configured one");
 }
@@ -333,7 +333,13 @@ fn a_change_whose_bound_json_passes_the_byte_bound_fails_without_a_source_row() 
                 [Json::Array(items).to_string()],
             )
             .unwrap();
-        block_on(tick::drain(&api.db, &MonotonicClock::default(), TickBudget::default(), 5)).unwrap();
+        block_on(tick::drain(
+            &api.db,
+            &MonotonicClock::default(),
+            TickBudget::default().with_rules(crate::support::rules()),
+            5,
+        ))
+        .unwrap();
     };
     // Eight: 1.6 MB of occurrences in one bound value.
     let api = setup();
@@ -417,7 +423,7 @@ fn collection_id(api: &Api) -> String {
 }
 
 fn drain(db: &SqliteExecutor) -> u32 {
-    let budget = TickBudget::new(40, 60_000.0);
+    let budget = TickBudget::new(40, 60_000.0).with_rules(crate::support::rules());
     block_on(tick::drain(db, &MonotonicClock::default(), budget, 100)).unwrap()
 }
 
@@ -606,13 +612,15 @@ fn the_tick_drains_pending_work_within_its_budget_and_logs_itself() {
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 5);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report = block_on(tick::run(&metered, &clock, TickBudget::new(11, 60_000.0)));
+    let report =
+        block_on(tick::run(&metered, &clock, TickBudget::new(11, 60_000.0).with_rules(crate::support::rules())));
     assert_eq!(report.jobs, 1, "the smallest budget, 11, admits exactly one job");
     assert!(metered.usage().statements <= 11, "{:?}", metered.usage());
     assert_eq!(report.statements, metered.usage().statements);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report = block_on(tick::run(&metered, &clock, TickBudget::new(40, 60_000.0)));
+    let report =
+        block_on(tick::run(&metered, &clock, TickBudget::new(40, 60_000.0).with_rules(crate::support::rules())));
     assert!(report.jobs >= 3, "{report:?}");
     assert!(metered.usage().statements <= 40);
     drain(&api.db);
@@ -1035,7 +1043,7 @@ fn baton(api: &Api) -> Option<String> {
 fn a_tick_with_work_left_hands_on_one_continuation_and_the_chain_ends_when_nothing_is_due() {
     let api = setup();
     backlog(&api, 12);
-    let small = TickBudget::new(11, 60_000.0);
+    let small = TickBudget::new(11, 60_000.0).with_rules(crate::support::rules());
     // A cron tick that cannot finish takes the baton.
     let first = continuing_tick(&api, small.clone(), None);
     let token = first.continue_with.clone().expect("work is left: a continuation is wanted");
@@ -1093,11 +1101,16 @@ fn without_a_queue_or_with_nothing_due_no_continuation_is_taken() {
     backlog(&api, 12);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let r =
-        block_on(tick::run_continuing(&metered, &clock, TickBudget::new(11, 60_000.0), tick::Continuation::Off, None));
+    let r = block_on(tick::run_continuing(
+        &metered,
+        &clock,
+        TickBudget::new(11, 60_000.0).with_rules(crate::support::rules()),
+        tick::Continuation::Off,
+        None,
+    ));
     assert_eq!((r.continue_with, baton(&api)), (None, None));
     let api = setup();
-    let r = continuing_tick(&api, TickBudget::default(), None);
+    let r = continuing_tick(&api, TickBudget::default().with_rules(crate::support::rules()), None);
     assert_eq!((r.continue_with, baton(&api)), (None, None), "an idle tick asks for nothing");
 }
 
@@ -1111,9 +1124,15 @@ fn a_stale_continuation_with_nothing_due_leaves_the_live_baton_alone() {
              VALUES (1, 'live', '2026-01-01T00:00:00.000Z', '2999-01-01T00:00:00.000Z')",
         )
         .unwrap();
-    assert_eq!(continuing_tick(&api, TickBudget::default(), Some("stale")).continue_with, None);
+    assert_eq!(
+        continuing_tick(&api, TickBudget::default().with_rules(crate::support::rules()), Some("stale")).continue_with,
+        None
+    );
     assert_eq!(baton(&api).as_deref(), Some("live"));
-    assert_eq!(continuing_tick(&api, TickBudget::default(), Some("live")).continue_with, None);
+    assert_eq!(
+        continuing_tick(&api, TickBudget::default().with_rules(crate::support::rules()), Some("live")).continue_with,
+        None
+    );
     assert_eq!(baton(&api), None, "its holder drops it");
 }
 
@@ -1132,7 +1151,7 @@ fn queued(api: &Api, n: usize, images: usize) {
 }
 
 fn default_ticks_until_drained(api: &Api) -> u32 {
-    let budget = TickBudget::new(40, 600_000.0);
+    let budget = TickBudget::new(40, 600_000.0).with_rules(crate::support::rules());
     let mut ticks = 0;
     while scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state <> 'failed'") > 0 {
         // A clock that stands still: the count depends on statements, not on how busy the
@@ -1430,14 +1449,18 @@ fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
     queued(&probe, 120, 2);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&probe.db, &clock);
-    block_on(tick::run(&metered, &clock, TickBudget::new(40, 600_000.0)));
+    block_on(tick::run(&metered, &clock, TickBudget::new(40, 600_000.0).with_rules(crate::support::rules())));
     let n = metered.usage().statements;
     for k in 1..=n {
         let api = setup();
         queued(&api, 120, 2);
         let faulty = Faulty::new(&api.db, Some(k));
         let clock = MonotonicClock::default();
-        block_on(tick::run(&Metered::new(&faulty, &clock), &clock, TickBudget::new(40, 600_000.0)));
+        block_on(tick::run(
+            &Metered::new(&faulty, &clock),
+            &clock,
+            TickBudget::new(40, 600_000.0).with_rules(crate::support::rules()),
+        ));
         // Leases held by the dead tick expire; later ticks finish the work.
         api.db
             .connection()

@@ -1,5 +1,5 @@
 // Collection deletion budgets on real (local) D1: every tick through finalisation stays within
-// MEDIA_USAGE_TICK_MAX_QUERIES (the default 40 and the smallest, 10), measured by the worker's
+// MEDIA_USAGE_TICK_MAX_QUERIES (the default 40 and the smallest, 11), measured by the worker's
 // meter (the tick log's `statements`) and by D1's own meta (the tick log's `details.d1`, one
 // result per statement), with every statement within D1's bind and SQL-size limits; and a
 // collection of 2,000 entries / 6,000 occurrences is gone within 5 ticks at default settings.
@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
 import { ok, rows, uniq } from "./helpers.mjs";
 
-const w = await startWorker({}, { batch50: { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50" }, budget10: { MEDIA_USAGE_TICK_MAX_QUERIES: "10" } });
+const w = await startWorker({}, { batch50: { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50" }, budget11: { MEDIA_USAGE_TICK_MAX_QUERIES: "11" } });
 after(() => w.dispose());
 
 const sql = (q, ...p) => w.db.prepare(q).bind(...p).run();
@@ -77,9 +77,9 @@ test("every tick stays within the default budget of 40 (51 work rows, 51 occurre
   }
 });
 
-test("every tick stays within the smallest budget of 10, and the deletion still finishes", async () => {
+test("every tick stays within the smallest budget of 11, and the deletion still finishes", async () => {
   const c = await collection(300);
-  const ticks = await deleteWithTicks(c, 10, w.as("budget10"));
+  const ticks = await deleteWithTicks(c, 11, w.as("budget11"));
   assert.ok(ticks.every((t) => t.lane.includes("deletion")), "every tick advanced it");
 });
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { startWorker, faultVariants } from "./harness.mjs";
 import { ok, err, rows, uniq, cost, newCollection } from "./helpers.mjs";
 
-const w = await startWorker({}, { ...faultVariants([6]), budget10: { MEDIA_USAGE_TICK_MAX_QUERIES: "10" } });
+const w = await startWorker({}, { ...faultVariants([6]), budget11: { MEDIA_USAGE_TICK_MAX_QUERIES: "11" } });
 after(() => w.dispose());
 
 const collection = (fields) => newCollection(w, fields);
@@ -163,7 +163,9 @@ test("the cron tick drains pending work and records itself", async () => {
   await w.scheduled();
   const idle = ok(await w.get("/admin/media-usage/ticks?limit=1")).items[0];
   assert.equal(idle.outcome, "idle");
-  assert.ok(idle.statements <= 4, JSON.stringify(idle)); // one probe per lane (3) and the log write
+  // One probe per lane (3), the repair lane's look for collections proven under other reference
+  // rules, and the log write.
+  assert.ok(idle.statements <= 5, JSON.stringify(idle));
 });
 
 test("writes to a collection whose capture is not active fail with 409 and queue nothing", async () => {
@@ -207,15 +209,15 @@ test("D1 keeps exactly one generation per source and no guard rows", async () =>
   assert.equal((await rows(w, "SELECT * FROM _emdash_batch_guard")).length, 0);
 });
 
-test("the smallest supported tick budget (10 statements) still makes progress and stays within it", async () => {
+test("the smallest supported tick budget (11 statements) still makes progress and stays within it", async () => {
   const c = await collection(FIELDS);
   for (let i = 0; i < 3; i++) await entry(c, `b${i}`, { hero: `b${i}` });
   await w.db.prepare(`UPDATE "ec_${c.slug}" SET hero = 'small-' || hero`).run();
   for (let i = 0; i < 10; i++) {
     if ((await rows(w, "SELECT 1 FROM _emdash_media_usage_work WHERE state <> 'failed'")).length === 0) break;
-    await w.as("budget10").scheduled();
+    await w.as("budget11").scheduled();
     const tick = ok(await w.get("/admin/media-usage/ticks?limit=1")).items[0];
-    assert.ok(tick.statements <= 10, JSON.stringify(tick));
+    assert.ok(tick.statements <= 11, JSON.stringify(tick));
   }
   const [n] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage WHERE media_id LIKE 'small-%'");
   assert.equal(n.n, 3);

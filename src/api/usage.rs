@@ -19,6 +19,7 @@ use crate::repo::reads::{self, UsageRow};
 use crate::repo::repair as repair_repo;
 use crate::repo::work::{self, WorkRow};
 use crate::usage::coverage::{aggregate, CollectionCoverage};
+use crate::usage::extract::ReferenceType;
 use crate::usage::project;
 use crate::usage::tick;
 
@@ -136,10 +137,11 @@ impl EntryUsage {
             "deletedAt": self.deleted_at,
             "occurrences": self.occurrences.iter().map(|(slug, path, index, ty)| json!({
                 "fieldSlug": slug, "fieldPath": path, "occurrenceIndex": index,
-                "referenceType": match ty.as_str() {
-                    "image_field" | "file_field" | "portable_text_image" => ty.as_str(),
-                    _ => "unknown",
-                },
+                "referenceType": ReferenceType::ALL
+                    .iter()
+                    .map(|t| t.as_str())
+                    .find(|t| t == ty)
+                    .unwrap_or("unknown"),
             })).collect::<Vec<_>>(),
         })
     }

@@ -48,7 +48,10 @@ fn entry(api: &Api, collection: &str, slug: &str, status: &str, d: &Json) -> Str
 
 /// `(contentId, [(fieldPath, referenceType)])` of every entry "Used in" lists for `m`, and the
 /// coverage it reports.
-fn used_in(api: &Api, m: &str) -> (Vec<(String, Vec<(String, String)>)>, String) {
+/// An entry "Used in" lists: its content id and its `(fieldPath, referenceType)` pairs.
+type Listed = (String, Vec<(String, String)>);
+
+fn used_in(api: &Api, m: &str) -> (Vec<Listed>, String) {
     let d = data(&api.get(&format!("/media/{m}/usage?limit=100")));
     let items = d["items"]
         .as_array()

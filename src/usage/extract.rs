@@ -1098,4 +1098,86 @@ mod tests {
         assert!(!looks_like_id("0123456789 0123456789"));
         assert!(!looks_like_id("0123456789/0123456789"));
     }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Strings that sometimes are ids, keys, file URLs or look-alikes.
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![
+                Just(A.to_owned()),
+                Just(C.to_owned()),
+                Just(format!(" {B} ")),
+                Just("/_emdash/api/media/file/a.png".to_owned()),
+                Just("https://x.example/_emdash/api/media/file/dir%2Fb%201.pdf?x#y".to_owned()),
+                Just("//cdn.example.com/media/c.jpg".to_owned()),
+                Just("/_emdash/api/media/file/".to_owned()),
+                Just("/_emdash/api/media/file/%".to_owned()),
+                Just("/_emdash/api/media/file/%e9%ff".to_owned()),
+                any::<String>(),
+                "[a-f0-9]{20,40}",
+                "(/_emdash/api/media/file/|//cdn.example.com/media/)?[a-z%./ ()0-9é]{0,12}",
+            ]
+        }
+
+        fn document() -> impl Strategy<Value = Json> {
+            let leaf = prop_oneof![
+                Just(Json::Null),
+                any::<bool>().prop_map(Json::Bool),
+                any::<i32>().prop_map(|n| json!(n)),
+                text().prop_map(Json::String),
+            ];
+            leaf.prop_recursive(6, 64, 6, |inner| {
+                prop_oneof![
+                    prop::collection::vec(inner.clone(), 0..6).prop_map(Json::Array),
+                    prop::collection::btree_map(
+                        prop_oneof![
+                            Just("_type".to_owned()),
+                            Just("asset".to_owned()),
+                            Just("_ref".to_owned()),
+                            Just("id".to_owned()),
+                            Just("provider".to_owned()),
+                            Just("children".to_owned()),
+                            "[a-z:\" ]{1,6}",
+                        ],
+                        inner.clone(),
+                        0..6
+                    )
+                    .prop_map(|m| Json::Object(m.into_iter().collect())),
+                    inner.prop_map(|v| json!({"_type": "image", "asset": {"_ref": v}})),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            /// Any document, in any field: extraction never panics, gives the same answer twice,
+            /// and every occurrence it resolves names a path into the data.
+            #[test]
+            fn extraction_is_total_and_deterministic(
+                hero in document(), body in document(), extra in document(), downloads in document(),
+            ) {
+                let data = json!({"hero": hero, "body": body, "extra": extra, "downloads": downloads});
+                let data = data.as_object().unwrap();
+                let rules = Rules::current(Some("https://cdn.example.com/media"));
+                let first = extract(&full_schema(), data, &rules);
+                prop_assert_eq!(&first, &extract(&full_schema(), data, &rules));
+                let occ = first.resolve(&library());
+                prop_assert_eq!(&occ, &first.resolve(&library()));
+                for o in &occ {
+                    prop_assert!(data.contains_key(&o.field_slug));
+                    prop_assert!(o.field_path.starts_with(&o.field_slug));
+                    if matches!(o.reference_type, ReferenceType::EmbeddedId | ReferenceType::EmbeddedUrl) {
+                        prop_assert!(o.media_id.is_some());
+                    }
+                }
+                let mut keys: Vec<(&str, i64)> = occ.iter().map(|o| (o.field_path.as_str(), o.occurrence_index)).collect();
+                keys.dedup();
+                prop_assert_eq!(keys.len(), occ.len(), "a path and index name one occurrence");
+                let _ = extract(&full_schema(), data, &Rules::v1());
+            }
+        }
+    }
 }

@@ -210,22 +210,6 @@ pub fn prepare_entry(
     PreparedEntry { columns, draft }
 }
 
-/// Builds the snapshots of a present entry row whose candidate strings `library` answers.
-#[allow(clippy::too_many_arguments)]
-pub fn entry_snapshots(
-    collection_id: &str,
-    collection_slug: &str,
-    fields: &[Field],
-    schema: &[ExtractionField],
-    row: &Row,
-    revision: &RevisionRow,
-    rules: &Rules,
-    library: &Library,
-) -> EntrySnapshots {
-    prepare_entry(collection_id, collection_slug, fields, schema, row, revision, rules)
-        .snapshots(schema, rules, library)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,18 +243,23 @@ mod tests {
         .clone()
     }
 
-    fn snaps(draft: Option<&str>, rev: RevisionRow) -> EntrySnapshots {
+    /// The snapshots of `row` under the current rules, with a library that holds nothing.
+    fn entry_snapshots(row: &Row, rev: &RevisionRow) -> EntrySnapshots {
         let f = fields();
-        entry_snapshots(
-            "c1",
-            "posts",
-            &f,
-            &extraction_fields(&f),
-            &row(draft),
-            &rev,
+        let schema = extraction_fields(&f);
+        prepare_entry("c1", "posts", &f, &schema, row, rev, &Rules::default()).snapshots(
+            &schema,
             &Rules::default(),
             &Library::default(),
         )
+    }
+
+    fn columns(row: &Row) -> Snapshot {
+        entry_snapshots(row, &RevisionRow::default()).columns
+    }
+
+    fn snaps(draft: Option<&str>, rev: RevisionRow) -> EntrySnapshots {
+        entry_snapshots(&row(draft), &rev)
     }
 
     #[test]
@@ -324,49 +313,18 @@ mod tests {
 
     #[test]
     fn the_display_title_is_cut_to_200_characters() {
-        let f = fields();
         let long = "é".repeat(500_000);
         let mut r = row(None);
         r.insert("title".into(), json!(long));
-        let s = entry_snapshots(
-            "c1",
-            "posts",
-            &f,
-            &extraction_fields(&f),
-            &r,
-            &RevisionRow::default(),
-            &Rules::default(),
-            &Library::default(),
-        )
-        .columns;
+        let s = columns(&r);
         assert_eq!(s.meta.content_title, "é".repeat(200));
         assert!(s.byte_length < 2_000, "the fingerprint payload stays small: {}", s.byte_length);
         // Titles that differ only past the cut fingerprint the same.
         r.insert("title".into(), json!(format!("{}x", "é".repeat(200))));
-        let t = entry_snapshots(
-            "c1",
-            "posts",
-            &f,
-            &extraction_fields(&f),
-            &r,
-            &RevisionRow::default(),
-            &Rules::default(),
-            &Library::default(),
-        )
-        .columns;
+        let t = columns(&r);
         assert_eq!(s.fingerprint, t.fingerprint);
         r.insert("title".into(), json!("a".repeat(200)));
-        let exact = entry_snapshots(
-            "c1",
-            "posts",
-            &f,
-            &extraction_fields(&f),
-            &r,
-            &RevisionRow::default(),
-            &Rules::default(),
-            &Library::default(),
-        )
-        .columns;
+        let exact = columns(&r);
         assert_eq!(exact.meta.content_title.len(), 200);
     }
 
@@ -376,31 +334,10 @@ mod tests {
         let mut r = row(None);
         r.insert("version".into(), json!(9));
         r.insert("updated_at".into(), json!("2030-01-01T00:00:00.000Z"));
-        let f = fields();
-        let b = entry_snapshots(
-            "c1",
-            "posts",
-            &f,
-            &extraction_fields(&f),
-            &r,
-            &RevisionRow::default(),
-            &Rules::default(),
-            &Library::default(),
-        )
-        .columns;
+        let b = columns(&r);
         assert_eq!(a.fingerprint, b.fingerprint, "an unrelated write is a no-op");
         r.insert("hero".into(), json!("m9"));
-        let c = entry_snapshots(
-            "c1",
-            "posts",
-            &f,
-            &extraction_fields(&f),
-            &r,
-            &RevisionRow::default(),
-            &Rules::default(),
-            &Library::default(),
-        )
-        .columns;
+        let c = columns(&r);
         assert_ne!(a.fingerprint, c.fingerprint);
     }
 }

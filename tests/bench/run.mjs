@@ -68,6 +68,38 @@ for (const images of [1, 50]) {
   results[`write${images}`] = { writes, statements, p50: pct(ms, 50), p95: pct(ms, 95) };
 }
 
+// 1b. A rich entry: references by every rule (inline images in Portable Text, a gallery block,
+// a link to a file URL, an id in JSON, an <img> in text): the write and its job, with the lookup.
+ok(await w.post("/schema/collections", { slug: "bench_rich", label: "R", fields: [
+  { slug: "body", type: "portableText" }, { slug: "extra", type: "json" }, { slug: "notes", type: "text" }] }), 201);
+const richMedia = [];
+for (let k = 0; k < 3; k++) {
+  richMedia.push(ok(await w.post("/media", { filename: `rich${k}.png`, mimeType: "image/png", storageKey: `rich-${k}.png` }), 201).item);
+}
+const richData = (i) => ({
+  body: [
+    ...Array.from({ length: 20 }, (_, b) => ({ _type: "block", _key: `b${b}`, markDefs: b === 3 ? [{ _type: "link", _key: "l", href: `/_emdash/api/media/file/${richMedia[2].storageKey}` }] : [],
+      children: [{ _type: "span", text: `paragraph ${b} of entry ${i}` }, ...(b % 10 === 5 ? [{ _type: "image", asset: { _ref: richMedia[0].id } }] : [])] })),
+    { _type: "gallery", images: richMedia.map((m) => ({ asset: { _ref: m.id } })) },
+  ],
+  extra: { ogImage: richMedia[1].id, unknown: "0123456789abcdef0123456789abcdef" },
+  notes: `<p><img src="/_emdash/api/media/file/${richMedia[2].storageKey}"> and /_emdash/api/media/file/missing-${i}.png</p>`,
+});
+{
+  const ms = [];
+  let statements = 0;
+  const writes = n(40, 5);
+  for (let i = 0; i < writes; i++) {
+    const t0 = now();
+    const res = await w.post("/content/bench_rich", { slug: `rich-${i}`, status: "published", data: richData(i) });
+    ms.push(now() - t0);
+    ok(res, 201);
+    statements = Math.max(statements, cost(res).statements);
+  }
+  const used = ok(await w.get(`/media/${richMedia[0].id}/usage?limit=1`)).items[0].occurrences.length;
+  results.writeRich = { writes, statements, p50: pct(ms, 50), p95: pct(ms, 95), occurrencesOfOneItem: used };
+}
+
 // 2. "Used in": the first page for a media used by many entries, among many occurrences.
 {
   const users = n(10_000, 20);
@@ -112,6 +144,27 @@ for (const images of [1, 50]) {
   const run = await ticksUntil(done, cap);
   const ticks = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n - before;
   results.repair = { entries, ticks: run.ticks, finished: run.finished, ms: run.ms, ...(await tickLog(Math.min(ticks, 1000))) };
+}
+
+// 3b. Repair (group projection) of N rich entries: every group looks its candidates up once.
+{
+  const entries = n(20_000, 50);
+  ok(await w.post("/schema/collections", { slug: "bench_rich_repair", label: "RR", fields: [
+    { slug: "body", type: "portableText" }, { slug: "extra", type: "json" }, { slug: "notes", type: "text" }] }), 201);
+  const d = richData(0);
+  await fill(`INSERT INTO "ec_bench_rich_repair" (id, slug, status, body, extra, notes) SELECT 'q' || i, 'q' || i, 'published', ?1, ?2, ?3 FROM c`,
+    entries, [JSON.stringify(d.body), JSON.stringify(d.extra), d.notes]);
+  await db.prepare("DELETE FROM _emdash_media_usage_work").run();
+  const before = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n;
+  ok(await w.post("/admin/media-usage/repair", { scope: "collection", collection: "bench_rich_repair" }));
+  const done = async () => {
+    const c = ok(await w.get("/admin/media-usage/status")).collections.find((x) => x.collection === "bench_rich_repair");
+    return c.status === "complete" && !c.reconciliationRequired;
+  };
+  const run = await ticksUntil(done, Math.max(200, entries));
+  const ticks = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n - before;
+  const occurrences = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage WHERE source_key LIKE 'content:' || ?1 || ':%'").bind(await collectionId("bench_rich_repair")).first()).n;
+  results.richRepair = { entries, occurrences, ticks: run.ticks, finished: run.finished, ms: run.ms, ...(await tickLog(Math.min(ticks, 1000))) };
 }
 
 // 4. Deleting a collection of N entries and 3N occurrences, vs plain bulk SQL on the same rows.
@@ -164,12 +217,14 @@ const tickWord = (k) => `${k} tick${k === 1 ? "" : "s"}`;
 const table = [
   ["content write, 1 image", `${r.write1.statements} statements`, `p50 ${f(r.write1.p50)} ms, p95 ${f(r.write1.p95)} ms`],
   ["content write, 50 images", `${r.write50.statements} statements`, `p50 ${f(r.write50.p50)} ms, p95 ${f(r.write50.p95)} ms`],
+  [`content write, rich entry (${r.writeRich.occurrencesOfOneItem} uses of one item)`, `${r.writeRich.statements} statements`, `p50 ${f(r.writeRich.p50)} ms, p95 ${f(r.writeRich.p95)} ms`],
   [`"Used in" page (${r.usedIn.users} users, ${r.usedIn.occurrences} occ.)`, `${f(r.usedIn.apiMs)} ms vs raw ${f(r.usedIn.rawMs)} ms`, `ratio ${f(r.usedIn.ratio, 2)}`],
   [`repair of ${r.repair.entries} entries`, `${tickWord(r.repair.ticks)}${r.repair.finished ? "" : " (stopped: not finished)"}`, `${r.repair.statements} statements (≤ ${r.repair.maxStatements}/tick), ${f(r.repair.ms / 1000)} s`],
+  [`repair of ${r.richRepair.entries} rich entries (${r.richRepair.occurrences} occ.)`, `${tickWord(r.richRepair.ticks)}${r.richRepair.finished ? "" : " (stopped: not finished)"}`, `${r.richRepair.statements} statements (≤ ${r.richRepair.maxStatements}/tick), ≤ ${r.richRepair.maxBinds} binds, ${f(r.richRepair.ms / 1000)} s`],
   [`deletion of ${r.deletion.entries} entries / ${r.deletion.occurrences} occ.`, `${tickWord(r.deletion.ticks)}, ≤ ${r.deletion.maxStatements} statements/tick`, `≤ ${r.deletion.maxBinds} binds, ≤ ${r.deletion.maxSqlBytes} B SQL; ${f(r.deletion.ms)} ms vs plain ${f(r.deletion.plainMs)} ms (×${f(r.deletion.ratio, 2)})`],
   ["wasm", `${r.wasm.raw} B raw`, `${r.wasm.gzip} B gzip`],
 ];
 console.log(`\nmedia-usage-worker bench (BENCH_SCALE=${SCALE})`);
 for (const [a, b, c] of table) console.log(`  ${a.padEnd(48)} ${b.padEnd(34)} ${c}`);
 console.log(`BENCH_JSON ${JSON.stringify({ scale: SCALE, ...results })}`);
-if (!r.deletion.finished || !r.repair.finished) process.exitCode = 1;
+if (!r.deletion.finished || !r.repair.finished || !r.richRepair.finished) process.exitCode = 1;

@@ -412,7 +412,13 @@ impl Extracted {
             }
             named.entry((c.field_path.as_str(), m.id.as_str())).or_insert((c, m, kind));
         }
+        // Indexes on a path follow any structural occurrence there, so a path and an index name
+        // one occurrence whatever the data holds.
         let mut index_on_path: HashMap<&str, i64> = HashMap::new();
+        for o in &self.occurrences {
+            let next = index_on_path.entry(o.field_path.as_str()).or_insert(0);
+            *next = (*next).max(o.occurrence_index + 1);
+        }
         for ((path, _), (c, m, kind)) in named {
             let i = index_on_path.entry(path).or_insert(0);
             let mime_type = normalize_mime(m.mime_type.as_deref());
@@ -528,7 +534,9 @@ impl Walk<'_> {
             Json::Object(o) => {
                 let asset = o.get("asset").and_then(Json::as_object);
                 let found = asset.and_then(asset_reference);
-                let asset_media = found.as_ref().and_then(|(_, r)| (r.provider == "local").then(|| r.id.clone()));
+                // The key the reference was read from (the asset id of its provider, whichever
+                // provider) and the local media it names.
+                let consumed = found.as_ref().map(|(key, r)| (*key, (r.provider == "local").then(|| r.id.clone())));
                 if let Some((key, r)) = found {
                     let is_image = o.get("_type").and_then(Json::as_str) == Some("image");
                     let (kind, fallback) = if in_portable_text && is_image {
@@ -541,10 +549,10 @@ impl Walk<'_> {
                 }
                 for (k, v) in o {
                     let p = child_path(path, k);
-                    match (k.as_str(), asset, &asset_media) {
-                        ("asset", Some(a), Some(id)) => {
-                            for (ak, av) in a.iter().filter(|(ak, _)| !matches!(ak.as_str(), "_ref" | "id")) {
-                                self.value(&child_path(&p, ak), av, in_portable_text, Some(id));
+                    match (k.as_str(), asset, &consumed) {
+                        ("asset", Some(a), Some((key, media))) => {
+                            for (ak, av) in a.iter().filter(|(ak, _)| ak.as_str() != *key) {
+                                self.value(&child_path(&p, ak), av, in_portable_text, media.as_deref().or(within));
                             }
                         }
                         _ => self.value(&p, v, in_portable_text, within),
@@ -1051,6 +1059,36 @@ mod tests {
         let got = found(json!({"title": text}), &Rules::default());
         let idx: Vec<(Option<String>, i64)> = got.into_iter().map(|(_, _, m, i)| (m, i)).collect();
         assert_eq!(idx, [(Some(A.to_owned()), 0), (Some(C.to_owned()), 1)]);
+    }
+
+    #[test]
+    fn an_asset_id_of_another_provider_is_that_provider_s_reference_only() {
+        // Its id is the provider's asset id, even when it equals a local media id: one
+        // occurrence, of that provider, and never two on one path and index.
+        let data = json!({"body": [{"_type": "image", "asset": {"provider": "cloudinary", "_ref": A, "url": C}}]});
+        let occ = extract(&full_schema(), data.as_object().unwrap(), &Rules::default()).resolve(&library());
+        let got: Vec<(&str, &str, Option<&str>, i64)> = occ
+            .iter()
+            .map(|o| (o.field_path.as_str(), o.provider.as_str(), o.media_id.as_deref(), o.occurrence_index))
+            .collect();
+        assert_eq!(got, [("body[0].asset._ref", "cloudinary", None, 0), ("body[0].asset.url", "local", Some(C), 0)]);
+        // An asset's other id naming another item is another reference.
+        let data = json!({"extra": {"asset": {"_ref": "99999999999999999999999999999999", "id": A}}});
+        let got = found(data, &Rules::default());
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[1], ("extra.asset.id".to_owned(), ReferenceType::EmbeddedId, Some(A.to_owned()), 0));
+        // Whatever a path holds, candidates resolved there get indexes after its structural one.
+        let e = Extracted {
+            occurrences: occ[..1].to_vec(),
+            candidates: vec![Candidate {
+                field_slug: "body".into(),
+                field_path: "body[0].asset._ref".into(),
+                names: Names::Id(A.into()),
+                within: None,
+            }],
+        };
+        let idx: Vec<i64> = e.resolve(&library()).iter().map(|o| o.occurrence_index).collect();
+        assert_eq!(idx, [0, 1]);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use serde_json::{Map, Value as Json};
 use super::extract::{extract, Extracted, ExtractionField, Library, Occurrence, Rules};
 use super::fingerprint::fingerprint;
 use crate::exec::Row;
-use crate::model::field::{parse_json_like, Field};
+use crate::model::field::Field;
 use crate::model::source::{source_key, SourceMeta, Variant, MAX_TITLE_CHARS, SCHEMA_VERSION};
 
 /// A projected source: metadata, occurrences and fingerprint.
@@ -62,19 +62,11 @@ fn text(row: &Row, key: &str) -> Option<String> {
     }
 }
 
-/// The field data of the live row, with JSON-bearing text parsed.
+/// The field data of the live row as the API shows it: JSON-bearing columns parsed by their
+/// field type (a `json` field holding a string is that string), text columns as written (text
+/// that looks like JSON is still text).
 fn column_data(fields: &[Field], row: &Row) -> Map<String, Json> {
-    fields
-        .iter()
-        .filter_map(|f| {
-            let v = row.get(f.slug.as_str())?;
-            let parsed = match v {
-                Json::String(s) => parse_json_like(s),
-                other => other.clone(),
-            };
-            Some((f.slug.as_str().to_owned(), parsed))
-        })
-        .collect()
+    fields.iter().filter_map(|f| Some((f.slug.as_str().to_owned(), f.from_column(row.get(f.slug.as_str())?)))).collect()
 }
 
 /// The display title: the first non-blank `title`/`name`, else the slug, else the id, cut to

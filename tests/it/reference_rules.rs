@@ -129,6 +129,13 @@ fn every_rule_at_every_position_live_and_draft_is_used_and_blocks_the_safe_delet
         ),
         (json!({"extra": {"cover": {"asset": {"_ref": b}}}}), b, "extra.cover.asset._ref", "embedded_asset"),
         (json!({"extra": {"ogImage": c}}), c, "extra.ogImage", "embedded_id"),
+        (json!({"extra": c}), c, "extra", "embedded_id"),
+        (
+            json!({"extra": {"asset": {"_ref": "99999999999999999999999999999999", "id": b}}}),
+            b,
+            "extra.asset.id",
+            "embedded_id",
+        ),
         (json!({"title": a}), a, "title", "embedded_id"),
         (json!({"downloads": [{"caption": b}]}), b, "downloads[0].caption", "embedded_id"),
         (json!({"extra": {"ogImage": format!("https://any.example{url_a}")}}), a, "extra.ogImage", "embedded_url"),
@@ -177,12 +184,13 @@ fn strings_that_name_no_media_item_add_nothing_and_cost_nothing() {
     let api = Api::new();
     let m = library(&api);
     let decoys = json!({
-        "title": "0123456789abcdef0123456789abcdef",
         "notes": "https://elsewhere.example/media/a.png /_emdash/api/media/file/a.png.bak /_emdash/api/media/file/a.png2 \
                   https://cdn.example/other/a.png /media/file/a.png",
         "hero": {"provider": "external", "id": "photo-1"},
+        "downloads": [{"caption": format!("[\"{}\"]", m.a)}],
+        "title": format!("[\"{}\"]", m.c),
         "body": [{"_type": "image", "asset": {"_ref": "   "}}, {"_type": "image", "asset": {"url": "https://x.example/a.png"}}],
-        "extra": {"id": format!("{}x", m.a), "list": [format!("see {}", m.c), 1, true, null]},
+        "extra": {"id": format!("{}x", m.a), "list": [format!("see {}", m.c), 1, true, null, "0123456789abcdef0123456789abcdef"]},
     });
     let id = entry(&api, "posts", "decoys", "published", &decoys);
     assert_eq!(occurrences_of_entry(&api, &id), 0);

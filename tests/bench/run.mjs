@@ -96,7 +96,7 @@ const richData = (i) => ({
     ok(res, 201);
     statements = Math.max(statements, cost(res).statements);
   }
-  const used = ok(await w.get(`/media/${richMedia[0].id}/usage?limit=1`)).items[0].occurrences.length;
+  const used = ok(await w.get(`/media/${richMedia[0].id}/usage?limit=1`)).items[0]?.occurrences.length ?? 0;
   results.writeRich = { writes, statements, p50: pct(ms, 50), p95: pct(ms, 95), occurrencesOfOneItem: used };
 }
 

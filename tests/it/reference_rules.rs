@@ -447,3 +447,57 @@ fn a_run_under_the_deployed_rules_is_left_to_finish_while_it_waits() {
     assert_eq!(started, Some(media_usage_worker::usage::repair::StepOutcome::Started { n: 1 }));
     assert_ne!(token(), before);
 }
+
+/// The query plan of `sql` (every parameter NULL): its detail lines.
+fn plan(db: &SqliteExecutor, sql: &str) -> Vec<String> {
+    let conn = db.connection();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let params: Vec<rusqlite::types::Value> =
+        (0..stmt.parameter_count()).map(|_| rusqlite::types::Value::Null).collect();
+    stmt.query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn the_lookup_and_the_re_queue_read_no_table_that_grows_with_content() {
+    let api = Api::new();
+    library(&api);
+    // A large second collection and a big library: the plans must not scan them.
+    collection(&api, "big");
+    api.db
+        .connection()
+        .execute_batch(
+            "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 5000)
+             INSERT INTO media (id, filename, mime_type, storage_key) SELECT 'm' || i, 'f', 'image/png', 'k' || i FROM c;
+             WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 5000)
+             INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation)
+             SELECT 'content:x:' || i || ':columns', 'x', 'big', 'e' || i, 'columns', 'g' FROM c;
+             ANALYZE;",
+        )
+        .unwrap();
+    let scans = |sql: &str| -> Vec<String> {
+        plan(&api.db, sql)
+            .into_iter()
+            // The partial index holds only sources with dangling file links: scanning it is the point.
+            .filter(|d| !d.ends_with("USING INDEX idx__emdash_media_usage_sources_pending"))
+            .filter(|d| {
+                d.starts_with("SCAN")
+                    && ["media", "s", "u", "_emdash_media_usage_sources", "_emdash_media_usage"]
+                        .iter()
+                        .any(|t| d == &format!("SCAN {t}") || d.starts_with(&format!("SCAN {t} ")))
+            })
+            .collect()
+    };
+    for sql in [
+        include_str!("../../src/sql/media/lookup.sql"),
+        include_str!("../../src/sql/media/enqueue_linking.sql"),
+        include_str!("../../src/sql/media/stale_while_queued.sql"),
+        include_str!("../../src/sql/repair/needs_rules.sql"),
+    ] {
+        assert_eq!(scans(sql), Vec::<String>::new(), "{sql}\n{:#?}", plan(&api.db, sql));
+    }
+    let lookup = plan(&api.db, include_str!("../../src/sql/media/lookup.sql"));
+    assert!(lookup.iter().any(|d| d.contains("PRIMARY KEY") || d.contains("sqlite_autoindex_media_1")), "{lookup:#?}");
+    let requeue = plan(&api.db, include_str!("../../src/sql/media/enqueue_linking.sql"));
+    assert!(requeue.iter().any(|d| d.contains("idx__emdash_media_usage_sources_pending")), "{requeue:#?}");
+    assert!(requeue.iter().any(|d| d.contains("idx__emdash_media_usage_media_source_generation")), "{requeue:#?}");
+}

@@ -501,3 +501,26 @@ fn the_lookup_and_the_re_queue_read_no_table_that_grows_with_content() {
     assert!(requeue.iter().any(|d| d.contains("idx__emdash_media_usage_sources_pending")), "{requeue:#?}");
     assert!(requeue.iter().any(|d| d.contains("idx__emdash_media_usage_media_source_generation")), "{requeue:#?}");
 }
+
+#[test]
+fn admission_counts_resolved_references_only() {
+    let mut api = Api::new();
+    let admission = media_usage_worker::usage::project::Admission { max_occurrences: 2 };
+    api.config.tick_budget = api.config.tick_budget.clone().with_admission(admission);
+    let m = library(&api);
+    // Two uses and a hundred strings that look like ids or file URLs but name nothing.
+    let decoys: Vec<String> = (0..100)
+        .map(|i| if i % 2 == 0 { format!("{i:032x}") } else { format!("/_emdash/api/media/file/nothing-{i}.png") })
+        .collect();
+    let id =
+        entry(&api, "posts", "admitted", "published", &json!({"hero": m.a, "extra": {"og": m.c, "decoys": decoys}}));
+    assert_eq!(occurrences_of_entry(&api, &id), 2);
+    assert_eq!(status(&api)["status"], "complete");
+    // A third real use is over the limit.
+    let over = entry(&api, "posts", "over", "published", &json!({"hero": m.a, "extra": [m.b, m.c]}));
+    assert_eq!(occurrences_of_entry(&api, &over), 0);
+    assert_eq!(
+        text(&api.db, &format!("SELECT last_error_code FROM _emdash_media_usage_work WHERE content_id = '{over}'")),
+        Some("MEDIA_USAGE_RESOURCE_LIMIT".to_owned())
+    );
+}

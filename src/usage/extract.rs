@@ -1124,6 +1124,33 @@ mod tests {
         assert!(a.id().starts_with("2+") && a.id().len() == 14, "{}", a.id());
         assert_ne!(a.id(), Rules::current(Some("https://cdn2.example.com/media")).id());
         assert_eq!(Rules::current(Some("  ")).id(), "2");
+        // Only a scheme's `//` starts the part that is compared; another `//` is path.
+        assert_ne!(
+            Rules::current(Some("cdn.example.com//media")).id(),
+            Rules::current(Some("other.example.com//media")).id()
+        );
+    }
+
+    #[test]
+    fn paths_quote_keys_that_are_not_identifiers() {
+        assert_eq!(child_path("x", "_key"), "x._key");
+        assert_eq!(child_path("x", "$ref"), "x.$ref");
+        assert_eq!(child_path("x", "og-image2"), "x.og-image2");
+        assert_eq!(child_path("x", "9lives"), "x[\"9lives\"]");
+        assert_eq!(child_path("x", "-a"), "x[\"-a\"]");
+        assert_eq!(child_path("x", "og:image"), "x[\"og:image\"]");
+        assert_eq!(child_path("x", ""), "x[\"\"]");
+    }
+
+    #[test]
+    fn file_urls_that_name_nothing_are_kept_as_pending_keys() {
+        let data = json!({"title": "/_emdash/api/media/file/a.png /_emdash/api/media/file/new%20one.png. /_emdash/api/media/file/x.png", "extra": [C]});
+        let e = extract(&full_schema(), data.as_object().unwrap(), &Rules::default());
+        assert_eq!(
+            e.pending_keys(&library()),
+            ["new one.png", "new one.png.", "new%20one.png", "new%20one.png.", "x.png"]
+        );
+        assert_eq!(e.pending_keys(&Library::default()).len(), 6, "a.png too when the library lacks it");
     }
 
     #[test]
@@ -1135,6 +1162,7 @@ mod tests {
         assert!(!looks_like_id("internationalization"), "no digit: a word");
         assert!(!looks_like_id("0123456789 0123456789"));
         assert!(!looks_like_id("0123456789/0123456789"));
+        assert!(looks_like_id("0123456789-abcdef_0123") && looks_like_id("____________________1"));
     }
 
     mod properties {

@@ -1132,6 +1132,28 @@ mod tests {
     }
 
     #[test]
+    fn a_url_key_has_each_distinct_non_empty_reading_once() {
+        assert_eq!(url_keys("/_emdash/api/media/file/a.png", FILE_ROUTE, false), [["a.png"]]);
+        assert_eq!(url_keys("see /_emdash/api/media/file/a.png.", FILE_ROUTE, false), [["a.png.", "a.png"]]);
+        assert_eq!(
+            url_keys("/_emdash/api/media/file/ and /_emdash/api/media/file/?x", FILE_ROUTE, false),
+            Vec::<Vec<String>>::new()
+        );
+        assert_eq!(url_keys("/_emdash/api/media/file/...", FILE_ROUTE, false), [["..."]]);
+        let long = format!("/_emdash/api/media/file/{}", "k".repeat(MAX_KEY_BYTES + 1));
+        assert!(url_keys(&long, FILE_ROUTE, false).is_empty(), "longer than any storage key");
+        assert_eq!(url_keys("//cdn/m/a/b%20c.png", "//cdn/m/", true), [["a/b%20c.png", "a/b c.png"]]);
+    }
+
+    #[test]
+    fn a_blank_provider_is_local() {
+        let data = json!({"extra": {"asset": {"_ref": A, "provider": "  "}}, "hero": {"id": C, "provider": ""}});
+        let occ = extract(&full_schema(), data.as_object().unwrap(), &Rules::default()).resolve(&library());
+        let got: Vec<(&str, Option<&str>)> = occ.iter().map(|o| (o.provider.as_str(), o.media_id.as_deref())).collect();
+        assert_eq!(got, [("local", Some(A)), ("local", Some(C))]);
+    }
+
+    #[test]
     fn paths_quote_keys_that_are_not_identifiers() {
         assert_eq!(child_path("x", "_key"), "x._key");
         assert_eq!(child_path("x", "$ref"), "x.$ref");

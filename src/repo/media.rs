@@ -144,13 +144,16 @@ pub async fn set_sweep_cursor<E: Executor>(exec: &E, cursor: Option<&str>) -> Re
     exec.execute(Statement::new(SET_SWEEP_CURSOR).bind(cursor)).await.map(|_| ())
 }
 
-/// The media items named by `ids_json` (a JSON array of ids) and `keys_json` (a JSON array of
-/// storage keys), in one statement, as `(id, storage_key, mime_type)`: what candidate strings of
-/// content refer to.
+/// How many bound JSON arrays of each kind (ids, storage keys) a lookup takes.
+pub const LOOKUP_ARRAYS: usize = 2;
+
+/// The media items named by `ids` (JSON arrays of ids) and `keys` (JSON arrays of storage keys),
+/// in one statement, as `(id, storage_key, mime_type)`: what candidate strings of content refer
+/// to.
 pub async fn lookup<E: Executor>(
     exec: &E,
-    ids_json: &str,
-    keys_json: &str,
+    ids: &[Option<String>; LOOKUP_ARRAYS],
+    keys: &[Option<String>; LOOKUP_ARRAYS],
 ) -> Result<Vec<(String, String, Option<String>)>, Error> {
     #[derive(Deserialize)]
     struct Row {
@@ -158,6 +161,7 @@ pub async fn lookup<E: Executor>(
         storage_key: String,
         mime_type: Option<String>,
     }
-    let rows: Vec<Row> = exec.query(Statement::new(LOOKUP).bind(ids_json).bind(keys_json)).await?;
+    let stmt = ids.iter().chain(keys).fold(Statement::new(LOOKUP), |s, v| s.bind(v.clone()));
+    let rows: Vec<Row> = exec.query(stmt).await?;
     Ok(rows.into_iter().map(|r| (r.id, r.storage_key, r.mime_type)).collect())
 }

@@ -227,9 +227,37 @@ fn prepare(
     Ok(Prepared { schema, entry })
 }
 
+/// Splits strings into at most [`media_repo::LOOKUP_ARRAYS`] JSON arrays of at most
+/// [`MAX_BOUND_BYTES`] each; `None` when they do not fit.
+fn lookup_arrays<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<[Option<String>; media_repo::LOOKUP_ARRAYS]> {
+    let mut arrays: Vec<Vec<&str>> = Vec::new();
+    let mut bytes = 0usize;
+    for item in items {
+        // Quoted and escaped, with its separator.
+        let size = Json::from(item).to_string().len() + 1;
+        match arrays.last_mut() {
+            Some(current) if bytes + size <= MAX_BOUND_BYTES => current.push(item),
+            _ => {
+                arrays.push(vec![item]);
+                bytes = 1;
+            }
+        }
+        bytes += size;
+    }
+    if arrays.len() > media_repo::LOOKUP_ARRAYS || bytes > MAX_BOUND_BYTES {
+        return None;
+    }
+    let mut out: [Option<String>; media_repo::LOOKUP_ARRAYS] = Default::default();
+    for (slot, array) in out.iter_mut().zip(arrays) {
+        *slot = Some(Json::from(array).to_string());
+    }
+    Some(out)
+}
+
 /// Looks up, in one statement, the media items the prepared entries' candidate strings name
-/// (none when they have no candidates). `None`: the lookup's bound values would pass
-/// [`MAX_BOUND_BYTES`].
+/// (none when they have no candidates). `None`: the candidates do not fit the lookup's bound
+/// values ([`lookup_arrays`]); an entry saved through the API always fits (its live columns and
+/// its draft each come from a request of at most 1 MiB).
 async fn lookup<'a, E: Executor>(
     exec: &E,
     entries: impl IntoIterator<Item = &'a Prepared>,
@@ -245,10 +273,7 @@ async fn lookup<'a, E: Executor>(
     if ids.is_empty() && keys.is_empty() {
         return Ok(Some(Library::default()));
     }
-    let (ids, keys) = (Json::from_iter(ids).to_string(), Json::from_iter(keys).to_string());
-    if ids.len() > MAX_BOUND_BYTES || keys.len() > MAX_BOUND_BYTES {
-        return Ok(None);
-    }
+    let (Some(ids), Some(keys)) = (lookup_arrays(ids), lookup_arrays(keys)) else { return Ok(None) };
     Ok(Some(Library::from_rows(media_repo::lookup(exec, &ids, &keys).await?)))
 }
 
@@ -559,6 +584,25 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookup_strings_are_split_into_at_most_two_bounded_arrays() {
+        assert_eq!(lookup_arrays([]), Some([None, None]));
+        assert_eq!(lookup_arrays(["a", "b\"c"]), Some([Some(r#"["a","b\"c"]"#.to_owned()), None]));
+        let item = "x".repeat(100_000);
+        // 14 items of 100,003 bytes fit one array; the 15th starts the second.
+        let fifteen: Vec<&str> = std::iter::repeat_n(item.as_str(), 15).collect();
+        let [first, second] = lookup_arrays(fifteen.iter().copied()).unwrap();
+        let count = |a: &Option<String>| serde_json::from_str::<Vec<String>>(a.as_deref().unwrap()).unwrap().len();
+        assert_eq!((count(&first), count(&second)), (14, 1));
+        assert!(first.as_ref().unwrap().len() <= MAX_BOUND_BYTES);
+        let many: Vec<&str> = std::iter::repeat_n(item.as_str(), 28).collect();
+        assert!(lookup_arrays(many.iter().copied()).is_some(), "two full arrays");
+        let too_many: Vec<&str> = std::iter::repeat_n(item.as_str(), 29).collect();
+        assert_eq!(lookup_arrays(too_many.iter().copied()), None);
+        let huge = "y".repeat(MAX_BOUND_BYTES);
+        assert_eq!(lookup_arrays([huge.as_str()]), None, "one string over the bound fits no array");
+    }
 
     #[test]
     fn the_group_grows_when_full_and_fast_and_shrinks_when_slow() {

@@ -533,3 +533,20 @@ fn deleting_media_says_whether_there_was_a_row() {
     assert!(block_on(media_usage_worker::repo::media::delete(&api.db, &m.a)).unwrap());
     assert!(!block_on(media_usage_worker::repo::media::delete(&api.db, &m.a)).unwrap());
 }
+
+#[test]
+fn strings_that_name_nothing_never_make_an_entry_unindexable() {
+    let api = Api::new();
+    let m = library(&api);
+    // 50,000 distinct id-like strings (about 1.7 MB as JSON: more than one bound value holds, as
+    // a live entry and its draft may together bring) and one real use: indexed in one job.
+    let mut ids: Vec<Json> = (0..50_000).map(|i| json!(format!("{i:032x}"))).collect();
+    ids.push(json!(m.c));
+    insert_raw(&api, "huge", &json!([]), &Json::Array(ids));
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&api.db, &clock);
+    let outcome = block_on(project::process_next(&metered, None, &api.config.tick_budget.policy)).unwrap();
+    assert_eq!(outcome, Some(JobOutcome::Published));
+    assert!(metered.usage().statements <= JOB_MAX_STATEMENTS);
+    assert_eq!(used_in(&api, &m.c).0[0].1, [("extra[50000]".to_owned(), "embedded_id".to_owned())]);
+}

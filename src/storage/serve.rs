@@ -15,13 +15,17 @@ pub struct FilePlan {
     pub body: Option<(u64, u64)>,
 }
 
-/// Types a browser would render as a document and run scripts in: sent as attachments.
-fn is_active(content_type: &str) -> bool {
+/// The policy of every served file: a document it could become runs in a sandbox (no script,
+/// no same origin, no forms or plugins), whatever its type claims.
+pub const CONTENT_SECURITY_POLICY: &str = "sandbox";
+
+/// Types shown inline: raster images, audio, video and PDF. Everything else (SVG and other XML,
+/// HTML, text, office files, archives, unknown types) is sent as an attachment.
+fn is_inline(content_type: &str) -> bool {
     let t = super::inspect::essence(content_type);
-    matches!(
-        t.as_str(),
-        "text/html" | "application/xhtml+xml" | "image/svg+xml" | "text/xml" | "application/xml" | "text/javascript"
-    ) || t.ends_with("+xml")
+    let (top, sub) = t.split_once('/').unwrap_or((t.as_str(), ""));
+    let media = matches!(top, "image" | "audio" | "video") && !sub.is_empty() && !sub.contains("xml");
+    media || t == "application/pdf"
 }
 
 /// Whether `If-None-Match` names the object's entity tag (weak comparison) or is `*`.
@@ -30,13 +34,32 @@ fn matches_etag(if_none_match: &str, etag: &str) -> bool {
     if_none_match.split(',').any(|t| t.trim() == "*" || bare(t) == bare(etag))
 }
 
-/// A single `bytes=` range against `size` as `(offset, length)`; `Err(())` when it is malformed,
-/// names several ranges or cannot be satisfied.
-fn parse_range(range: &str, size: u64) -> Result<(u64, u64), ()> {
-    let spec = range.trim().strip_prefix("bytes=").ok_or(())?;
+/// How a `Range` header is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ranged {
+    /// One satisfiable byte range: `(offset, length)`.
+    Part(u64, u64),
+    /// A malformed or unsatisfiable single byte range: 416.
+    Unsatisfiable,
+    /// Another unit or several ranges: ignored, the whole file (RFC 9110 §14.2 lets a server
+    /// ignore a range it does not support).
+    Ignored,
+}
+
+fn ranged(range: &str, size: u64) -> Ranged {
+    let Some(spec) = range.trim().strip_prefix("bytes=") else { return Ranged::Ignored };
     if spec.contains(',') {
-        return Err(());
+        return Ranged::Ignored;
     }
+    match parse_range(spec, size) {
+        Ok((offset, length)) => Ranged::Part(offset, length),
+        Err(()) => Ranged::Unsatisfiable,
+    }
+}
+
+/// A single byte range spec (after `bytes=`) against `size` as `(offset, length)`; `Err(())`
+/// when it is malformed or cannot be satisfied.
+fn parse_range(spec: &str, size: u64) -> Result<(u64, u64), ()> {
     let (start, end) = spec.split_once('-').ok_or(())?;
     let num = |s: &str| s.trim().parse::<u64>().map_err(|_| ());
     let (first, last) = match (start.trim().is_empty(), end.trim().is_empty()) {
@@ -63,26 +86,30 @@ pub fn plan(object: &StoredObject, if_none_match: Option<&str>, range: Option<&s
     let content_type = object.content_type.clone().unwrap_or_else(|| "application/octet-stream".into());
     let mut headers = vec![
         ("etag", object.http_etag.clone()),
-        ("cache-control", CACHE_CONTROL.to_owned()),
         ("x-content-type-options", "nosniff".to_owned()),
+        ("content-security-policy", CONTENT_SECURITY_POLICY.to_owned()),
         ("accept-ranges", "bytes".to_owned()),
     ];
-    if is_active(&content_type) {
+    if !is_inline(&content_type) {
         headers.push(("content-disposition", "attachment".to_owned()));
     }
+    // Only answers that carry the file are cached for a year: a 304 or a 416 says nothing a
+    // shared cache should keep.
+    let cacheable = |mut headers: Vec<(&'static str, String)>| {
+        headers.push(("cache-control", CACHE_CONTROL.to_owned()));
+        headers
+    };
     if if_none_match.is_some_and(|t| matches_etag(t, &object.http_etag)) {
         return FilePlan { status: 304, headers, body: None };
     }
     headers.push(("content-type", content_type));
-    let Some(range) = range else {
-        return FilePlan { status: 200, headers, body: Some((0, object.size)) };
-    };
-    match parse_range(range, object.size) {
-        Ok((offset, length)) => {
+    match range.map_or(Ranged::Ignored, |r| ranged(r, object.size)) {
+        Ranged::Ignored => FilePlan { status: 200, headers: cacheable(headers), body: Some((0, object.size)) },
+        Ranged::Part(offset, length) => {
             headers.push(("content-range", format!("bytes {offset}-{}/{}", offset + length - 1, object.size)));
-            FilePlan { status: 206, headers, body: Some((offset, length)) }
+            FilePlan { status: 206, headers: cacheable(headers), body: Some((offset, length)) }
         }
-        Err(()) => {
+        Ranged::Unsatisfiable => {
             headers.push(("content-range", format!("bytes */{}", object.size)));
             FilePlan { status: 416, headers, body: None }
         }
@@ -116,7 +143,25 @@ mod tests {
         assert_eq!(header(&p, "content-type"), Some("image/png"));
         assert_eq!(header(&p, "x-content-type-options"), Some("nosniff"));
         assert_eq!(header(&p, "content-disposition"), None);
-        for active in ["text/html; charset=utf-8", "image/svg+xml", "application/xhtml+xml", "application/rss+xml"] {
+        assert_eq!(header(&p, "content-security-policy"), Some("sandbox"));
+        for inline in ["image/jpeg", "image/webp", "audio/mpeg", "video/mp4", "application/pdf", "Application/PDF; x=y"]
+        {
+            let p = plan(&object(1, inline), None, None);
+            assert_eq!(header(&p, "content-disposition"), None, "{inline}");
+            assert_eq!(header(&p, "content-security-policy"), Some("sandbox"), "{inline}");
+        }
+        for active in [
+            "text/html; charset=utf-8",
+            "image/svg+xml",
+            "application/xhtml+xml",
+            "application/rss+xml",
+            "text/plain",
+            "application/zip",
+            "application/octet-stream",
+            "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "image",
+            "image/",
+        ] {
             assert_eq!(
                 header(&plan(&object(1, active), None, None), "content-disposition"),
                 Some("attachment"),
@@ -131,6 +176,8 @@ mod tests {
             let p = plan(&object(10, "image/png"), Some(inm), Some("bytes=0-1"));
             assert_eq!((p.status, p.body), (304, None), "{inm}");
             assert_eq!(header(&p, "etag"), Some("\"abc\""));
+            assert_eq!(header(&p, "cache-control"), None, "a 304 is not cached for a year");
+            assert_eq!(header(&p, "content-security-policy"), Some("sandbox"));
         }
         assert_eq!(plan(&object(10, "image/png"), Some("\"other\""), None).status, 200);
     }
@@ -146,15 +193,23 @@ mod tests {
             ("bytes=10-", 416, None, "bytes */10"),
             ("bytes=4-2", 416, None, "bytes */10"),
             ("bytes=-0", 416, None, "bytes */10"),
-            ("bytes=0-1,4-5", 416, None, "bytes */10"),
-            ("items=0-1", 416, None, "bytes */10"),
             ("bytes=x-1", 416, None, "bytes */10"),
             ("bytes=-", 416, None, "bytes */10"),
+            ("bytes=3", 416, None, "bytes */10"),
         ];
         for (range, status, body, content_range) in cases {
             let p = plan(&object(10, "image/png"), None, Some(range));
             assert_eq!((p.status, p.body), (status, body), "{range}");
             assert_eq!(header(&p, "content-range"), Some(content_range), "{range}");
+            let cached = if status == 206 { Some(CACHE_CONTROL) } else { None };
+            assert_eq!(header(&p, "cache-control"), cached, "{range}: only answers that carry the file are cached");
+        }
+        // Several ranges or another unit: ignored, the whole file.
+        for range in ["bytes=0-1,4-5", "items=0-1", "bytes=0-1, 3-"] {
+            let p = plan(&object(10, "image/png"), None, Some(range));
+            assert_eq!((p.status, p.body), (200, Some((0, 10))), "{range}");
+            assert_eq!(header(&p, "content-range"), None, "{range}");
+            assert_eq!(header(&p, "cache-control"), Some(CACHE_CONTROL), "{range}");
         }
         for range in ["bytes=0-", "bytes=-3", "bytes=0-0"] {
             assert_eq!(plan(&object(0, "image/png"), None, Some(range)).status, 416, "{range} of nothing");

@@ -269,6 +269,7 @@ fn stored_files_are_served_publicly_with_caching_and_ranges() {
     assert_eq!(header(&r, "content-type"), Some("image/png"));
     assert_eq!(header(&r, "cache-control"), Some("public, max-age=31536000, immutable"));
     assert_eq!(header(&r, "x-content-type-options"), Some("nosniff"));
+    assert_eq!(header(&r, "content-security-policy"), Some("sandbox"));
     assert!(!r.no_store && !r.expose_cost);
     let etag = header(&r, "etag").unwrap().to_owned();
     let r = get_file(&api, key, |q| q.if_none_match = Some(etag.clone()));
@@ -279,6 +280,9 @@ fn stored_files_are_served_publicly_with_caching_and_ranges() {
     let r = get_file(&api, key, |q| q.range = Some("bytes=40-".into()));
     assert_eq!((r.status, r.object.clone()), (416, None));
     assert_eq!(header(&r, "content-range"), Some("bytes */33"));
+    assert_eq!(header(&r, "cache-control"), None, "not kept a year");
+    let r = get_file(&api, key, |q| q.range = Some("bytes=0-1,4-5".into()));
+    assert_eq!((r.status, r.object.clone()), (200, Some((key.to_owned(), 0, 33))), "several ranges: the whole file");
     for missing in ["nope.png", "..", "a%2Fb"] {
         assert_eq!(get_file(&api, missing, |_| {}).status, 404, "{missing}");
     }

@@ -313,12 +313,15 @@ test("stored files are served publicly with an entity tag, 304, ranges and 416",
   assert.equal(res.headers.get("content-type"), "image/png");
   assert.equal(res.headers.get("cache-control"), "public, max-age=31536000, immutable");
   assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+  assert.equal(res.headers.get("content-security-policy"), "sandbox");
+  assert.equal(res.headers.get("content-disposition"), null, "a PNG is shown inline");
   assert.equal(res.headers.get("x-media-usage-cost"), null);
   assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
   const etag = res.headers.get("etag");
   assert.ok(etag);
   const cached = await fetch(path, { headers: { "if-none-match": etag } });
   assert.equal(cached.status, 304);
+  assert.notEqual(cached.headers.get("cache-control"), "public, max-age=31536000, immutable");
   const part = await fetch(path, { headers: { range: "bytes=1-3" } });
   assert.equal(part.status, 206);
   assert.equal(part.headers.get("content-range"), `bytes 1-3/${bytes.length}`);
@@ -328,6 +331,13 @@ test("stored files are served publicly with an entity tag, 304, ranges and 416",
   const bad = await fetch(path, { headers: { range: `bytes=${bytes.length}-` } });
   assert.equal(bad.status, 416);
   assert.equal(bad.headers.get("content-range"), `bytes */${bytes.length}`);
+  assert.notEqual(bad.headers.get("cache-control"), "public, max-age=31536000, immutable");
+  // Several ranges, or another unit: ignored (RFC 9110 §14.2), the whole file.
+  for (const range of ["bytes=0-1,3-4", "items=0-1"]) {
+    const whole = await fetch(path, { headers: { range } });
+    assert.equal(whole.status, 200, range);
+    assert.deepEqual(new Uint8Array(await whole.arrayBuffer()), bytes, range);
+  }
   const missing = await fetch(`${url}/_emdash/api/media/file/0000.png`);
   assert.equal(missing.status, 404);
   assert.equal((await missing.json()).error.code, "NOT_FOUND");

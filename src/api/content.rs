@@ -8,6 +8,7 @@ use super::schema;
 use super::usage;
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor, Row, Value};
+use crate::model::auth::Principal;
 use crate::model::collection::Collection;
 use crate::model::content::{check_locale, check_slug, item_json, parse_rev, rev_token, Status};
 use crate::model::ident::Ident;
@@ -15,6 +16,22 @@ use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update
 
 fn not_found() -> ApiError {
     ApiError::not_found("Entry not found")
+}
+
+/// The author whose entries alone the caller may change (`None`: any entry).
+fn only_own<'c, E>(ctx: &'c Ctx<'_, E>) -> Option<&'c str> {
+    ctx.principal.as_ref().and_then(Principal::only_own)
+}
+
+/// 403 when the caller may change only its own entries and `row` is not one of them (an entry
+/// without an author is nobody's own).
+fn check_owner<E>(ctx: &Ctx<'_, E>, row: &Row) -> Result<(), ApiError> {
+    match only_own(ctx) {
+        Some(me) if row.get("author_id").and_then(Json::as_str) != Some(me) => {
+            Err(ApiError::new(403, "FORBIDDEN", "Only editors and admins may change entries authored by someone else"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Maps write failures: a taken (slug, locale) is a 409; a content table dropped by a
@@ -91,7 +108,14 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
     let data = obj.object(&mut issues, "data").unwrap_or(&empty);
     let columns = data_columns(&c, &mut issues, data, true);
     issues.finish()?;
-    let new = NewEntry { slug: slug.unwrap_or_default(), status: status.as_str(), locale, translation_group, columns };
+    let new = NewEntry {
+        slug: slug.unwrap_or_default(),
+        status: status.as_str(),
+        locale,
+        translation_group,
+        author: ctx.principal.as_ref().map(|p| p.token_id.clone()),
+        columns,
+    };
     let row = repo::insert(ctx.exec, &c, new).await.map_err(write_error)?;
     if let Some(id) = row.get("id").and_then(Json::as_str) {
         usage::after_write(ctx, &c, id).await;
@@ -147,11 +171,14 @@ fn expected_version(obj: &Obj<'_>, issues: &mut Issues) -> Option<i64> {
     v
 }
 
-/// After a conditional write matched nothing: 404 when the entry is gone, else 409.
+/// After a conditional write matched nothing: 404 when the entry is gone, 403 when it is not
+/// the caller's to change, else 409.
 async fn missing_or_conflict<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, id: &str) -> ApiError {
     match repo::get(ctx.exec, c, id).await {
         Ok(None) => not_found(),
-        Ok(Some(_)) => ApiError::conflict("The entry changed since it was read; reload and retry"),
+        Ok(Some(row)) => check_owner(ctx, &row)
+            .err()
+            .unwrap_or_else(|| ApiError::conflict("The entry changed since it was read; reload and retry")),
         Err(e) => e.into(),
     }
 }
@@ -185,7 +212,13 @@ pub async fn update<E: Executor>(
     if draft {
         return save_draft(ctx, &c, id, expected, data, slug).await;
     }
-    let update = Update { expected_version: expected, slug, status: status.map(Status::as_str), columns };
+    let update = Update {
+        expected_version: expected,
+        slug,
+        status: status.map(Status::as_str),
+        only_own: only_own(ctx).map(str::to_owned),
+        columns,
+    };
     match repo::update(ctx.exec, &c, id, update).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, &c, id).await;
@@ -207,6 +240,7 @@ async fn save_draft<E: Executor>(
     slug: Option<String>,
 ) -> Result<Reply, ApiError> {
     let row = repo::get(ctx.exec, c, id).await?.ok_or_else(not_found)?;
+    check_owner(ctx, &row)?;
     let version = row_version(&row);
     if expected.is_some_and(|v| v != version) {
         return Err(ApiError::conflict("The entry changed since it was read; reload and retry"));
@@ -229,7 +263,10 @@ async fn save_draft<E: Executor>(
         draft.insert("_slug".into(), Json::String(s));
     }
     let draft = Json::Object(draft);
-    match repo::save_draft(ctx.exec, c, id, version, &draft, ctx.config.max_revisions).await.map_err(write_error)? {
+    match repo::save_draft(ctx.exec, c, id, version, only_own(ctx), &draft, ctx.config.max_revisions)
+        .await
+        .map_err(write_error)?
+    {
         Some(row) => {
             usage::after_write(ctx, c, id).await;
             Ok(item_reply(200, &row, c))
@@ -241,6 +278,7 @@ async fn save_draft<E: Executor>(
 pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
     let c = schema::load(ctx, collection, "collection").await?;
     let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
+    check_owner(ctx, &row)?;
     let mut columns = Vec::new();
     let mut slug = None;
     if let Some(rev_id) = row.get("draft_revision_id").and_then(Json::as_str) {
@@ -268,7 +306,7 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
         }
         issues.finish()?;
     }
-    match repo::publish(ctx.exec, &c, id, row_version(&row), slug, columns).await.map_err(write_error)? {
+    match repo::publish(ctx.exec, &c, id, row_version(&row), only_own(ctx), slug, columns).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, &c, id).await;
             Ok(item_reply(200, &row, &c))
@@ -284,13 +322,18 @@ async fn transition<E: Executor>(
     t: Transition,
 ) -> Result<Reply, ApiError> {
     let c = schema::load(ctx, collection, "collection").await?;
-    match repo::transition(ctx.exec, &c, id, t).await.map_err(write_error)? {
+    match repo::transition(ctx.exec, &c, id, t, only_own(ctx)).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, &c, id).await;
             Ok(item_reply(200, &row, &c))
         }
-        // Already in the target state: answer with the entry as it is.
-        None => repo::get(ctx.exec, &c, id).await?.map(|row| item_reply(200, &row, &c)).ok_or_else(not_found),
+        // Not the caller's to change, or already in the target state: then answer with the
+        // entry as it is.
+        None => {
+            let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
+            check_owner(ctx, &row)?;
+            Ok(item_reply(200, &row, &c))
+        }
     }
 }
 

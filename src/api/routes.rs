@@ -115,7 +115,8 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::CreateContent | Op::UpdateContent | Op::PublishContent | Op::UnpublishContent | Op::RestoreContent => {
             Need(Role::Author, Scope::ContentWrite)
         }
-        Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Editor, Scope::ContentWrite),
+        // EmDash's `content:delete_permanent`: admins only.
+        Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Admin, Scope::ContentWrite),
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),
         Op::ListMedia | Op::GetMedia => Need(Role::Subscriber, Scope::MediaRead),
         Op::CreateMedia => Need(Role::Author, Scope::MediaWrite),

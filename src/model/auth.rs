@@ -90,6 +90,12 @@ impl Principal {
     pub fn has_scope(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
     }
+
+    /// The author whose entries alone this principal may change (EmDash's RBAC: below editor,
+    /// only entries you authored), or `None` when it may change any entry.
+    pub fn only_own(&self) -> Option<&str> {
+        (self.role < Role::Editor).then_some(self.token_id.as_str())
+    }
 }
 
 /// SHA-256 of a bearer token, as stored.

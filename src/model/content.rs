@@ -91,6 +91,7 @@ pub fn item_json(row: &Row, fields: &[Field]) -> Json {
         "status": get("status"),
         "locale": get("locale"),
         "translationGroup": get("translation_group"),
+        "authorId": get("author_id"),
         "version": get("version"),
         "data": data,
         "createdAt": get("created_at"),

@@ -33,6 +33,8 @@ pub struct NewEntry {
     pub status: &'static str,
     pub locale: String,
     pub translation_group: Option<String>,
+    /// Who creates it (a token id): the entry's author.
+    pub author: Option<String>,
     pub columns: Vec<(Ident, Value)>,
 }
 
@@ -44,11 +46,12 @@ pub async fn insert<E: Executor>(exec: &E, c: &Collection, new: NewEntry) -> Res
         &[
             ("table", &c.table()),
             ("columns", &Fragment::trailing_columns(new.columns.iter().map(|(k, _)| k))),
-            ("placeholders", &Fragment::trailing_placeholders(6, new.columns.len())),
+            ("placeholders", &Fragment::trailing_placeholders(7, new.columns.len())),
         ],
     );
     let group = new.translation_group.unwrap_or_else(|| id.clone());
-    let mut stmt = Statement::new(sql).bind(id).bind(new.slug).bind(new.status).bind(new.locale).bind(group);
+    let mut stmt =
+        Statement::new(sql).bind(id).bind(new.slug).bind(new.status).bind(new.locale).bind(group).bind(new.author);
     for (_, v) in new.columns {
         stmt = stmt.bind(v);
     }
@@ -114,16 +117,21 @@ pub struct Update {
     pub expected_version: Option<i64>,
     pub slug: Option<String>,
     pub status: Option<&'static str>,
+    /// Only apply when the entry was authored by this principal (see [`Principal::only_own`]).
+    ///
+    /// [`Principal::only_own`]: crate::model::auth::Principal::only_own
+    pub only_own: Option<String>,
     pub columns: Vec<(Ident, Value)>,
 }
 
-/// Applies an update; `None` when the entry is missing or not at the expected version.
+/// Applies an update; `None` when the entry is missing, not at the expected version or not the
+/// principal's to change.
 pub async fn update<E: Executor>(exec: &E, c: &Collection, id: &str, u: Update) -> Result<Option<Row>, Error> {
     let sql = render(
         UPDATE,
-        &[("table", &c.table()), ("set", &Fragment::trailing_assignments(u.columns.iter().map(|(k, _)| k), 5))],
+        &[("table", &c.table()), ("set", &Fragment::trailing_assignments(u.columns.iter().map(|(k, _)| k), 6))],
     );
-    let mut stmt = Statement::new(sql).bind(id).bind(u.expected_version).bind(u.slug).bind(u.status);
+    let mut stmt = Statement::new(sql).bind(id).bind(u.expected_version).bind(u.slug).bind(u.status).bind(u.only_own);
     for (_, v) in u.columns {
         stmt = stmt.bind(v);
     }
@@ -143,7 +151,8 @@ pub fn max_revisions_from_settings(raw: Option<&str>) -> u32 {
 }
 
 /// Stores `data` as a new draft revision based on the version this save writes
-/// (`version + 1`) and points the entry at it, only if the entry is still at `version`; then
+/// (`version + 1`) and points the entry at it, only if the entry is still at `version` (and,
+/// with `only_own`, authored by that principal); then
 /// prunes the entry's revisions to `max_revisions` (its live and draft ones always kept).
 /// `None` when the entry moved on (the caller re-reads to tell 404 from 409).
 pub async fn save_draft<E: Executor>(
@@ -151,12 +160,13 @@ pub async fn save_draft<E: Executor>(
     c: &Collection,
     id: &str,
     version: i64,
+    only_own: Option<&str>,
     data: &serde_json::Value,
     max_revisions: u32,
 ) -> Result<Option<Row>, Error> {
     let table = c.table();
     let revision_id = ids::new_id();
-    let guard = Guard::new(render(GUARD_VERSION, &[("table", &table)])).bind(id).bind(version);
+    let guard = Guard::new(render(GUARD_VERSION, &[("table", &table)])).bind(id).bind(version).bind(only_own);
     let others = i64::from(max_revisions.max(MIN_MAX_REVISIONS) - MIN_MAX_REVISIONS);
     let stmts = vec![
         Statement::new(INSERT_REVISION)
@@ -202,20 +212,22 @@ pub async fn get_revision<E: Executor>(exec: &E, id: &str) -> Result<Option<Revi
 }
 
 /// Publishes: sets the given live columns (from the draft revision, if any), moves the draft
-/// revision to live and marks the entry published, only if it is still at `version`.
+/// revision to live and marks the entry published, only if it is still at `version` (and, with
+/// `only_own`, authored by that principal).
 pub async fn publish<E: Executor>(
     exec: &E,
     c: &Collection,
     id: &str,
     version: i64,
+    only_own: Option<&str>,
     slug: Option<String>,
     columns: Vec<(Ident, Value)>,
 ) -> Result<Option<Row>, Error> {
     let sql = render(
         PUBLISH,
-        &[("table", &c.table()), ("set", &Fragment::trailing_assignments(columns.iter().map(|(k, _)| k), 4))],
+        &[("table", &c.table()), ("set", &Fragment::trailing_assignments(columns.iter().map(|(k, _)| k), 5))],
     );
-    let mut stmt = Statement::new(sql).bind(id).bind(version).bind(slug);
+    let mut stmt = Statement::new(sql).bind(id).bind(version).bind(slug).bind(only_own);
     for (_, v) in columns {
         stmt = stmt.bind(v);
     }
@@ -230,15 +242,22 @@ pub enum Transition {
     Restore,
 }
 
-/// Applies a transition; `None` when the entry is missing or already in the target state.
-pub async fn transition<E: Executor>(exec: &E, c: &Collection, id: &str, t: Transition) -> Result<Option<Row>, Error> {
+/// Applies a transition; `None` when the entry is missing, already in the target state or (with
+/// `only_own`) not authored by that principal.
+pub async fn transition<E: Executor>(
+    exec: &E,
+    c: &Collection,
+    id: &str,
+    t: Transition,
+    only_own: Option<&str>,
+) -> Result<Option<Row>, Error> {
     let template = match t {
         Transition::Unpublish => UNPUBLISH,
         Transition::Trash => TRASH,
         Transition::Restore => RESTORE,
     };
     let sql = render(template, &[("table", &c.table())]);
-    Ok(exec.run(Statement::new(sql).bind(id)).await?.rows.into_iter().next())
+    Ok(exec.run(Statement::new(sql).bind(id).bind(only_own)).await?.rows.into_iter().next())
 }
 
 /// Deletes an entry and its revisions for good, atomically; false when it did not exist.

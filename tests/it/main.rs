@@ -6,6 +6,7 @@ mod deletion;
 mod executor;
 mod media_files;
 mod openapi;
+mod ownership;
 mod reference_rules;
 mod repair;
 mod safe_delete;

@@ -27,6 +27,15 @@ const COLL_ID = ok(await w.post("/schema/collections", { slug: COLL, label: "Aut
 async function entry() {
   return ok(await w.post(`/content/${COLL}`, { slug: uniq("e"), data: { title: "T" } }), 201).item.id;
 }
+/**
+ * An entry the caller may change: created with `token` when it may create entries (below
+ * editor a token changes only its own), else by the admin (the request is refused before
+ * ownership matters).
+ */
+async function ownEntry(token) {
+  const res = await w.post(`/content/${COLL}`, { slug: uniq("e"), data: { title: "T" } }, { token });
+  return res.status === 201 ? res.json.data.item.id : entry();
+}
 async function media() {
   return ok(await w.post("/media", { filename: "a.png", mimeType: "image/png", storageKey: uniq("k") }), 201).item.id;
 }
@@ -69,45 +78,45 @@ const RULES = [
     status: 201,
     make: async () => ["POST", `/content/${COLL}`, { slug: uniq("new"), data: { title: "x" } }],
   },
-  { route: "PUT /content/{c}/{id}", role: "author", scope: "content:write", status: 200, make: async () => ["PUT", `/content/${COLL}/${ENTRY}`, { data: { title: "y" } }] },
+  { route: "PUT /content/{c}/{id}", role: "author", scope: "content:write", status: 200, make: async (t) => ["PUT", `/content/${COLL}/${await ownEntry(t)}`, { data: { title: "y" } }] },
   {
     route: "PUT /content/{c}/{id} draft",
     role: "author",
     scope: "content:write",
     status: 200,
-    make: async () => ["PUT", `/content/${COLL}/${ENTRY}`, { draft: true, data: { title: "d" } }],
+    make: async (t) => ["PUT", `/content/${COLL}/${await ownEntry(t)}`, { draft: true, data: { title: "d" } }],
   },
-  { route: "POST /content/{c}/{id}/publish", role: "author", scope: "content:write", status: 200, make: async () => ["POST", `/content/${COLL}/${ENTRY}/publish`] },
-  { route: "POST /content/{c}/{id}/unpublish", role: "author", scope: "content:write", status: 200, make: async () => ["POST", `/content/${COLL}/${ENTRY}/unpublish`] },
+  { route: "POST /content/{c}/{id}/publish", role: "author", scope: "content:write", status: 200, make: async (t) => ["POST", `/content/${COLL}/${await ownEntry(t)}/publish`] },
+  { route: "POST /content/{c}/{id}/unpublish", role: "author", scope: "content:write", status: 200, make: async (t) => ["POST", `/content/${COLL}/${await ownEntry(t)}/unpublish`] },
   {
     route: "POST /content/{c}/{id}/restore",
     role: "author",
     scope: "content:write",
     status: 200,
-    make: async () => {
-      const id = await entry();
+    make: async (t) => {
+      const id = await ownEntry(t);
       ok(await w.del(`/content/${COLL}/${id}`));
       return ["POST", `/content/${COLL}/${id}/restore`];
     },
   },
-  { route: "DELETE /content/{c}/{id} (trash)", role: "author", scope: "content:write", status: 200, make: async () => ["DELETE", `/content/${COLL}/${await entry()}`] },
+  { route: "DELETE /content/{c}/{id} (trash)", role: "author", scope: "content:write", status: 200, make: async (t) => ["DELETE", `/content/${COLL}/${await ownEntry(t)}`] },
   {
     route: "DELETE /content/{c}/{id}?permanent=false (trash)",
     role: "author",
     scope: "content:write",
     status: 200,
-    make: async () => ["DELETE", `/content/${COLL}/${await entry()}?permanent=false`],
+    make: async (t) => ["DELETE", `/content/${COLL}/${await ownEntry(t)}?permanent=false`],
   },
   {
     route: "DELETE /content/{c}/{id}?permanent=true",
-    role: "editor",
+    role: "admin",
     scope: "content:write",
     status: 200,
     make: async () => ["DELETE", `/content/${COLL}/${await entry()}?permanent=true`],
   },
   {
     route: "DELETE /content/{c}/{id}?permanent=1",
-    role: "editor",
+    role: "admin",
     scope: "content:write",
     status: 200,
     make: async () => ["DELETE", `/content/${COLL}/${await entry()}?permanent=1`],
@@ -156,7 +165,13 @@ const RULES = [
   },
 ];
 
-async function send(token, [method, path, body]) {
+/** Prepares the rule's request for `token` and sends it. */
+async function sendAs(token, rule) {
+  return send(token, rule.make(token));
+}
+
+async function send(token, request) {
+  const [method, path, body] = await request;
   return w.call(method, path, { token, body });
 }
 
@@ -165,31 +180,31 @@ for (const rule of RULES) {
   const others = SCOPES.filter((s) => s !== rule.scope);
 
   test(`${rule.route}: without a token 401 UNAUTHORIZED`, async () => {
-    err(await send(null, await rule.make()), 401, "UNAUTHORIZED");
-    err(await send("emdash_unknown", await rule.make()), 401, "UNAUTHORIZED");
+    err(await send(null, rule.make(null)), 401, "UNAUTHORIZED");
+    err(await send("emdash_unknown", rule.make(null)), 401, "UNAUTHORIZED");
   });
 
   // (No role is below subscriber, so that rule has no FORBIDDEN case.)
   if (floor > 0) {
     test(`${rule.route}: roles below ${rule.role} get 403 FORBIDDEN even with every scope`, async () => {
       for (const role of ROLES.slice(0, floor)) {
-        const e = err(await send(await tok(role, [rule.scope]), await rule.make()), 403, "FORBIDDEN");
+        const e = err(await sendAs(await tok(role, [rule.scope]), rule), 403, "FORBIDDEN");
         assert.match(e.message, new RegExp(rule.role));
-        err(await send(await tok(role, SCOPES), await rule.make()), 403, "FORBIDDEN");
+        err(await sendAs(await tok(role, SCOPES), rule), 403, "FORBIDDEN");
       }
     });
   }
 
   test(`${rule.route}: ${rule.role} and above without ${rule.scope} get 403 INSUFFICIENT_SCOPE`, async () => {
     for (const role of ROLES.slice(floor)) {
-      const e = err(await send(await tok(role, others), await rule.make()), 403, "INSUFFICIENT_SCOPE");
+      const e = err(await sendAs(await tok(role, others), rule), 403, "INSUFFICIENT_SCOPE");
       assert.match(e.message, new RegExp(rule.scope));
     }
   });
 
   test(`${rule.route}: ${rule.role} with only ${rule.scope} succeeds (and so does every higher role)`, async () => {
     for (const role of ROLES.slice(floor)) {
-      const res = await send(await tok(role, [rule.scope]), await rule.make());
+      const res = await sendAs(await tok(role, [rule.scope]), rule);
       ok(res, rule.status);
     }
   });
@@ -217,6 +232,53 @@ test("denied writes change nothing", async () => {
   err(await w.post("/schema/collections", { slug: coll, label: "x" }, { token: editor }), 403, "FORBIDDEN");
   assert.deepEqual(await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", coll), []);
   err(await w.post("/admin/tokens", { name: "x", role: "admin", scopes: ["admin"] }, { token: editor }), 403, "FORBIDDEN");
+});
+
+test("ownership: below editor a token changes only its own entries; a permanent delete needs admin", async () => {
+  const write = ["content:read", "content:write"];
+  const a = await w.token("author", write);
+  const b = await w.token("author", write);
+  const editor = await tok("editor", write);
+  const admin = await tok("admin", write);
+  const hash = createHash("sha256").update(a).digest("hex");
+  const [{ id: aId }] = await rows(w, "SELECT id FROM _emdash_api_tokens WHERE token_hash = ?1", hash);
+  const writes = (tag) => [
+    ["update", "PUT", "", { data: { title: "changed" } }],
+    ["re-slug", "PUT", "", { slug: uniq(`moved-${tag}`) }],
+    ["draft", "PUT", "", { draft: true, data: { title: "draft" } }],
+    ["publish", "POST", "/publish"],
+    ["unpublish", "POST", "/unpublish"],
+    ["trash", "DELETE", ""],
+    ["restore", "POST", "/restore"],
+    ["permanent delete", "DELETE", "?permanent=true"],
+  ];
+  const OK = 200;
+  const NO = 403;
+  const cases = [
+    ["author A (own)", a, [OK, OK, OK, OK, OK, OK, OK, NO]],
+    ["author B (other's)", b, [NO, NO, NO, NO, NO, NO, NO, NO]],
+    ["editor", editor, [OK, OK, OK, OK, OK, OK, OK, NO]],
+    ["admin", admin, [OK, OK, OK, OK, OK, OK, OK, OK]],
+  ];
+  for (const [who, token, expected] of cases) {
+    const created = ok(await w.post(`/content/${COLL}`, { slug: uniq("own"), data: { title: "A" } }, { token: a }), 201).item;
+    assert.equal(created.authorId, aId, `${who}: the entry records author A's token id`);
+    for (const [[name, method, suffix, body], want] of writes(who.split(" ")[0]).map((op, i) => [op, expected[i]])) {
+      const before = ok(await w.get(`/content/${COLL}/${created.id}`)).item;
+      const res = await w.call(method, `/content/${COLL}/${created.id}${suffix}`, { token, body });
+      if (want === OK) {
+        ok(res);
+      } else {
+        err(res, 403, "FORBIDDEN");
+        assert.deepEqual(ok(await w.get(`/content/${COLL}/${created.id}`)).item, before, `${who}: a refused ${name} changed nothing`);
+      }
+    }
+  }
+  // An entry from before authors were recorded is for editors and admins only.
+  const legacy = await entry();
+  await rows(w, `UPDATE ec_${COLL} SET author_id = NULL WHERE id = ?1`, legacy);
+  err(await w.put(`/content/${COLL}/${legacy}`, { data: { title: "x" } }, { token: a }), 403, "FORBIDDEN");
+  ok(await w.put(`/content/${COLL}/${legacy}`, { data: { title: "x" } }, { token: editor }));
 });
 
 test("an editor token carrying the admin scope is still not an admin; an admin token needs the admin scope", async () => {

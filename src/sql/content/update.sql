@@ -8,4 +8,6 @@ SET version = version + 1,
       ELSE published_at
     END{set}
 WHERE id = ?1 AND (?2 IS NULL OR version = ?2)
+  -- Ownership: a principal below editor (?5 = its id) changes only entries it authored.
+  AND (?5 IS NULL OR author_id = ?5)
 RETURNING *

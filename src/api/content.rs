@@ -13,6 +13,7 @@ use crate::model::collection::Collection;
 use crate::model::content::{check_locale, check_slug, item_json, parse_rev, rev_token, Status};
 use crate::model::ident::Ident;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
+use crate::usage::project;
 
 fn not_found() -> ApiError {
     ApiError::not_found("Entry not found")
@@ -76,6 +77,27 @@ fn data_columns(c: &Collection, issues: &mut Issues, data: &Map<String, Json>, c
     cols
 }
 
+/// Refuses (400, nothing written) data whose references pass the admission limit
+/// (`MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY`), so that nothing saved can be left unindexed.
+async fn admit<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, data: &Map<String, Json>) -> Result<(), ApiError> {
+    let policy = &ctx.config.tick_budget.policy;
+    match project::admit(ctx.exec, &c.fields, data, policy).await? {
+        Ok(()) => Ok(()),
+        Err(count) => {
+            let max = policy.admission.max_occurrences;
+            let mut issues = Issues::default();
+            issues.add(
+                "data",
+                format!(
+                    "The entry references {count} media items; at most {max} per entry can be indexed \
+                     (MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY)"
+                ),
+            );
+            issues.finish()
+        }
+    }
+}
+
 fn parse_status(obj: &Obj<'_>, issues: &mut Issues) -> Option<Status> {
     let raw = obj.string(issues, "status", false, 1, 32)?;
     match Status::parse(&raw) {
@@ -108,6 +130,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
     let data = obj.object(&mut issues, "data").unwrap_or(&empty);
     let columns = data_columns(&c, &mut issues, data, true);
     issues.finish()?;
+    admit(ctx, &c, data).await?;
     let new = NewEntry {
         slug: slug.unwrap_or_default(),
         status: status.as_str(),
@@ -212,6 +235,15 @@ pub async fn update<E: Executor>(
     if draft {
         return save_draft(ctx, &c, id, expected, data, slug).await;
     }
+    if !data.is_empty() {
+        // The live columns after this write: the stored ones with `data` laid over them.
+        // (Read as part of the write: a table dropped under it is the capture fence's 409.)
+        let row = repo::get(ctx.exec, &c, id).await.map_err(write_error)?.ok_or_else(not_found)?;
+        check_owner(ctx, &row)?;
+        let mut live = item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default();
+        live.extend(data.iter().map(|(k, v)| (k.clone(), v.clone())));
+        admit(ctx, &c, &live).await?;
+    }
     let update = Update {
         expected_version: expected,
         slug,
@@ -262,6 +294,7 @@ async fn save_draft<E: Executor>(
     if let Some(s) = slug {
         draft.insert("_slug".into(), Json::String(s));
     }
+    admit(ctx, c, &draft).await?;
     let draft = Json::Object(draft);
     match repo::save_draft(ctx.exec, c, id, version, only_own(ctx), &draft, ctx.config.max_revisions)
         .await
@@ -293,6 +326,7 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
             .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
             .and_then(|v| v.as_object().cloned())
             .ok_or_else(|| ApiError::conflict("The entry's draft revision is missing or invalid"))?;
+        admit(ctx, &c, &draft).await?;
         let mut issues = Issues::default();
         for (key, value) in &draft {
             if key == "_slug" {

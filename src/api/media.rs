@@ -117,7 +117,14 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         if let Some(count) = entries.first().map(|e| e.total).filter(|n| *n > 0) {
             let list: Vec<Json> = entries
                 .iter()
-                .map(|e| json!({"collection": e.collection_slug, "contentId": e.content_id, "slug": e.content_slug}))
+                .map(|e| {
+                    json!({
+                        "collection": e.collection_slug,
+                        "contentId": e.content_id,
+                        "slug": e.content_slug,
+                        "indexed": e.indexed != 0,
+                    })
+                })
                 .collect();
             return Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
                 .with_details(json!({"count": count, "entries": list})));

@@ -83,12 +83,14 @@ pub struct UsingEntry {
     pub collection_slug: String,
     pub content_id: String,
     pub content_slug: Option<String>,
+    /// 0 for an entry too large to index (its references are known, not their paths).
+    pub indexed: i64,
     /// How many distinct entries reference the media (the same on every row).
     pub total: i64,
 }
 
 /// Up to `limit` entries (of registered collections, trashed included) whose current projection
-/// references the media, with the total count.
+/// references the media, or that are too large to index and reference it, with the total count.
 pub async fn entries_using_media<E: Executor>(exec: &E, media_id: &str, limit: u32) -> Result<Vec<UsingEntry>, Error> {
     exec.query(Statement::new(MEDIA_USAGE_ENTRIES).bind(media_id).bind(i64::from(limit))).await
 }

@@ -84,14 +84,7 @@ pub async fn fail<E: Executor>(
     delay_seconds: i64,
     code: &str,
 ) -> Result<(), Error> {
-    let mut stmts = vec![Statement::new(FAIL_WORK)
-        .bind(work.collection_id.as_str())
-        .bind(work.content_id.as_str())
-        .bind(work.lease_token.clone())
-        .bind(work.work_version)
-        .bind(terminal)
-        .bind(delay_seconds)
-        .bind(code)];
+    let mut stmts = vec![fail_statement(work, terminal, delay_seconds, code, None)];
     if terminal {
         stmts.push(
             Statement::new(RECORD_FAILURE)
@@ -101,6 +94,36 @@ pub async fn fail<E: Executor>(
                 .bind(code),
         );
     }
+    exec.batch(stmts).await.map(drop)
+}
+
+fn fail_statement(
+    work: &WorkRow,
+    terminal: bool,
+    delay_seconds: i64,
+    code: &str,
+    unindexed: Option<&str>,
+) -> Statement {
+    Statement::new(FAIL_WORK)
+        .bind(work.collection_id.as_str())
+        .bind(work.content_id.as_str())
+        .bind(work.lease_token.clone())
+        .bind(work.work_version)
+        .bind(terminal)
+        .bind(delay_seconds)
+        .bind(code)
+        .bind(unindexed)
+}
+
+/// Fails an entry over the admission limit for good, keeping the media it references
+/// (`media_ids`, a JSON array): the row stays on the operator work list, but unlike other
+/// failures it leaves its collection's coverage as a success would (the safe delete refuses
+/// exactly those media instead), in one batch.
+pub async fn fail_over_limit<E: Executor>(exec: &E, work: &WorkRow, code: &str, media_ids: &str) -> Result<(), Error> {
+    let stmts = vec![
+        fail_statement(work, true, 0, code, Some(media_ids)),
+        Statement::new(RECORD_SUCCESS).bind(work.collection_id.as_str()).bind(None::<String>),
+    ];
     exec.batch(stmts).await.map(drop)
 }
 

@@ -2,10 +2,12 @@
 //! snapshots, admit the change under the per-claim limits, and publish it in one guarded batch.
 //! Every outcome leaves the index either as it was or fully at the new projection.
 
+use std::collections::BTreeSet;
+
 use serde_json::{json, Value as Json};
 
 use super::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
-use super::extract::{extraction_fields, ExtractionField, Library, Rules};
+use super::extract::{extract, extraction_fields, ExtractionField, Library, Rules};
 use super::fingerprint::is_v1;
 use super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
 use crate::exec::{Error, Executor};
@@ -160,6 +162,9 @@ struct Writes {
     sources: Vec<Json>,
     delete_keys: Vec<String>,
     draft_error: Option<&'static str>,
+    /// The local media the entry references (both variants): what an entry refused for its size
+    /// keeps on its failed work row.
+    referenced: BTreeSet<String>,
 }
 
 impl Writes {
@@ -169,6 +174,7 @@ impl Writes {
         self.sources.extend(other.sources);
         self.delete_keys.extend(other.delete_keys);
         self.draft_error = self.draft_error.or(other.draft_error);
+        self.referenced.extend(other.referenced);
     }
 
     /// The bound batch, or `None` when a bound value would pass [`MAX_BOUND_BYTES`].
@@ -185,7 +191,8 @@ impl Writes {
 enum Plan {
     Write(Writes),
     Unchanged,
-    ResourceLimit,
+    /// A variant passes the admission limit; the local media the entry references.
+    ResourceLimit(BTreeSet<String>),
 }
 
 /// A bound JSON array of the publish batch, or `None` when it would pass [`MAX_BOUND_BYTES`].
@@ -254,6 +261,34 @@ fn lookup_arrays<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<[Option
     Some(out)
 }
 
+/// Admission before a write: `Err(count)` when `data` (one variant of an entry, as the API
+/// shows it) holds more references than `policy.admission` allows. Pure unless the data has
+/// more structural references and candidate strings together than the limit: only then does
+/// one statement look up which of its strings name media (strings that name nothing never
+/// count). Data whose strings do not even fit the lookup is refused with that upper bound.
+pub async fn admit<E: Executor>(
+    exec: &E,
+    fields: &[Field],
+    data: &serde_json::Map<String, Json>,
+    policy: &Policy,
+) -> Result<Result<(), usize>, Error> {
+    let extracted = extract(&extraction_fields(fields), data, &policy.rules);
+    let max = policy.admission.max_occurrences;
+    let most = extracted.occurrences.len() + extracted.candidates.len();
+    if most <= max {
+        return Ok(Ok(()));
+    }
+    let (ids, keys) = extracted.lookups();
+    let library = if ids.is_empty() && keys.is_empty() {
+        Library::default()
+    } else {
+        let (Some(ids), Some(keys)) = (lookup_arrays(ids), lookup_arrays(keys)) else { return Ok(Err(most)) };
+        Library::from_rows(media_repo::lookup(exec, &ids, &keys).await?)
+    };
+    let count = extracted.resolve(&library).len();
+    Ok(if count > max { Err(count) } else { Ok(()) })
+}
+
 /// Looks up, in one statement, the media items the prepared entries' candidate strings name
 /// (none when they have no candidates). `None`: the candidates do not fit the lookup's bound
 /// values ([`lookup_arrays`]); an entry saved through the API always fits (its live columns and
@@ -286,8 +321,17 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
     let (mut occurrences, mut sources, mut delete_keys) = (Vec::new(), Vec::new(), Vec::new());
     let mut draft_error = None;
     let mut wanted: Vec<String> = Vec::new();
+    let mut referenced = BTreeSet::new();
     if let Some(entry) = &prepared.entry {
         let snaps = entry.snapshots(&prepared.schema, &policy.rules, library);
+        let indexed_draft = match &snaps.draft {
+            Some(DraftSnapshot::Indexed(d)) => Some(d),
+            _ => None,
+        };
+        referenced = std::iter::once(&snaps.columns)
+            .chain(indexed_draft)
+            .flat_map(|s| s.occurrences.iter().filter_map(|o| o.media_id.clone()))
+            .collect();
         let mut changed: Vec<&Snapshot> = Vec::new();
         wanted.push(snaps.columns.meta.source_key.clone());
         if !is_noop(&snaps.columns, observed(&snaps.columns.meta.source_key)) {
@@ -315,7 +359,7 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
         }
         for s in changed {
             if s.occurrences.len() > policy.admission.max_occurrences {
-                return Plan::ResourceLimit;
+                return Plan::ResourceLimit(referenced);
             }
             let generation = ids::new_id();
             // The media id is the asset id of a local reference; SQL derives it.
@@ -352,7 +396,7 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
     if occurrences.is_empty() && sources.is_empty() && delete_keys.is_empty() && draft_error.is_none() {
         return Plan::Unchanged;
     }
-    Plan::Write(Writes { occurrences, sources, delete_keys, draft_error })
+    Plan::Write(Writes { occurrences, sources, delete_keys, draft_error, referenced })
 }
 
 /// Records a failed attempt; terminal after [`MAX_ATTEMPTS`] or when `always_terminal`.
@@ -365,6 +409,20 @@ async fn record_failure<E: Executor>(
     let terminal = always_terminal || work.attempt_count >= MAX_ATTEMPTS;
     work::fail(exec, work, terminal, retry_delay_seconds(work.attempt_count), code).await?;
     Ok(JobOutcome::Failed { code, terminal })
+}
+
+/// Refuses an entry too large to index for good. When the media it references fit one bound
+/// value, they are kept on its failed work row and its collection's coverage stays as a success
+/// leaves it: the safe delete then refuses exactly those media (see the README, "Admission").
+/// Otherwise the failure makes coverage `partial`, as any other.
+async fn over_limit<E: Executor>(exec: &E, work: &WorkRow, referenced: &BTreeSet<String>) -> Result<JobOutcome, Error> {
+    const CODE: &str = "MEDIA_USAGE_RESOURCE_LIMIT";
+    let ids = Json::from(referenced.iter().map(String::as_str).collect::<Vec<_>>()).to_string();
+    if ids.len() > MAX_BOUND_BYTES {
+        return record_failure(exec, work, CODE, true).await;
+    }
+    work::fail_over_limit(exec, work, CODE, &ids).await?;
+    Ok(JobOutcome::Failed { code: CODE, terminal: true })
 }
 
 /// Drops the work row of a collection that no longer exists with this identity (`Conflict` when
@@ -406,15 +464,18 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> 
         return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await;
     };
     let publish = match plan(&loaded, &prepared, policy, &library) {
-        Plan::ResourceLimit => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
+        Plan::ResourceLimit(referenced) => return over_limit(exec, work, &referenced).await,
         Plan::Unchanged => {
             work::complete_unchanged(exec, work).await?;
             return Ok(JobOutcome::Unchanged);
         }
-        Plan::Write(writes) => match writes.into_publish() {
-            Some(p) => p,
-            None => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
-        },
+        Plan::Write(writes) => {
+            let referenced = writes.referenced.clone();
+            match writes.into_publish() {
+                Some(p) => p,
+                None => return over_limit(exec, work, &referenced).await,
+            }
+        }
     };
     let row = loaded.row.as_ref();
     let text = |k: &str| row.and_then(|r| r.get(k)).and_then(Json::as_str).map(str::to_owned);
@@ -536,7 +597,7 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
             Plan::Write(w) => w,
             Plan::Unchanged => Writes::default(),
             // Failures are recorded by the single job that takes the row back.
-            Plan::ResourceLimit => continue,
+            Plan::ResourceLimit(_) => continue,
         };
         let occ = Json::Array(entry_writes.occurrences.clone()).to_string().len();
         let src = Json::Array(entry_writes.sources.clone()).to_string().len();

@@ -1,5 +1,6 @@
 //! Native integration tests: one binary, real SQLite configured like D1.
 
+mod admission;
 mod api_content;
 mod api_schema_media_auth;
 mod deletion;

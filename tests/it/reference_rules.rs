@@ -516,13 +516,12 @@ fn admission_counts_resolved_references_only() {
         entry(&api, "posts", "admitted", "published", &json!({"hero": m.a, "extra": {"og": m.c, "decoys": decoys}}));
     assert_eq!(occurrences_of_entry(&api, &id), 2);
     assert_eq!(status(&api)["status"], "complete");
-    // A third real use is over the limit.
-    let over = entry(&api, "posts", "over", "published", &json!({"hero": m.a, "extra": [m.b, m.c]}));
-    assert_eq!(occurrences_of_entry(&api, &over), 0);
-    assert_eq!(
-        text(&api.db, &format!("SELECT last_error_code FROM _emdash_media_usage_work WHERE content_id = '{over}'")),
-        Some("MEDIA_USAGE_RESOURCE_LIMIT".to_owned())
-    );
+    // A third real use is over the limit: refused before anything is written.
+    let r = api.post("/content/posts", &json!({"slug": "over", "data": {"hero": m.a, "extra": [m.b, m.c, decoys]}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{}", r.body);
+    assert!(r.body.contains("references 3 media items; at most 2"), "{}", r.body);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM ec_posts WHERE slug = 'over'"), 0);
+    assert_eq!(status(&api)["status"], "complete");
 }
 
 #[test]

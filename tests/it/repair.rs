@@ -112,8 +112,9 @@ fn repair_requests_are_validated() {
 fn a_failing_entry_finalises_partial_and_orphans_are_removed() {
     let api = Api::new();
     stale_collection(&api, 2);
-    // An entry too big to index, and a source whose entry vanished, both without capture.
-    let big: Vec<Json> = (0..1_001).map(|i| json!({"image": format!("b{i}")})).collect();
+    // An entry too big to index whose media do not even fit one bound value (1.6 MB of ids),
+    // and a source whose entry vanished, both without capture.
+    let big: Vec<Json> = (0..8).map(|i| json!({"image": format!("{i}{}", "b".repeat(200_000))})).collect();
     lost_write(
         &api,
         &format!("INSERT INTO ec_posts (id, slug, status, gallery) VALUES ('big', 'big', 'published', '{}'); DELETE FROM ec_posts WHERE slug = 'e0';", Json::Array(big)),

@@ -59,6 +59,21 @@ fn gallery(n: usize, prefix: &str) -> Json {
     Json::Array((0..n).map(|i| json!({"image": format!("{prefix}{i}")})).collect())
 }
 
+/// Saves an entry with a gallery behind the API (as an earlier version, or a higher limit, let
+/// it be saved: the API refuses what passes the admission limit), captured like any write, and
+/// runs the ticks with the API's policy. Returns its id.
+fn create_past_api(api: &Api, slug: &str, gallery: &Json) -> String {
+    api.db
+        .connection()
+        .execute(
+            "INSERT INTO ec_posts (id, slug, status, gallery) VALUES (?1, ?1, 'published', ?2)",
+            [slug, &gallery.to_string()],
+        )
+        .unwrap();
+    block_on(tick::drain(&api.db, &MonotonicClock::default(), api.config.tick_budget.clone(), 100)).unwrap();
+    slug.to_owned()
+}
+
 #[test]
 fn a_content_write_is_listed_in_used_in_with_its_paths() {
     let api = setup();
@@ -266,7 +281,17 @@ fn status_reports_the_configured_tick_budget() {
 fn one_occurrence_over_the_limit_fails_terminally_and_names_the_entry() {
     let api = setup();
     create(&api, "fine", "published", json!({"gallery": gallery(3, "f")}));
-    let id = create(&api, "too-big", "published", json!({"gallery": gallery(1_001, "x")}));
+    // The API refuses it up front, with nothing written.
+    let r = api.post("/content/posts", &json!({"slug": "too-big", "data": {"gallery": gallery(1_001, "x")}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{}", r.body);
+    let issue = r.body_json()["error"]["details"]["issues"][0].clone();
+    assert_eq!(issue["path"], "data");
+    let message = issue["message"].as_str().unwrap();
+    assert!(message.contains("1001") && message.contains("1000"), "names the count and the limit: {message}");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM ec_posts WHERE slug = 'too-big'"), 0);
+    assert_eq!(coverage(&api), "complete");
+    // Saved behind the API, it is not indexed and the operator sees it.
+    let id = create_past_api(&api, "too-big", &gallery(1_001, "x"));
     let work: (String, i64, String) = api
         .db
         .connection()
@@ -281,33 +306,31 @@ fn one_occurrence_over_the_limit_fails_terminally_and_names_the_entry() {
         "nothing was written"
     );
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE media_id LIKE 'x%'"), 0);
-    let st = data(&api.get("/admin/media-usage/status"));
-    assert_eq!(st["status"], "partial");
-    assert_eq!(st["collections"][0]["lastErrorCode"], "MEDIA_USAGE_RESOURCE_LIMIT");
     let listed = data(&api.get("/admin/media-usage/work?collection=posts&state=failed"));
     assert_eq!(listed["items"][0]["contentId"], id.as_str());
     assert_eq!(listed["items"][0]["contentSlug"], "too-big", "the operator sees which entry");
-    // Counts are withheld while coverage is not complete.
-    let m = register_media(&api, "any.png");
-    let usage = data(&api.get(&format!("/media/{m}?includeUsage=1")))["item"]["usage"].clone();
-    assert_eq!(usage, json!({"count": null, "coverage": {"scope": "all_content_collections", "status": "partial"}}));
+    // Its media are known, so coverage stays complete: only those media are held (see
+    // tests/it/admission.rs).
+    assert_eq!(scalar(&api.db, "SELECT json_array_length(unindexed_media) FROM _emdash_media_usage_work"), 1_001);
+    assert_eq!(coverage(&api), "complete");
     // The limit is per variant: 1,000 live plus a 1,000-image draft is fine, a 1,001-image
-    // draft is not.
+    // draft is refused.
     let api = setup();
     let id = create(&api, "ok", "published", json!({"gallery": gallery(1_000, "l")}));
-    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"gallery": gallery(1_001, "d")}})));
-    assert_eq!(
-        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_work").as_deref(),
-        Some("MEDIA_USAGE_RESOURCE_LIMIT")
-    );
-    assert_eq!(occurrences_of(&api, &id, "columns"), 1_000, "the live projection stays");
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"gallery": gallery(1_000, "d")}})));
+    let r = api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"gallery": gallery(1_001, "d")}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()));
+    assert_eq!(occurrences_of(&api, &id, "columns"), 1_000);
+    assert_eq!(occurrences_of(&api, &id, "draft_overlay"), 1_000, "the saved draft stays as it was");
 }
 
 #[test]
 fn the_limit_is_configurable() {
     let api = setup_admitting(12);
     create(&api, "twelve", "published", json!({"gallery": gallery(12, "a")}));
-    create(&api, "thirteen", "published", json!({"gallery": gallery(13, "b")}));
+    let r = api.post("/content/posts", &json!({"slug": "thirteen", "data": {"gallery": gallery(13, "b")}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()));
+    create_past_api(&api, "thirteen", &gallery(13, "b"));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 12);
     assert_eq!(
         text(&api.db, "SELECT group_concat(last_error_code) FROM _emdash_media_usage_work").as_deref(),
@@ -664,7 +687,7 @@ fn failures_back_off_and_turn_terminal_after_five_attempts() {
 #[test]
 fn operators_list_and_retry_work() {
     let api = setup_admitting(12);
-    let id = create(&api, "w", "published", json!({"gallery": gallery(13, "z")}));
+    let id = create_past_api(&api, "w", &gallery(13, "z"));
     let cid = collection_id(&api);
     let list = data(&api.get("/admin/media-usage/work?collection=posts&state=failed"));
     assert_eq!(list["items"][0]["contentId"], id.as_str());
@@ -966,10 +989,11 @@ fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
     // with an image repeater only; then the rest of the migrations.
     let db = SqliteExecutor::open_in_memory_unmigrated().unwrap();
     let upto = ALL.iter().position(|m| m.name.starts_with("0007")).unwrap();
-    // The reference rules' column (0012) goes in early: this version's API writes it. (Its own
-    // upgrade is tested in `reference_rules`.)
+    // The reference rules' column (0012) and the unindexed media column (0013) go in early:
+    // this version's API writes them. (The rules' own upgrade is tested in `reference_rules`.)
     let rules = ALL.iter().find(|m| m.name.starts_with("0012")).unwrap();
-    for m in ALL[..upto].iter().chain([rules]) {
+    let unindexed = ALL.iter().find(|m| m.name.starts_with("0013")).unwrap();
+    for m in ALL[..upto].iter().chain([rules, unindexed]) {
         db.connection().execute_batch(m.sql).unwrap();
     }
     let api = Api { db, config: crate::support::config(), storage: None };
@@ -992,7 +1016,7 @@ fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
         .connection()
         .execute_batch("UPDATE _emdash_media_usage_sources SET content_title = printf('%.300c', 'x')")
         .unwrap();
-    for m in ALL[upto..].iter().filter(|m| m.name != rules.name) {
+    for m in ALL[upto..].iter().filter(|m| m.name != rules.name && m.name != unindexed.name) {
         api.db.connection().execute_batch(m.sql).unwrap();
     }
     let st = data(&api.get("/admin/media-usage/status"));
@@ -1219,7 +1243,7 @@ fn a_group_indexes_like_single_jobs_and_hands_failures_back_to_them() {
     let grouped = build(true);
     assert_eq!(grouped, build(false));
     assert_eq!(grouped.1.as_deref(), Some("q4:MEDIA_USAGE_RESOURCE_LIMIT"), "the failure is recorded by a single job");
-    assert_eq!(grouped.2, "partial");
+    assert_eq!(grouped.2, "complete", "the entry too large to index names its media");
     assert_eq!(grouped.0.len(), 28 + 1, "28 indexed entries (one vanished, one too large) and one draft overlay");
 }
 

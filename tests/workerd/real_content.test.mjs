@@ -80,22 +80,35 @@ test("a 7-image gallery entry with a draft is published into the index", async (
   assert.equal(await occurrences(id, "columns"), 7);
 });
 
-test("1,000 occurrences per variant are admitted; one more fails terminally and the work list names the entry", async () => {
+test("1,000 occurrences per variant are admitted; one more is refused up front; an entry over the limit anyway holds only its own media", async () => {
   const c = await collection(GALLERY);
   const okId = ok(await w.post(`/content/${c.slug}`, { slug: "thousand", status: "published", data: { gallery: gallery(1000, "k") } }), 201).item.id;
   ok(await w.put(`/content/${c.slug}/${okId}`, { draft: true, data: { gallery: gallery(1000, "l") } }));
   assert.deepEqual([await occurrences(okId, "columns"), await occurrences(okId, "draft_overlay")], [1000, 1000]);
-  const id = ok(await w.post(`/content/${c.slug}`, { slug: "too-big", status: "published", data: { gallery: gallery(1001, "x") } }), 201).item.id;
-  const [work] = await rows(w, "SELECT state, attempt_count, last_error_code FROM _emdash_media_usage_work WHERE content_id = ?1", id);
-  assert.deepEqual({ ...work }, { state: "failed", attempt_count: 1, last_error_code: "MEDIA_USAGE_RESOURCE_LIMIT" });
+  const refused = validation(await w.post(`/content/${c.slug}`, { slug: "too-big", status: "published", data: { gallery: gallery(1001, "x") } }), "data");
+  assert.match(refused[0].message, /references 1001 media items; at most 1000/);
+  assert.deepEqual(await rows(w, `SELECT id FROM ec_${c.slug} WHERE slug = 'too-big'`), []);
+  assert.equal((await coverageOf(c)).status, "complete");
+  // Saved behind the API (an earlier version let it in), with one registered image among 1,001.
+  const used = ok(await w.post("/media", { filename: "u.png", mimeType: "image/png", storageKey: uniq("u") }), 201).item.id;
+  const spare = ok(await w.post("/media", { filename: "s.png", mimeType: "image/png", storageKey: uniq("s") }), 201).item.id;
+  const id = uniq("big");
+  await rows(w, `INSERT INTO ec_${c.slug} (id, slug, status, gallery) VALUES (?1, ?1, 'published', ?2)`, id, JSON.stringify([{ image: used }, ...gallery(1000, "x")]));
+  await w.scheduled();
+  const [work] = await rows(w, "SELECT state, last_error_code, json_array_length(unindexed_media) AS n FROM _emdash_media_usage_work WHERE content_id = ?1", id);
+  assert.deepEqual({ ...work }, { state: "failed", last_error_code: "MEDIA_USAGE_RESOURCE_LIMIT", n: 1001 });
   assert.equal((await rows(w, "SELECT * FROM _emdash_media_usage_sources WHERE content_id = ?1", id)).length, 0);
-  const cov = await coverageOf(c);
-  assert.deepEqual([cov.status, cov.lastErrorCode], ["partial", "MEDIA_USAGE_RESOURCE_LIMIT"]);
   const listed = ok(await w.get(`/admin/media-usage/work?collection=${c.slug}&state=failed`));
-  assert.deepEqual([listed.items[0].contentId, listed.items[0].contentSlug], [id, "too-big"]);
-  // Fixing the entry indexes it and makes coverage complete again.
+  assert.deepEqual([listed.items[0].contentId, listed.items[0].contentSlug], [id, id]);
+  // Its media are known: coverage stays complete, and only what it uses is held.
+  assert.equal((await coverageOf(c)).status, "complete");
+  const inUse = err(await w.del(`/media/${used}`), 409, "MEDIA_IN_USE");
+  assert.deepEqual(inUse.details.entries, [{ collection: c.slug, contentId: id, slug: null, indexed: false }]);
+  ok(await w.del(`/media/${spare}`));
+  // Fixing the entry indexes it and lets go of what it dropped.
   ok(await w.put(`/content/${c.slug}/${id}`, { data: { gallery: gallery(3, "ok") } }));
   assert.equal((await coverageOf(c)).status, "complete");
+  ok(await w.del(`/media/${used}`));
   // Removing a source is always admitted, however many occurrences it holds.
   ok(await w.del(`/content/${c.slug}/${okId}?permanent=true`));
   assert.equal((await coverageOf(c)).status, "complete");
@@ -105,10 +118,10 @@ test("the occurrence limit is configurable", async () => {
   const c = await collection(GALLERY);
   const a = w.as("admit12");
   ok(await a.post(`/content/${c.slug}`, { slug: "twelve", status: "published", data: { gallery: gallery(12, "t") } }), 201);
-  const id = ok(await a.post(`/content/${c.slug}`, { slug: "thirteen", status: "published", data: { gallery: gallery(13, "u") } }), 201).item.id;
-  const [work] = await rows(w, "SELECT last_error_code FROM _emdash_media_usage_work WHERE content_id = ?1", id);
-  assert.equal(work.last_error_code, "MEDIA_USAGE_RESOURCE_LIMIT");
-  ok(await w.put(`/content/${c.slug}/${id}`, { data: { title: "retried at the default" } }));
+  const r = validation(await a.post(`/content/${c.slug}`, { slug: "thirteen", status: "published", data: { gallery: gallery(13, "u") } }), "data");
+  assert.match(r[0].message, /references 13 media items; at most 12/);
+  // The default admits it.
+  ok(await w.post(`/content/${c.slug}`, { slug: "thirteen", status: "published", data: { gallery: gallery(13, "u") } }), 201);
   assert.equal((await coverageOf(c)).status, "complete");
 });
 

@@ -4,7 +4,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker, faultVariants } from "./harness.mjs";
-import { ok, err, rows, uniq, cost, newCollection } from "./helpers.mjs";
+import { ok, err, rows, uniq, cost, newCollection, validation } from "./helpers.mjs";
 
 const w = await startWorker({}, { ...faultVariants([6]), budget11: { MEDIA_USAGE_TICK_MAX_QUERIES: "11" } });
 after(() => w.dispose());
@@ -85,20 +85,20 @@ test("draft overlays and published columns are eligible by the rules", async () 
   assert.equal((await usedIn(draft)).items.length, 2);
 });
 
-test("a 1,001-occurrence entry fails terminally and coverage turns partial; 1,000 are admitted", async () => {
+test("a 1,001-occurrence write is refused; one saved behind the API fails terminally, holds only its own media, and an operator retry fails it again", async () => {
   const c = await collection(FIELDS);
   await entry(c, "thousand", { gallery: gallery(1000, "t") });
   const [n12] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage u JOIN _emdash_media_usage_sources s ON s.source_key = u.source_key WHERE s.collection_id = ?1", c.id);
   assert.equal(n12.n, 1000);
-  const id = await entry(c, "too-big", { gallery: gallery(1001, "x") });
+  validation(await w.post(`/content/${c.slug}`, { slug: "too-big", status: "published", data: { gallery: gallery(1001, "x") } }), "data");
+  const id = uniq("big");
+  await rows(w, `INSERT INTO ec_${c.slug} (id, slug, status, gallery) VALUES (?1, ?1, 'published', ?2)`, id, JSON.stringify(gallery(1001, "x")));
+  await w.scheduled();
   const [work] = await rows(w, "SELECT state, attempt_count, last_error_code FROM _emdash_media_usage_work WHERE content_id = ?1", id);
   assert.deepEqual({ ...work }, { state: "failed", attempt_count: 1, last_error_code: "MEDIA_USAGE_RESOURCE_LIMIT" });
   assert.equal((await rows(w, "SELECT * FROM _emdash_media_usage_sources WHERE content_id = ?1", id)).length, 0);
-  const status = ok(await w.get("/admin/media-usage/status"));
-  const mine = status.collections.find((x) => x.collection === c.slug);
-  assert.equal(mine.status, "partial");
-  assert.equal(mine.lastErrorCode, "MEDIA_USAGE_RESOURCE_LIMIT");
-  assert.equal(status.status, "partial");
+  const status = ok(await w.get("/admin/media-usage/status")).collections.find((x) => x.collection === c.slug);
+  assert.equal(status.status, "complete", "its media are known");
   const listed = ok(await w.get(`/admin/media-usage/work?collection=${c.slug}&state=failed`));
   assert.equal(listed.items[0].contentId, id);
   // An operator retry reopens the failed job (attempts reset); it fails again while the entry
@@ -110,11 +110,13 @@ test("a 1,001-occurrence entry fails terminally and coverage turns partial; 1,00
   await w.scheduled();
   const [again] = await rows(w, "SELECT state, last_error_code FROM _emdash_media_usage_work WHERE content_id = ?1", id);
   assert.deepEqual({ ...again }, { state: "failed", last_error_code: "MEDIA_USAGE_RESOURCE_LIMIT" });
-  // Fixing the entry re-captures it; the write's own job succeeds and coverage is complete again.
+  assert.equal(ok(await w.get("/admin/media-usage/status")).collections.find((x) => x.collection === c.slug).status, "complete");
+  // Fixing the entry re-captures it; the write's own job succeeds.
   ok(await w.put(`/content/${c.slug}/${id}`, { data: { gallery: gallery(2, "ok") } }));
   const fixed = ok(await w.get("/admin/media-usage/status")).collections.find((x) => x.collection === c.slug);
   assert.equal(fixed.status, "complete");
   assert.equal(fixed.lastErrorCode, null);
+  assert.deepEqual(await rows(w, "SELECT * FROM _emdash_media_usage_work WHERE content_id = ?1", id), []);
 });
 
 test("a 12-occurrence draft update stays within 40 statements, 100 binds and 100 KB per statement", async () => {

@@ -1,6 +1,8 @@
 UPDATE _emdash_media_usage_index_status
 SET status = CASE
-      WHEN EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1 AND state = 'failed')
+      WHEN EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1 AND state = 'failed'
+                   -- (an entry over the admission limit whose media are known does not count)
+                   AND unindexed_media IS NULL)
         OR EXISTS (SELECT 1 FROM _emdash_media_usage_sources WHERE collection_id = ?1 AND source_completeness = 'failed')
       THEN 'partial' ELSE 'complete' END,
     completed_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),

@@ -2,6 +2,12 @@ INSERT INTO _emdash_batch_guard (id)
 SELECT CASE WHEN
   -- No current occurrence of a registered collection references the media ...
   NOT EXISTS (SELECT 1 FROM _emdash_media_usage_current WHERE media_id = ?2)
+  -- ... nor does an entry too large to index (its failed work row lists the media it uses; the
+  -- list stays while the row is queued again, until a projection replaces or clears it). Only
+  -- the rows that have a list are read: the partial index, named so the planner cannot pick the
+  -- state index and read every failed row ...
+  AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_unindexed, json_each(w.unindexed_media) AS m
+                  WHERE w.unindexed_media IS NOT NULL AND m.value = ?2)
   -- ... and coverage proves it: every registered collection is complete, with nothing pending.
   AND NOT EXISTS (
     SELECT 1

@@ -4,14 +4,18 @@ SET last_incremental_success_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
     status = CASE
       WHEN ?2 IS NOT NULL AND reconciliation_required = 0 THEN 'partial'
       WHEN reconciliation_required = 0 AND status IN ('complete', 'stale', 'partial')
-           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1)
+           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1
+                           -- (an entry over the admission limit whose media are known does not count)
+                           AND (state <> 'failed' OR unindexed_media IS NULL))
            AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources
                            WHERE collection_id = ?1 AND source_completeness = 'failed')
         THEN 'complete'
       ELSE status END,
     completed_at = CASE
       WHEN ?2 IS NULL AND reconciliation_required = 0 AND status IN ('complete', 'stale', 'partial')
-           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1)
+           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1
+                           -- (an entry over the admission limit whose media are known does not count)
+                           AND (state <> 'failed' OR unindexed_media IS NULL))
            AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources
                            WHERE collection_id = ?1 AND source_completeness = 'failed')
         THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
@@ -19,7 +23,9 @@ SET last_incremental_success_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
     last_error_code = CASE
       WHEN ?2 IS NOT NULL THEN ?2
       WHEN reconciliation_required = 0
-           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1)
+           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1
+                           -- (an entry over the admission limit whose media are known does not count)
+                           AND (state <> 'failed' OR unindexed_media IS NULL))
            AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources
                            WHERE collection_id = ?1 AND source_completeness = 'failed')
         THEN NULL

@@ -93,13 +93,14 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
 
 /// `DELETE /media/{id}`: refuses while the media is in use or coverage cannot prove it unused;
 /// `?force=true` (admins only, checked by the route's access rule) deletes regardless. The row
-/// goes first, then its stored object (before the response); an object left behind by a failure
-/// in between is reclaimed by the tick's storage sweep.
+/// goes first, then, for an uploaded row, its stored object (before the response); an object left
+/// behind by a failure in between is reclaimed by the tick's storage sweep. A row registered by
+/// JSON names an object this worker did not store: that object is left alone.
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
     let not_found = || ApiError::not_found("Media not found");
     let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
     let deleted = || async {
-        forget_object(ctx, &media.storage_key).await;
+        forget_object(ctx, &media).await;
         Ok((200, json!({"deleted": true, "id": id})))
     };
     if input::query_flag(req, "force") {
@@ -137,11 +138,24 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
     Err(coverage_incomplete(CoverageStatus::Complete))
 }
 
-/// Deletes a deleted row's stored object, if an object store is bound. A failure is logged, not
-/// answered: the row is gone, and the storage sweep reclaims unreferenced objects.
-async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, key: &str) {
+/// Deletes a deleted row's stored object, if an object store is bound and this worker stored it.
+/// A failure is logged, not answered: the row is gone, and the storage sweep reclaims
+/// unreferenced objects it stored.
+async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, media: &Media) {
     let Some(storage) = ctx.storage else { return };
-    if let Err(e) = storage.delete(&[key.to_owned()]).await {
+    // Whether this worker stored the object is read from the row, not from the object: only an
+    // upload sets `content_hash`, and an upload's key is one the worker made up (a new random
+    // id) and stored the object under itself, while a JSON registration names a key of the
+    // client's choosing (perhaps another application's file in the same bucket), and a key
+    // already registered cannot be registered again. So the row alone is sound, and it costs no
+    // storage operation, where checking the object's marker would cost a head (and the head and
+    // the delete would still not be atomic). A marked object a JSON row happens to name is not
+    // deleted here either: once no row names it, the storage sweep takes it.
+    if !media.uploaded() {
+        return;
+    }
+    let key = &media.storage_key;
+    if let Err(e) = storage.delete(std::slice::from_ref(key)).await {
         ctx.log(format!("the object {key} of a deleted media row stays until the storage sweep: {e}"));
     }
 }

@@ -80,8 +80,10 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
-    // Before `/media/{id}/usage`: a key is never a media id.
+    // Before `/media/{id}/usage`: a key is never a media id. `HEAD` answers as `GET` without a
+    // body.
     r("GET", "/_emdash/api/media/file/{key}", Op::MediaFile),
+    r("HEAD", "/_emdash/api/media/file/{key}", Op::MediaFile),
     r("GET", "/_emdash/api/media/{id}/usage", Op::MediaUsage),
     r("POST", "/_emdash/api/admin/tokens", Op::CreateToken),
     r("GET", "/_emdash/api/admin/tokens", Op::ListTokens),
@@ -229,6 +231,10 @@ mod tests {
         let e = resolve("PATCH", "/_emdash/api/media").unwrap_err();
         assert_eq!((e.status, e.allow.as_deref()), (405, Some("GET, POST")));
         assert!(e.message.starts_with("PATCH is not allowed"), "{}", e.message);
+        assert_eq!(resolve("HEAD", "/_emdash/api/media/file/k.png").unwrap().0, Op::MediaFile);
+        let e = resolve("PUT", "/_emdash/api/media/file/k.png").unwrap_err();
+        assert_eq!(e.allow.as_deref(), Some("GET, HEAD"));
+        assert_eq!(resolve("HEAD", "/_emdash/api/media").unwrap_err().status, 405, "HEAD only where declared");
         let e = resolve("PATCH", "/_emdash/api/content/posts/abc").unwrap_err();
         assert_eq!(e.allow.as_deref(), Some("GET, PUT, DELETE"));
         assert!(resolve("<script>", "/_emdash/api/media").unwrap_err().message.starts_with("This method"));

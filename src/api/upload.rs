@@ -1,5 +1,5 @@
 //! Media files: `POST /media` with `multipart/form-data` (the upload EmDash's client sends) and
-//! `GET /media/file/{key}` (the stored bytes, cacheable for a year).
+//! `GET`/`HEAD /media/file/{key}` (the stored bytes, cacheable for a year).
 //!
 //! An upload is checked (allowlist, size, magic bytes), hashed, answered with the existing row
 //! when its bytes are stored already, else stored under a new key and then registered. A refused
@@ -511,7 +511,14 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
 }
 
 /// `GET /media/file/{key}` (public): the stored bytes with their type, entity tag and a year of
-/// caching; `If-None-Match` → 304, `Range` → 206 (416 when it cannot be served).
+/// caching; `If-None-Match` → 304, `Range` → 206 (416 when it cannot be served). `HEAD` answers
+/// exactly as `GET` would, `Content-Length` included, without reading the object.
+///
+/// Only objects this worker stored are served: those carrying the storage marker. An unmarked
+/// object (another application's file in a shared bucket, or one a client named by a JSON
+/// registration) is 404 — except an object uploaded before the marker existed, which an uploaded
+/// media row (`content_hash` set) names: one statement decides that, on the unmarked path only.
+/// A JSON registration never makes an unmarked object servable.
 pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Result<Response, ApiError> {
     let not_found = || ApiError::not_found("No stored file has this key");
     let storage = ctx.storage.ok_or_else(not_found)?;
@@ -524,11 +531,30 @@ pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Re
         .await
         .map_err(|e| ApiError::internal(format!("reading {key}: {e}")))?
         .ok_or_else(not_found)?;
+    if !object.marked && !repo::uploaded_key(ctx.exec, key).await? {
+        return Err(not_found());
+    }
     let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());
+    let mut headers = plan.headers;
+    let body = if req.method == "HEAD" {
+        // The length the `GET` would send: the edge has it set from the body there (the bytes
+        // served; an empty body for a 416; none at all for a 304).
+        let length = match plan.body {
+            Some((_, length)) => Some(length),
+            None if plan.status == 304 => None,
+            None => Some(0),
+        };
+        if let Some(length) = length {
+            headers.push(("content-length", length.to_string()));
+        }
+        None
+    } else {
+        plan.body.map(|(offset, length)| (key.to_owned(), offset, length))
+    };
     Ok(Response {
         no_store: false,
-        headers: plan.headers,
-        object: plan.body.map(|(offset, length)| (key.to_owned(), offset, length)),
+        headers,
+        object: body,
         ..Response::raw(plan.status, "application/octet-stream", String::new())
     })
 }

@@ -107,14 +107,16 @@ impl Stream for LimitedBody {
 /// Writes the response; `usage` (what the invocation cost in D1) goes into the
 /// `x-media-usage-cost` header so operators and tests can see per-request cost.
 pub fn write_response(r: api::Response, usage: Option<Usage>) -> worker::Result<worker::Response> {
-    write_response_with(r, usage, worker::ResponseBody::Empty)
+    write_response_with(r, usage, None)
 }
 
-/// Like [`write_response`], with `object` as the body when the core answered with a stored file.
+/// Like [`write_response`], with `body` instead of the core's: a stored file's bytes, or no body
+/// at all (`ResponseBody::Empty`, the answer to a `HEAD`, whose headers then say what a `GET`
+/// would send).
 pub fn write_response_with(
     r: api::Response,
     usage: Option<Usage>,
-    object: worker::ResponseBody,
+    body: Option<worker::ResponseBody>,
 ) -> worker::Result<worker::Response> {
     let headers = Headers::new();
     headers.set("content-type", r.content_type)?;
@@ -131,10 +133,9 @@ pub fn write_response_with(
     for (name, value) in &r.headers {
         headers.set(name, value)?;
     }
-    let response = if r.object.is_some() {
-        worker::Response::from_body(object)?
-    } else {
-        worker::Response::from_bytes(r.body.into_bytes())?
+    let response = match body {
+        Some(body) => worker::Response::from_body(body)?,
+        None => worker::Response::from_bytes(r.body.into_bytes())?,
     };
     Ok(response.with_status(r.status).with_headers(headers))
 }

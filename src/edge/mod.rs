@@ -140,10 +140,15 @@ async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) 
     for line in &response.log {
         worker::console_warn!("{} {}: {}", request.method, request.path, line);
     }
+    // A HEAD is answered with the headers alone (the core sets the `Content-Length` a GET of a
+    // stored file would have); nothing is read from the bucket.
+    if request.method == "HEAD" {
+        return http::write_response_with(response, usage, Some(worker::ResponseBody::Empty));
+    }
     // A stored file: stream its bytes from the bucket (gone since its head: 404).
     if let (Some((key, offset, length)), Some(store)) = (response.object.clone(), store.as_ref()) {
         return match store.body(&key, offset, length).await? {
-            Some(body) => http::write_response_with(response, usage, body),
+            Some(body) => http::write_response_with(response, usage, Some(body)),
             None => http::write_response(
                 api::Response::error(&api::error::ApiError::not_found("No stored file has this key")),
                 usage,

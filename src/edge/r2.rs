@@ -1,10 +1,14 @@
 //! The object store on R2 (`MEDIA_BUCKET`). `MEDIA_USAGE_FAULT_STORAGE_DELETE` (tests only)
-//! makes deletes fail, standing for a crash between a row delete and its object delete.
+//! makes deletes fail, standing for a crash between a row delete and its object delete. Every
+//! object stored here (a put, or a completed multipart upload) carries the custom metadata
+//! [`MARKER`]; listings ask for custom metadata so that the sweep sees it.
+
+use std::collections::HashMap;
 
 use futures::future::LocalBoxFuture;
-use worker::{Bucket, HttpMetadata, Object, UploadedPart};
+use worker::{Bucket, HttpMetadata, Include, Object, UploadedPart};
 
-use crate::storage::{Listing, PartTag, Storage, StorageError, StoredObject};
+use crate::storage::{is_marked, Listing, PartTag, Storage, StorageError, StoredObject, MARKER};
 
 pub struct R2Storage {
     bucket: Bucket,
@@ -37,13 +41,22 @@ fn err(e: worker::Error) -> StorageError {
     StorageError(e.to_string())
 }
 
+/// The custom metadata of every object this worker stores.
+fn marker() -> HashMap<String, String> {
+    HashMap::from([(MARKER.0.to_owned(), MARKER.1.to_owned())])
+}
+
+/// What the store knows of `o`. A head always has its custom metadata; a listing has it because
+/// it asks for it (`Include::CustomMetadata`); unreadable metadata counts as unmarked.
 fn stored(o: &Object) -> StoredObject {
+    let metadata = o.custom_metadata().unwrap_or_default();
     StoredObject {
         key: o.key(),
         size: o.size(),
         http_etag: o.http_etag(),
         content_type: o.http_metadata().content_type,
         uploaded_ms: o.uploaded().as_millis() as f64,
+        marked: is_marked(metadata.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
     }
 }
 
@@ -57,7 +70,14 @@ impl Storage for R2Storage {
     ) -> LocalBoxFuture<'a, Result<(), StorageError>> {
         Box::pin(async move {
             let metadata = HttpMetadata { content_type: Some(content_type.to_owned()), ..Default::default() };
-            self.bucket.put(key, bytes).http_metadata(metadata).sha256(sha256.to_vec()).execute().await.map_err(err)?;
+            self.bucket
+                .put(key, bytes)
+                .http_metadata(metadata)
+                .custom_metadata(marker())
+                .sha256(sha256.to_vec())
+                .execute()
+                .await
+                .map_err(err)?;
             Ok(())
         })
     }
@@ -69,8 +89,14 @@ impl Storage for R2Storage {
     ) -> LocalBoxFuture<'a, Result<String, StorageError>> {
         Box::pin(async move {
             let metadata = HttpMetadata { content_type: Some(content_type.to_owned()), ..Default::default() };
-            let upload =
-                self.bucket.create_multipart_upload(key).http_metadata(metadata).execute().await.map_err(err)?;
+            let upload = self
+                .bucket
+                .create_multipart_upload(key)
+                .http_metadata(metadata)
+                .custom_metadata(marker())
+                .execute()
+                .await
+                .map_err(err)?;
             Ok(upload.upload_id().await)
         })
     }
@@ -127,7 +153,7 @@ impl Storage for R2Storage {
 
     fn list<'a>(&'a self, cursor: Option<&'a str>, limit: u32) -> LocalBoxFuture<'a, Result<Listing, StorageError>> {
         Box::pin(async move {
-            let mut list = self.bucket.list().limit(limit);
+            let mut list = self.bucket.list().limit(limit).include(vec![Include::CustomMetadata]);
             if let Some(c) = cursor {
                 list = list.cursor(c);
             }

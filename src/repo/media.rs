@@ -12,6 +12,7 @@ const LIST: &str = include_str!("../sql/media/list.sql");
 const DELETE: &str = include_str!("../sql/media/delete.sql");
 const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
+const UPLOADED_KEY: &str = include_str!("../sql/media/uploaded_key.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
 const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql");
 const ENQUEUE_LINKING: &str = include_str!("../sql/media/enqueue_linking.sql");
@@ -32,6 +33,17 @@ pub struct Media {
     pub storage_key: String,
     pub status: String,
     pub created_at: String,
+    /// SHA-256 of the stored bytes (hex): set only for an upload, whose object this worker
+    /// stored under a key it chose; `None` for media registered by JSON (stored elsewhere).
+    pub content_hash: Option<String>,
+}
+
+impl Media {
+    /// Whether this worker stored the row's object (an upload), rather than a client naming a key
+    /// by JSON.
+    pub fn uploaded(&self) -> bool {
+        self.content_hash.is_some()
+    }
 }
 
 /// Metadata of a newly registered media object.
@@ -128,6 +140,16 @@ pub async fn referenced_keys<E: Executor>(exec: &E, keys: &[String]) -> Result<V
     let json = serde_json::to_string(keys).map_err(|e| Error::Decode(e.to_string()))?;
     let rows: Vec<KeyRow> = exec.query(Statement::new(REFERENCED_KEYS).bind(json)).await?;
     Ok(rows.into_iter().map(|r| r.storage_key).collect())
+}
+
+/// Whether a media row that was uploaded (not registered by JSON) has `key` (one statement).
+pub async fn uploaded_key<E: Executor>(exec: &E, key: &str) -> Result<bool, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        uploaded: i64,
+    }
+    let row: Option<Row> = exec.query_first(Statement::new(UPLOADED_KEY).bind(key)).await?;
+    Ok(row.is_some_and(|r| r.uploaded != 0))
 }
 
 #[derive(Deserialize)]

@@ -1,5 +1,8 @@
 //! An in-memory object store for native tests, with an adjustable clock for upload times and a
-//! switch that makes deletes fail (a crash between a row delete and its object delete). Keys and
+//! switch that makes deletes fail (a crash between a row delete and its object delete). Objects
+//! stored through [`Storage`] carry the [`MARKER`] custom metadata, as on R2;
+//! [`MemoryStorage::put_foreign`] stores one without it (another application's file, or one
+//! uploaded before the marker existed). Keys and
 //! multipart uploads follow R2's rules: an empty key or one over 1024 bytes is an error; parts
 //! are no object until completed, and every part but the last is [`PART_BYTES`] or more, all of
 //! one size, the last no larger.
@@ -10,7 +13,7 @@ use std::collections::BTreeMap;
 use futures::future::{self, LocalBoxFuture};
 use sha2::{Digest, Sha256};
 
-use super::{valid_key, Listing, PartTag, Storage, StorageError, StoredObject, PART_BYTES};
+use super::{is_marked, valid_key, Listing, PartTag, Storage, StorageError, StoredObject, MARKER, PART_BYTES};
 
 /// A multipart upload not yet completed or aborted.
 #[derive(Debug)]
@@ -63,13 +66,20 @@ impl MemoryStorage {
         self.largest_payload.set(self.largest_payload.get().max(len));
     }
 
-    fn store(&self, key: &str, bytes: Vec<u8>, content_type: &str) {
+    /// Stores an object as something other than this worker would, with `metadata` as its custom
+    /// metadata instead of [`MARKER`] (so it is marked only if `metadata` holds the marker).
+    pub fn put_foreign(&self, key: &str, bytes: Vec<u8>, content_type: &str, metadata: &[(&str, &str)]) {
+        self.store(key, bytes, content_type, metadata);
+    }
+
+    fn store(&self, key: &str, bytes: Vec<u8>, content_type: &str, metadata: &[(&str, &str)]) {
         let object = StoredObject {
             key: key.to_owned(),
             size: bytes.len() as u64,
             http_etag: format!("\"{}\"", hex::encode(&Sha256::digest(&bytes)[..16])),
             content_type: Some(content_type.to_owned()),
             uploaded_ms: self.now_ms.get(),
+            marked: is_marked(metadata.iter().copied()),
         };
         self.objects.borrow_mut().insert(key.to_owned(), (object, bytes));
     }
@@ -95,7 +105,7 @@ impl MemoryStorage {
         let content_type = upload.content_type.clone();
         uploads.remove(upload_id);
         drop(uploads);
-        self.store(key, bytes, &content_type);
+        self.store(key, bytes, &content_type, &[MARKER]);
         Ok(())
     }
 }
@@ -120,7 +130,7 @@ impl Storage for MemoryStorage {
             return Box::pin(future::ready(Err(StorageError("checksum mismatch".into()))));
         }
         self.payload(bytes.len());
-        self.store(key, bytes, content_type);
+        self.store(key, bytes, content_type, &[MARKER]);
         Box::pin(future::ready(Ok(())))
     }
 

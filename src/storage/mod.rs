@@ -23,6 +23,20 @@ pub struct StoredObject {
     pub content_type: Option<String>,
     /// Upload time, milliseconds since the epoch.
     pub uploaded_ms: f64,
+    /// Whether the object carries [`MARKER`]: this worker stored it. Only such objects are swept,
+    /// and (but for the legacy rule of the file route) served.
+    pub marked: bool,
+}
+
+/// The custom metadata entry (name, value) every object this worker stores carries, so that it
+/// can tell its own objects from others in a shared bucket: the storage sweep deletes only marked
+/// objects and the file route serves only them (see `api::upload::file` for the one exception).
+/// Objects stored by versions before the marker have none.
+pub const MARKER: (&str, &str) = ("emdash-media-worker", "1");
+
+/// Whether custom metadata (name, value pairs) carries [`MARKER`].
+pub fn is_marked<'a>(mut metadata: impl Iterator<Item = (&'a str, &'a str)>) -> bool {
+    metadata.any(|entry| entry == MARKER)
 }
 
 /// One page of a listing in key order.
@@ -60,7 +74,8 @@ pub struct StorageError(pub String);
 
 /// The object store.
 pub trait Storage {
-    /// Stores `bytes` under `key` with its content type; the store verifies the SHA-256.
+    /// Stores `bytes` under `key` with its content type and [`MARKER`]; the store verifies the
+    /// SHA-256.
     fn put<'a>(
         &'a self,
         key: &'a str,
@@ -69,8 +84,8 @@ pub trait Storage {
         sha256: [u8; 32],
     ) -> LocalBoxFuture<'a, Result<(), StorageError>>;
 
-    /// Starts a multipart upload of `key`; returns its upload id. Its parts are no object (a
-    /// listing does not show them) until it is completed.
+    /// Starts a multipart upload of `key` (its object will carry [`MARKER`]); returns its upload
+    /// id. Its parts are no object (a listing does not show them) until it is completed.
     fn begin_multipart<'a>(
         &'a self,
         key: &'a str,
@@ -103,7 +118,8 @@ pub trait Storage {
     /// Deletes the objects (missing ones are no error).
     fn delete<'a>(&'a self, keys: &'a [String]) -> LocalBoxFuture<'a, Result<(), StorageError>>;
 
-    /// Up to `limit` objects after `cursor`, in key order.
+    /// Up to `limit` objects after `cursor`, in key order, with whether each is marked (their
+    /// content type may be absent).
     fn list<'a>(&'a self, cursor: Option<&'a str>, limit: u32) -> LocalBoxFuture<'a, Result<Listing, StorageError>>;
 
     /// The store's current time (ms since the epoch), on the same clock as upload times.

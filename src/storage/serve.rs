@@ -127,6 +127,7 @@ mod tests {
             http_etag: "\"abc\"".into(),
             content_type: Some(ty.into()),
             uploaded_ms: 0.0,
+            marked: true,
         }
     }
 

@@ -1,8 +1,10 @@
-//! The storage sweep: the tick's `storage` lane reclaims objects that no media row references
-//! (left behind by a failure between a row delete and its object delete, or by an upload whose
-//! row was never written), a page of the bucket listing per step, resuming across ticks from a
-//! cursor kept in D1. Objects younger than the grace period are left alone, so an upload racing
-//! its own row insert is never swept; an object a row references is never deleted.
+//! The storage sweep: the tick's `storage` lane reclaims objects this worker stored that no media
+//! row references (left behind by a failure between a row delete and its object delete, or by an
+//! upload whose row was never written), a page of the bucket listing per step, resuming across
+//! ticks from a cursor kept in D1. Only objects carrying [`super::MARKER`] are candidates: the
+//! bucket may hold other files, and those are never deleted (nor are objects uploaded before the
+//! marker existed: such orphans stay). Objects younger than the grace period are left alone, so an
+//! upload racing its own row insert is not swept; an object a row references is never deleted.
 
 use super::{Storage, StorageError};
 use crate::exec::{Error, Executor};
@@ -28,7 +30,7 @@ pub fn grace_ms_from_setting(value: Option<&str>) -> f64 {
 /// What a step did.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SweepStep {
-    /// The objects deleted: unreferenced and older than the grace period.
+    /// The objects deleted: marked, unreferenced and older than the grace period.
     pub deleted: Vec<String>,
     /// The listing reached its end: the next step starts a new pass.
     pub pass_done: bool,
@@ -46,7 +48,9 @@ pub async fn step<E: Executor>(exec: &E, storage: &dyn Storage, grace_ms: f64) -
     let page = storage.list(cursor.as_deref(), PAGE).await.map_err(storage_error)?;
     let mut step = SweepStep { operations: 1, ..SweepStep::default() };
     let cutoff = storage.now_ms() - grace_ms;
-    let old: Vec<String> = page.objects.iter().filter(|o| o.uploaded_ms <= cutoff).map(|o| o.key.clone()).collect();
+    // Only this worker's own objects, and only old ones, are candidates.
+    let old: Vec<String> =
+        page.objects.iter().filter(|o| o.marked && o.uploaded_ms <= cutoff).map(|o| o.key.clone()).collect();
     if !old.is_empty() {
         let referenced = repo::referenced_keys(exec, &old).await?;
         let orphans: Vec<String> = old.into_iter().filter(|k| !referenced.contains(k)).collect();

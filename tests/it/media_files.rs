@@ -1,5 +1,7 @@
 //! Media files: multipart uploads into the (in-memory) bucket, dedup, refusals, dimensions, the
-//! file route, deletes that remove the object, and the storage sweep of the tick.
+//! file route (GET and HEAD), deletes that remove the object, the storage sweep of the tick, and
+//! a bucket shared with other files: only objects carrying the worker's marker are swept, served
+//! or deleted.
 
 use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
@@ -400,7 +402,8 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
     assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Budget, "{r:?}");
 }
 
-/// Stores `bytes` under `key` directly in the bucket, as something other than an upload would.
+/// Stores `bytes` under `key` directly in the bucket through the worker's store (so it carries
+/// the marker), as an upload whose row was never written would leave it.
 fn put_raw(store: &MemoryStorage, key: &str, bytes: Vec<u8>, content_type: &str) {
     let sha: [u8; 32] = {
         use sha2::Digest;
@@ -453,4 +456,242 @@ fn keys_the_store_would_refuse_are_simply_not_found() {
     assert_eq!(get_file(&api, &longest, |_| {}).status, 200, "a key of 1024 bytes is served");
     let r = get_file(&api, &"k".repeat(1025), |_| {});
     assert_eq!((r.status, code(&r).as_str()), (404, "NOT_FOUND"), "over 1024 bytes: absent, not a 500");
+}
+
+/// Stores `bytes` under `key` without the worker's marker: another application's file in the same
+/// bucket, or a file uploaded by a version before the marker existed.
+fn put_foreign(api: &Api, key: &str, bytes: &[u8], content_type: &str) {
+    api.storage.as_ref().unwrap().put_foreign(key, bytes.to_vec(), content_type, &[("owner", "another-app")]);
+}
+
+fn register_json(api: &Api, key: &str) -> Json {
+    let r = api.post("/media", &json!({"filename": "f.png", "mimeType": "image/png", "storageKey": key}));
+    assert_eq!(r.status, 201, "{}", r.body);
+    data(&r)["item"].clone()
+}
+
+#[test]
+fn objects_the_worker_stores_carry_its_marker_and_others_do_not() {
+    use media_usage_worker::storage::{Storage, MARKER};
+    let api = Api::with_storage(T0);
+    let store = api.storage.as_ref().unwrap();
+    let item = upload_png(&api, &png(3, 3, 40));
+    let key = item["storageKey"].as_str().unwrap();
+    put_foreign(&api, "theirs/a.png", &png(3, 3, 41), "image/png");
+    // Marked or not, as a head and as a listing see it.
+    let head = |k: &str| block_on(store.head(k)).unwrap().unwrap().marked;
+    assert!(head(key), "an upload is marked");
+    assert!(!head("theirs/a.png"), "a foreign object is not");
+    let listing = block_on(store.list(None, 10)).unwrap();
+    let marked: Vec<(String, bool)> = listing.objects.iter().map(|o| (o.key.clone(), o.marked)).collect();
+    assert_eq!(marked, [(key.to_owned(), true), ("theirs/a.png".to_owned(), false)]);
+    // Only the exact marker counts.
+    store.put_foreign("other-value.png", b"x".to_vec(), "image/png", &[(MARKER.0, "0")]);
+    assert!(!head("other-value.png"));
+    store.put_foreign("same-marker.png", b"x".to_vec(), "image/png", &[MARKER]);
+    assert!(head("same-marker.png"));
+}
+
+#[test]
+fn a_large_upload_stored_in_parts_is_marked_too() {
+    let mut api = Api::with_storage(T0);
+    api.config.uploads.max_bytes = 12 * 1024 * 1024;
+    let mut bytes = vec![7u8; 11 * 1024 * 1024];
+    bytes[..33].copy_from_slice(&png(4, 4, 42));
+    let item = upload_png(&api, &bytes);
+    let key = item["storageKey"].as_str().unwrap();
+    let store = api.storage.as_ref().unwrap();
+    assert!(store.largest_payload.get() <= media_usage_worker::storage::PART_BYTES, "it went in parts");
+    assert!(block_on(media_usage_worker::storage::Storage::head(store, key)).unwrap().unwrap().marked);
+}
+
+#[test]
+fn the_sweep_deletes_only_marked_objects_and_never_a_foreign_one() {
+    let api = Api::with_storage(T0);
+    let store = api.storage.as_ref().unwrap();
+    // Old and unreferenced: one object the worker stored (a crashed upload), one another
+    // application put into the bucket, one uploaded before the marker existed whose row was
+    // deleted. Only the first is the worker's to reclaim.
+    put_raw(store, "ours.png", png(1, 2, 50), "image/png");
+    put_foreign(&api, "theirs.png", &png(1, 2, 51), "image/png");
+    let legacy = upload_png(&api, &png(1, 2, 52));
+    let legacy_key = legacy["storageKey"].as_str().unwrap().to_owned();
+    put_foreign(&api, &legacy_key, &png(1, 2, 52), "image/png");
+    store.fail_deletes.set(true);
+    assert_eq!(api.delete(&format!("/media/{}", legacy["id"].as_str().unwrap())).status, 200);
+    store.fail_deletes.set(false);
+    // A foreign object a JSON registration names, later deleted: still not the worker's.
+    put_foreign(&api, "theirs-registered.png", &png(1, 2, 53), "image/png");
+    let registered = register_json(&api, "theirs-registered.png");
+    assert_eq!(api.delete(&format!("/media/{}", registered["id"].as_str().unwrap())).status, 200);
+    store.now_ms.set(T0 + 1000.0 * HOUR_MS);
+    let r = tick(&api, 24.0);
+    assert_eq!(r.objects_deleted, 1, "{r:?}");
+    let mut left = objects(&api);
+    left.sort();
+    let mut want = vec![legacy_key.clone(), "theirs-registered.png".to_owned(), "theirs.png".to_owned()];
+    want.sort();
+    assert_eq!(left, want, "only the marked orphan went");
+    // Pass after pass, with no grace at all, the foreign objects stay.
+    for _ in 0..10 {
+        assert_eq!(tick(&api, 0.0).objects_deleted, 0);
+    }
+    let mut left = objects(&api);
+    left.sort();
+    assert_eq!(left, want);
+}
+
+/// Calls the file route and counts the statements it issued.
+fn file_metered(api: &Api, method: &str, key: &str) -> (media_usage_worker::api::Response, u64) {
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&api.db, &clock);
+    let req = media_usage_worker::api::Request {
+        method: method.into(),
+        path: format!("/_emdash/api/media/file/{key}"),
+        ..Default::default()
+    };
+    let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
+    let r = block_on(media_usage_worker::api::handle_with(&metered, &api.config, storage, &req));
+    (r, metered.usage().statements)
+}
+
+#[test]
+fn the_file_route_serves_only_objects_the_worker_stored() {
+    let api = Api::with_storage(T0);
+    // Marked: served with no statement at all.
+    let ours = upload_png(&api, &png(6, 6, 60));
+    let ours_key = ours["storageKey"].as_str().unwrap();
+    let (r, statements) = file_metered(&api, "GET", ours_key);
+    assert_eq!((r.status, statements), (200, 0), "{}", r.body);
+    // Unmarked and named by no row: 404, after one statement.
+    put_foreign(&api, "theirs.png", &png(6, 6, 61), "image/png");
+    let (r, statements) = file_metered(&api, "GET", "theirs.png");
+    assert_eq!((r.status, code(&r).as_str(), statements), (404, "NOT_FOUND", 1), "{}", r.body);
+    assert_eq!(r.object, None);
+    // Unmarked and named by a JSON registration only: still 404 (and the row's url leads nowhere).
+    put_foreign(&api, "theirs-registered.png", &png(6, 6, 62), "image/png");
+    register_json(&api, "theirs-registered.png");
+    let (r, statements) = file_metered(&api, "GET", "theirs-registered.png");
+    assert_eq!((r.status, code(&r).as_str(), statements), (404, "NOT_FOUND", 1));
+    // Uploaded before the marker existed: unmarked, but an uploaded row names it: served.
+    let legacy = upload_png(&api, &png(6, 6, 63));
+    let legacy_key = legacy["storageKey"].as_str().unwrap();
+    put_foreign(&api, legacy_key, &png(6, 6, 63), "image/png");
+    let (r, statements) = file_metered(&api, "GET", legacy_key);
+    assert_eq!((r.status, statements), (200, 1), "{}", r.body);
+    assert_eq!(r.object, Some((legacy_key.to_owned(), 0, 33)));
+    assert_eq!(header(&r, "content-security-policy"), Some("sandbox"));
+    // Once that row is gone, the legacy object is no longer served.
+    assert_eq!(api.delete(&format!("/media/{}?force=true", legacy["id"].as_str().unwrap())).status, 200);
+    put_foreign(&api, legacy_key, &png(6, 6, 63), "image/png");
+    assert_eq!(file_metered(&api, "GET", legacy_key).0.status, 404);
+    // HEAD follows the same rule.
+    assert_eq!(file_metered(&api, "HEAD", "theirs.png").0.status, 404);
+    assert_eq!(file_metered(&api, "HEAD", "theirs-registered.png").0.status, 404);
+    assert_eq!(file_metered(&api, "HEAD", ours_key).0.status, 200);
+}
+
+#[test]
+fn the_legacy_lookup_is_answered_from_the_storage_key_index() {
+    let api = Api::new();
+    let sql = include_str!("../../src/sql/media/uploaded_key.sql");
+    let conn = api.db.connection();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let plan: Vec<String> = stmt
+        .query_map([rusqlite::types::Value::Null], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(plan.iter().any(|d| d.starts_with("SEARCH media USING INDEX")), "{plan:#?}");
+    assert!(!plan.iter().any(|d| d.starts_with("SCAN media")), "{plan:#?}");
+}
+
+#[test]
+fn deleting_json_registered_media_never_deletes_the_object_it_names() {
+    let api = Api::with_storage(T0);
+    // Another application's file, registered by JSON, deleted safely and by force.
+    put_foreign(&api, "theirs/one.png", &png(7, 7, 70), "image/png");
+    put_foreign(&api, "theirs/two.png", &png(7, 7, 71), "image/png");
+    let one = register_json(&api, "theirs/one.png");
+    let two = register_json(&api, "theirs/two.png");
+    let store = api.storage.as_ref().unwrap();
+    let before = store.operations.get();
+    assert_eq!(api.delete(&format!("/media/{}", one["id"].as_str().unwrap())).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}?force=true", two["id"].as_str().unwrap())).status, 200);
+    assert_eq!(store.operations.get(), before, "no storage operation at all");
+    assert_eq!(objects(&api), ["theirs/one.png", "theirs/two.png"]);
+    // Even a marked object a JSON row names is left to the sweep (which takes it once no row
+    // names it and the grace period is over).
+    put_raw(store, "ours-registered.png", png(7, 7, 72), "image/png");
+    let three = register_json(&api, "ours-registered.png");
+    assert_eq!(api.delete(&format!("/media/{}", three["id"].as_str().unwrap())).status, 200);
+    assert!(objects(&api).contains(&"ours-registered.png".to_owned()));
+    store.now_ms.set(T0 + 25.0 * HOUR_MS);
+    assert_eq!(tick(&api, 24.0).objects_deleted, 1);
+    assert_eq!(objects(&api), ["theirs/one.png", "theirs/two.png"]);
+    // An uploaded row's delete still deletes its object.
+    let up = upload_png(&api, &png(7, 7, 73));
+    assert_eq!(api.delete(&format!("/media/{}", up["id"].as_str().unwrap())).status, 200);
+    assert_eq!(objects(&api), ["theirs/one.png", "theirs/two.png"]);
+}
+
+#[test]
+fn head_answers_exactly_as_get_without_a_body() {
+    let api = Api::with_storage(T0);
+    let png_item = upload_png(&api, &png(8, 8, 80));
+    let pdf = upload(&api, &[("file", Some("doc.pdf"), None, b"%PDF-1.4 a small document")]);
+    assert_eq!(pdf.status, 201, "{}", pdf.body);
+    let pdf_key = data(&pdf)["item"]["storageKey"].as_str().unwrap().to_owned();
+    // A legacy (unmarked, uploaded) object and a foreign one, too.
+    let legacy = upload_png(&api, &png(8, 8, 81));
+    let legacy_key = legacy["storageKey"].as_str().unwrap().to_owned();
+    put_foreign(&api, &legacy_key, &png(8, 8, 81), "image/png");
+    put_foreign(&api, "theirs.svg", b"<svg/>", "image/svg+xml");
+    let png_key = png_item["storageKey"].as_str().unwrap().to_owned();
+    let etag = header(&get_file(&api, &png_key, |_| {}), "etag").unwrap().to_owned();
+    type Adjust = fn(&mut media_usage_worker::api::Request, &str);
+    let cases: Vec<(&str, Adjust, u16)> = vec![
+        (&png_key, |_, _| {}, 200),
+        (&pdf_key, |_, _| {}, 200),
+        (&legacy_key, |_, _| {}, 200),
+        (&png_key, |q, _| q.range = Some("bytes=2-9".into()), 206),
+        (&png_key, |q, _| q.range = Some("bytes=-5".into()), 206),
+        (&png_key, |q, _| q.range = Some("bytes=0-1,4-5".into()), 200),
+        (&png_key, |q, _| q.range = Some("bytes=999-".into()), 416),
+        (&png_key, |q, etag| q.if_none_match = Some(etag.to_owned()), 304),
+        ("theirs.svg", |_, _| {}, 404),
+        ("nothing.png", |_, _| {}, 404),
+    ];
+    for (key, adjust, status) in cases {
+        let get = api.request("GET", &format!("/media/file/{key}"), None, None, |q| adjust(q, &etag));
+        let head = api.request("HEAD", &format!("/media/file/{key}"), None, None, |q| adjust(q, &etag));
+        assert_eq!((get.status, head.status), (status, status), "{key}: {}", get.body);
+        assert_eq!(head.object, None, "{key}: HEAD reads no bytes");
+        assert_eq!((head.content_type, head.no_store), (get.content_type, get.no_store), "{key}");
+        // The same headers, and the length GET's body has.
+        let mut want = get.headers.clone();
+        match (&get.object, status) {
+            (Some((_, _, length)), _) => want.push(("content-length", length.to_string())),
+            // A 416 has an empty body (length 0), a 304 none.
+            (None, 416) => want.push(("content-length", "0".to_owned())),
+            _ => {}
+        }
+        assert_eq!(head.headers, want, "{key} ({status})");
+        if status == 404 {
+            assert_eq!(head.body, get.body, "the edge drops a HEAD's body");
+        } else {
+            assert_eq!(head.body, "", "{key}");
+        }
+    }
+    // The content length is the served part's.
+    let head =
+        api.request("HEAD", &format!("/media/file/{png_key}"), None, None, |q| q.range = Some("bytes=2-9".into()));
+    assert_eq!(header(&head, "content-length"), Some("8"));
+    assert_eq!(header(&head, "content-range"), Some("bytes 2-9/33"));
+    let head = api.request("HEAD", &format!("/media/file/{pdf_key}"), None, None, |_| {});
+    assert_eq!(header(&head, "content-length"), Some("25"));
+    assert_eq!(header(&head, "content-type"), Some("application/pdf"));
+    // Other methods are refused, naming both.
+    let r = api.request("PUT", &format!("/media/file/{png_key}"), None, None, |_| {});
+    assert_eq!((r.status, r.headers.clone()), (405, vec![("allow", "GET, HEAD".to_owned())]));
 }

@@ -47,7 +47,11 @@ export const PROBE = "test-probe";
 /**
  * Miniflare options for the probe worker, bound to the same D1 database (and bucket, if any) as
  * the workers under test. `POST /sql` `{sql, params, method}` answers `{ok, result}` or
- * `{ok: false, error}`; `GET /r2` lists keys; `GET /r2/<key>` is the object (404 when missing).
+ * `{ok: false, error}`; `GET /r2` lists keys; `GET /r2/<key>` is the object (404 when missing),
+ * its custom metadata in `x-custom-metadata` (JSON); `PUT /r2/<key>` stores the body as an
+ * object of the request's `Content-Type`, with the custom metadata `x-custom-metadata` (JSON) or
+ * none: not as the worker stores objects (without its marker, unless given), like another
+ * application sharing the bucket.
  */
 export function probeWorker(extra = {}) {
   const script = `export default {
@@ -74,10 +78,22 @@ export function probeWorker(extra = {}) {
         } while (cursor);
         return Response.json(keys);
       }
+      if (url.pathname.startsWith("/r2/") && request.method === "PUT") {
+        const customMetadata = JSON.parse(request.headers.get("x-custom-metadata") ?? "{}");
+        const httpMetadata = { contentType: request.headers.get("content-type") ?? undefined };
+        await env.MEDIA_BUCKET.put(decodeURIComponent(url.pathname.slice(4)), await request.arrayBuffer(), { httpMetadata, customMetadata });
+        return new Response(null, { status: 201 });
+      }
       if (url.pathname.startsWith("/r2/")) {
         const object = await env.MEDIA_BUCKET.get(decodeURIComponent(url.pathname.slice(4)));
         if (!object) return new Response("no such object", { status: 404 });
-        return new Response(object.body, { headers: { "content-type": object.httpMetadata?.contentType ?? "", "x-size": String(object.size) } });
+        return new Response(object.body, {
+          headers: {
+            "content-type": object.httpMetadata?.contentType ?? "",
+            "x-size": String(object.size),
+            "x-custom-metadata": JSON.stringify(object.customMetadata ?? {}),
+          },
+        });
       }
       return new Response("unknown probe", { status: 404 });
     },
@@ -132,11 +148,26 @@ export class ProbeBucket {
     return (await this.mf.dispatchFetch("http://localhost/r2", { headers: { "MF-Route-Override": PROBE } })).json();
   }
 
-  /** `null` when missing, else `{bytes, contentType, size}`. */
+  /** `null` when missing, else `{bytes, contentType, size, customMetadata}`. */
   async get(key) {
     const res = await this.mf.dispatchFetch(`http://localhost/r2/${encodeURIComponent(key)}`, { headers: { "MF-Route-Override": PROBE } });
     if (res.status === 404) return null;
-    return { bytes: new Uint8Array(await res.arrayBuffer()), contentType: res.headers.get("content-type"), size: Number(res.headers.get("x-size")) };
+    return {
+      bytes: new Uint8Array(await res.arrayBuffer()),
+      contentType: res.headers.get("content-type"),
+      size: Number(res.headers.get("x-size")),
+      customMetadata: JSON.parse(res.headers.get("x-custom-metadata")),
+    };
+  }
+
+  /** Stores `bytes` under `key` as another application would: no marker unless `customMetadata` has it. */
+  async put(key, bytes, { contentType = "application/octet-stream", customMetadata = {} } = {}) {
+    const res = await this.mf.dispatchFetch(`http://localhost/r2/${encodeURIComponent(key)}`, {
+      method: "PUT",
+      headers: { "MF-Route-Override": PROBE, "content-type": contentType, "x-custom-metadata": JSON.stringify(customMetadata) },
+      body: bytes,
+    });
+    if (res.status !== 201) throw new Error(`probe put of ${key} failed: ${res.status} ${await res.text()}`);
   }
 }
 

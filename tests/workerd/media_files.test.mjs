@@ -2,9 +2,11 @@
 // EmDash's own client (`EmDashClient` from the `emdash` npm package) uploads through real HTTP:
 // multipart upload, dedup, allowlist, size and magic-byte refusals, dimensions from real PNG and
 // JPEG files, files larger than one part streamed into an R2 multipart upload, a body that ends
-// before its form does, the file route (ETag/304/Range/416/404), safe delete removing the object,
-// and the storage sweep reclaiming an object left behind by a crash only after the grace period, never an
-// object a media row references.
+// before its form does, the file route (ETag/304/Range/416/404, HEAD answering as GET without a
+// body), safe delete removing the object, and the storage sweep reclaiming an object left behind by
+// a crash only after the grace period, never an object a media row references. The bucket may be
+// shared: every object the worker stores carries its marker, and an object without it (put by the
+// probe, as another application would) is never swept, served or deleted.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { deflateSync, crc32 } from "node:zlib";
@@ -21,6 +23,8 @@ let mf;
 let url;
 let db;
 let bucket;
+/** The custom metadata every object the worker stores carries. */
+const MARKER = { "emdash-media-worker": "1" };
 
 before(async () => {
   const shared = { r2Buckets: { MEDIA_BUCKET: "media-files-test" } };
@@ -100,6 +104,7 @@ test("EmDash's client uploads a PNG: stored in R2, registered with its header's 
   const stored = await bucket.get(item.storageKey);
   assert.equal(stored.contentType, "image/png");
   assert.deepEqual(stored.bytes, png(37, 21, 1));
+  assert.deepEqual(stored.customMetadata, MARKER, "a single put carries the marker");
 
   // The same bytes again: the existing item, nothing stored.
   const before = await keys();
@@ -241,6 +246,7 @@ test("a file larger than a part streams into an R2 multipart upload and is serve
   const stored = await bucket.get(item.storageKey);
   assert.equal(stored.size, bytes.length);
   assert.equal(stored.contentType, "image/png");
+  assert.deepEqual(stored.customMetadata, MARKER, "a multipart upload carries the marker");
   assert.deepEqual(stored.bytes, bytes, "the object is the file, byte for byte");
   // A range across the first part boundary.
   const path = `${url}/_emdash/api/media/file/${item.storageKey}`;
@@ -304,11 +310,30 @@ test("without MEDIA_PUBLIC_URL, sitemaps list uploaded images at the file route 
   assert.equal(image.status, 200, "the listed URL serves the image");
 });
 
-test("stored files are served publicly with an entity tag, 304, ranges and 416", async () => {
+/**
+ * GETs and HEADs `path` with `headers`: both must answer the same status and headers (`Content-Length`
+ * included), the HEAD without a body. Resolves with the GET's response and its bytes. The local
+ * HTTP server compresses text types by itself when asked to, so the file is asked for as is.
+ */
+async function getAndHead(path, headers = {}) {
+  const init = { headers: { "accept-encoding": "identity", ...headers } };
+  const get = await fetch(path, init);
+  const bytes = new Uint8Array(await get.arrayBuffer());
+  const head = await fetch(path, { ...init, method: "HEAD" });
+  const headBytes = new Uint8Array(await head.arrayBuffer());
+  const label = `${path} ${JSON.stringify(headers)}`;
+  assert.equal(head.status, get.status, label);
+  assert.deepEqual(Object.fromEntries(head.headers), Object.fromEntries(get.headers), label);
+  assert.equal(headBytes.length, 0, `${label}: HEAD has no body`);
+  if (get.status !== 304 && get.status < 400) assert.equal(get.headers.get("content-length"), String(bytes.length), label);
+  return { res: get, bytes };
+}
+
+test("stored files are served publicly with an entity tag, 304, ranges and 416, by GET and HEAD alike", async () => {
   const bytes = png(9, 9, 7);
   const item = await client().mediaUpload(bytes, "served.png");
   const path = `${url}/_emdash/api/media/file/${item.storageKey}`;
-  const res = await fetch(path);
+  const { res } = await getAndHead(path);
   assert.equal(res.status, 200);
   assert.equal(res.headers.get("content-type"), "image/png");
   assert.equal(res.headers.get("cache-control"), "public, max-age=31536000, immutable");
@@ -316,31 +341,85 @@ test("stored files are served publicly with an entity tag, 304, ranges and 416",
   assert.equal(res.headers.get("content-security-policy"), "sandbox");
   assert.equal(res.headers.get("content-disposition"), null, "a PNG is shown inline");
   assert.equal(res.headers.get("x-media-usage-cost"), null);
-  assert.deepEqual(new Uint8Array(await res.arrayBuffer()), bytes);
+  assert.equal(res.headers.get("content-length"), String(bytes.length));
+  assert.equal(res.headers.get("accept-ranges"), "bytes");
   const etag = res.headers.get("etag");
   assert.ok(etag);
-  const cached = await fetch(path, { headers: { "if-none-match": etag } });
-  assert.equal(cached.status, 304);
-  assert.notEqual(cached.headers.get("cache-control"), "public, max-age=31536000, immutable");
-  const part = await fetch(path, { headers: { range: "bytes=1-3" } });
-  assert.equal(part.status, 206);
-  assert.equal(part.headers.get("content-range"), `bytes 1-3/${bytes.length}`);
-  assert.deepEqual(new Uint8Array(await part.arrayBuffer()), bytes.slice(1, 4));
-  const tail = await fetch(path, { headers: { range: "bytes=-4" } });
-  assert.deepEqual(new Uint8Array(await tail.arrayBuffer()), bytes.slice(-4));
-  const bad = await fetch(path, { headers: { range: `bytes=${bytes.length}-` } });
-  assert.equal(bad.status, 416);
-  assert.equal(bad.headers.get("content-range"), `bytes */${bytes.length}`);
-  assert.notEqual(bad.headers.get("cache-control"), "public, max-age=31536000, immutable");
+  const cached = await getAndHead(path, { "if-none-match": etag });
+  assert.equal(cached.res.status, 304);
+  assert.notEqual(cached.res.headers.get("cache-control"), "public, max-age=31536000, immutable");
+  assert.equal(cached.res.headers.get("content-security-policy"), "sandbox");
+  const part = await getAndHead(path, { range: "bytes=1-3" });
+  assert.equal(part.res.status, 206);
+  assert.equal(part.res.headers.get("content-range"), `bytes 1-3/${bytes.length}`);
+  assert.equal(part.res.headers.get("content-length"), "3");
+  assert.deepEqual(part.bytes, bytes.slice(1, 4));
+  const tail = await getAndHead(path, { range: "bytes=-4" });
+  assert.deepEqual(tail.bytes, bytes.slice(-4));
+  const bad = await getAndHead(path, { range: `bytes=${bytes.length}-` });
+  assert.equal(bad.res.status, 416);
+  assert.equal(bad.res.headers.get("content-range"), `bytes */${bytes.length}`);
+  assert.notEqual(bad.res.headers.get("cache-control"), "public, max-age=31536000, immutable");
   // Several ranges, or another unit: ignored (RFC 9110 §14.2), the whole file.
   for (const range of ["bytes=0-1,3-4", "items=0-1"]) {
-    const whole = await fetch(path, { headers: { range } });
-    assert.equal(whole.status, 200, range);
-    assert.deepEqual(new Uint8Array(await whole.arrayBuffer()), bytes, range);
+    const whole = await getAndHead(path, { range });
+    assert.equal(whole.res.status, 200, range);
+    assert.equal(whole.res.headers.get("content-range"), null, range);
+    assert.equal(whole.res.headers.get("cache-control"), "public, max-age=31536000, immutable", range);
+    assert.deepEqual(whole.bytes, bytes, range);
   }
   const missing = await fetch(`${url}/_emdash/api/media/file/0000.png`);
   assert.equal(missing.status, 404);
   assert.equal((await missing.json()).error.code, "NOT_FOUND");
+  assert.equal((await fetch(`${url}/_emdash/api/media/file/0000.png`, { method: "HEAD" })).status, 404);
+  // Another method names both.
+  const put = await fetch(path, { method: "PUT", body: "x" });
+  assert.equal(put.status, 405);
+  assert.equal(put.headers.get("allow"), "GET, HEAD");
+});
+
+test("SVG, PNG and PDF files carry their headers by GET and HEAD alike: only raster images and PDF inline", async () => {
+  const pngBytes = png(4, 4, 8);
+  const pngItem = await client().mediaUpload(pngBytes, "inline.png");
+  const pdfBytes = new TextEncoder().encode("%PDF-1.4\n% a small document\n%%EOF\n");
+  const pdfItem = await client().mediaUpload(pdfBytes, "doc.pdf");
+  assert.equal(pdfItem.mimeType, "application/pdf");
+  // Uploads refuse SVG (its content has no magic bytes to check); an SVG the worker stored with
+  // another allowlist is stood for by an object carrying the marker.
+  const svgBytes = new TextEncoder().encode('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
+  await bucket.put("stored-earlier.svg", svgBytes, { contentType: "image/svg+xml", customMetadata: MARKER });
+  const cases = [
+    [pngItem.storageKey, pngBytes, "image/png", null],
+    [pdfItem.storageKey, pdfBytes, "application/pdf", null],
+    ["stored-earlier.svg", svgBytes, "image/svg+xml", "attachment"],
+  ];
+  for (const [key, bytes, type, disposition] of cases) {
+    const path = `${url}/_emdash/api/media/file/${key}`;
+    const { res, bytes: got } = await getAndHead(path);
+    assert.equal(res.status, 200, key);
+    assert.deepEqual(got, bytes, key);
+    assert.equal(res.headers.get("content-type"), type, key);
+    assert.equal(res.headers.get("content-disposition"), disposition, key);
+    assert.equal(res.headers.get("content-security-policy"), "sandbox", key);
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff", key);
+    assert.equal(res.headers.get("accept-ranges"), "bytes", key);
+    assert.equal(res.headers.get("content-length"), String(bytes.length), key);
+    assert.equal(res.headers.get("cache-control"), "public, max-age=31536000, immutable", key);
+    const etag = res.headers.get("etag");
+    const part = await getAndHead(path, { range: "bytes=0-3" });
+    assert.equal(part.res.status, 206, key);
+    assert.equal(part.res.headers.get("content-disposition"), disposition, key);
+    assert.deepEqual(part.bytes, bytes.slice(0, 4), key);
+    for (const [headers, status] of [[{ "if-none-match": etag }, 304], [{ range: `bytes=${bytes.length + 5}-` }, 416]]) {
+      const { res: r } = await getAndHead(path, headers);
+      assert.equal(r.status, status, `${key} ${status}`);
+      assert.equal(r.headers.get("cache-control"), "public, max-age=300", `${key} ${status}: not the year`);
+      assert.equal(r.headers.get("content-security-policy"), "sandbox", `${key} ${status}`);
+    }
+    const several = await getAndHead(path, { range: "bytes=0-1,2-3" });
+    assert.equal(several.res.status, 200, `${key}: several ranges are the whole file`);
+    assert.deepEqual(several.bytes, bytes, key);
+  }
 });
 
 test("a safe delete removes the object; one that dies before the object delete is swept only after the grace period", async () => {
@@ -372,4 +451,54 @@ test("a safe delete removes the object; one that dies before the object delete i
   assert.ok(left.includes(kept.storageKey), "a referenced object is never swept");
   const rows = (await db.prepare("SELECT storage_key FROM media").all()).results.map((r) => r.storage_key);
   for (const k of rows.filter((k) => /^[0-9a-f]{32}\./.test(k))) assert.ok(left.includes(k), `${k} is referenced and kept`);
+});
+
+test("a bucket shared with other files: foreign objects survive ten sweeps at grace 0, are never served, and a JSON registration's delete leaves them", async () => {
+  const foreign = png(6, 6, 40);
+  await bucket.put("theirs/photo.png", foreign, { contentType: "image/png" });
+  await bucket.put("theirs/tagged.png", png(6, 6, 41), { contentType: "image/png", customMetadata: { owner: "another-app" } });
+  await bucket.put("theirs/registered.png", png(6, 6, 42), { contentType: "image/png" });
+  await bucket.put("theirs/deleted.png", png(6, 6, 43), { contentType: "image/png" });
+  const json = (key) => api("POST", "/media", { headers: { "content-type": "application/json" }, body: JSON.stringify({ filename: "f.png", mimeType: "image/png", storageKey: key }) });
+  const registered = (await (await json("theirs/registered.png")).json()).data.item;
+  const deleted = (await (await json("theirs/deleted.png")).json()).data.item;
+  // A JSON registration's delete, safe or forced, never deletes the object it names.
+  assert.equal((await api("DELETE", `/media/${deleted.id}?force=true`)).status, 200);
+  assert.ok((await keys()).includes("theirs/deleted.png"));
+
+  // An upload from before the marker existed: its object has none, its row was uploaded.
+  const legacy = await client().mediaUpload(png(6, 6, 44), "legacy.png");
+  await bucket.put(legacy.storageKey, png(6, 6, 44), { contentType: "image/png" });
+  // And an orphan the worker stored (its row delete "crashed" before the object delete).
+  const orphan = await client().mediaUpload(png(6, 6, 45), "orphan.png");
+  assert.equal((await api("DELETE", `/media/${orphan.id}`, { worker: "crashdelete" })).status, 200);
+
+  // Only objects the worker stored are served: a foreign key is 404 by GET and HEAD, even when a
+  // JSON registration names it; the legacy upload is still served.
+  for (const key of ["theirs/photo.png", "theirs/tagged.png", "theirs/registered.png", "theirs/deleted.png"]) {
+    const path = `${url}/_emdash/api/media/file/${encodeURIComponent(key)}`;
+    const get = await fetch(path);
+    assert.equal(get.status, 404, key);
+    assert.equal((await get.json()).error.code, "NOT_FOUND", key);
+    const head = await fetch(path, { method: "HEAD" });
+    assert.equal(head.status, 404, key);
+    assert.equal((await head.arrayBuffer()).byteLength, 0, key);
+  }
+  const served = await getAndHead(`${url}/_emdash/api/media/file/${legacy.storageKey}`);
+  assert.equal(served.res.status, 200);
+  assert.deepEqual(served.bytes, png(6, 6, 44));
+
+  // Ten ticks with no grace at all: the marked orphan goes, every foreign object stays.
+  await db.prepare("UPDATE _emdash_media_storage_sweep SET cursor = NULL").run();
+  for (let i = 0; i < 10; i++) await tick("nograce");
+  const left = await keys();
+  assert.ok(!left.includes(orphan.storageKey), "the worker's own orphan was swept");
+  for (const key of ["theirs/photo.png", "theirs/tagged.png", "theirs/registered.png", "theirs/deleted.png", legacy.storageKey]) {
+    assert.ok(left.includes(key), `${key} survived`);
+  }
+  assert.deepEqual((await bucket.get("theirs/photo.png")).bytes, foreign, "untouched");
+  assert.equal((await fetch(`${url}/_emdash/api/media/file/theirs%2Fphoto.png`)).status, 404);
+  assert.equal((await fetch(`${url}/_emdash/api/media/file/theirs%2Fphoto.png`, { method: "HEAD" })).status, 404);
+  assert.equal((await api("DELETE", `/media/${registered.id}`)).status, 200);
+  assert.ok((await keys()).includes("theirs/registered.png"), "a safe delete of a JSON registration leaves the object");
 });

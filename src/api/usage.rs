@@ -108,11 +108,17 @@ pub async fn media_usage<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str, req: &Re
     let mut entries = group_entries(rows);
     let next = input::paginate(&mut entries, limit, |e| (e.collection.clone(), e.content_id.clone()));
     let items: Vec<Json> = entries.iter().map(EntryUsage::to_json).collect();
-    Ok((
-        200,
-        json!({"items": items, "nextCursor": next, "coverage": {"scope": "all_content_collections", "status": overall}}),
-    ))
+    let unindexed: Vec<Json> = reads::unindexed_users(ctx.exec, media_id, UNINDEXED_LISTED)
+        .await?
+        .into_iter()
+        .map(|u| json!({"collection": u.collection_slug, "contentId": u.content_id}))
+        .collect();
+    let coverage = json!({"scope": "all_content_collections", "status": overall});
+    Ok((200, json!({"items": items, "nextCursor": next, "unindexed": unindexed, "coverage": coverage})))
 }
+
+/// Entries too large to index that "Used in" names at most (each page, apart from the items).
+pub const UNINDEXED_LISTED: u32 = 100;
 
 /// One entry's usage of a media item.
 #[derive(Debug)]

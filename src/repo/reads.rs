@@ -9,6 +9,7 @@ use crate::exec::{Error, Executor, Statement};
 const USAGE_PAGE: &str = include_str!("../sql/usage/usage_page.sql");
 const COUNT_ENTRIES: &str = include_str!("../sql/usage/count_entries.sql");
 const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
+const UNINDEXED_USERS: &str = include_str!("../sql/usage/unindexed_users.sql");
 const MEDIA_USAGE_ENTRIES: &str = include_str!("../sql/usage/media_usage_entries.sql");
 const DELETE_MEDIA: &str = include_str!("../sql/media/delete.sql");
 
@@ -87,6 +88,18 @@ pub struct UsingEntry {
     pub indexed: i64,
     /// How many distinct entries reference the media (the same on every row).
     pub total: i64,
+}
+
+/// An entry too large to index that references a media item.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct UnindexedUser {
+    pub collection_slug: String,
+    pub content_id: String,
+}
+
+/// Up to `limit` entries too large to index whose failed work rows list the media.
+pub async fn unindexed_users<E: Executor>(exec: &E, media_id: &str, limit: u32) -> Result<Vec<UnindexedUser>, Error> {
+    exec.query(Statement::new(UNINDEXED_USERS).bind(media_id).bind(i64::from(limit))).await
 }
 
 /// Up to `limit` entries (of registered collections, trashed included) whose current projection

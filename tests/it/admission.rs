@@ -101,6 +101,13 @@ fn an_entry_too_large_to_index_blocks_only_the_media_it_uses() {
     assert_eq!(failed["items"][0]["contentId"], "big", "on the operator work list");
     assert_eq!(failed["items"][0]["lastErrorCode"], "MEDIA_USAGE_RESOURCE_LIMIT");
     assert_eq!(coverage(&api), "complete");
+    // "Used in" names it apart from the indexed entries, for what it uses only.
+    let used = data(&api.get(&format!("/media/{m1}/usage")));
+    assert_eq!(used["items"], json!([]));
+    assert_eq!(used["unindexed"], json!([{"collection": "posts", "contentId": "big"}]));
+    assert_eq!(data(&api.get(&format!("/media/{m4}/usage")))["unindexed"], json!([]));
+    let count = |m: &str| data(&api.get(&format!("/media/{m}?includeUsage=1")))["item"]["usage"]["count"].clone();
+    assert_eq!((count(&m1), count(&m4)), (json!(1), json!(0)));
     // A media item it does not use can go; one it uses cannot, and the refusal names it.
     assert_eq!(safe_delete(&api, &m4), (200, String::new()));
     let r = api.call("DELETE", &format!("/media/{m1}"), Some(ADMIN), None);

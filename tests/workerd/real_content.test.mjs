@@ -104,6 +104,7 @@ test("1,000 occurrences per variant are admitted; one more is refused up front; 
   assert.equal((await coverageOf(c)).status, "complete");
   const inUse = err(await w.del(`/media/${used}`), 409, "MEDIA_IN_USE");
   assert.deepEqual(inUse.details.entries, [{ collection: c.slug, contentId: id, slug: null, indexed: false }]);
+  assert.deepEqual(ok(await w.get(`/media/${used}/usage`)).unindexed, [{ collection: c.slug, contentId: id }]);
   ok(await w.del(`/media/${spare}`));
   // Fixing the entry indexes it and lets go of what it dropped.
   ok(await w.put(`/content/${c.slug}/${id}`, { data: { gallery: gallery(3, "ok") } }));

@@ -135,11 +135,12 @@ fn tokens_are_listed_without_secrets_revoked_at_once_and_expire() {
     assert_eq!(item["scopes"], json!(["content:read", "media:read"]));
     assert!(item["lastUsedAt"].is_string(), "{item}");
     let keys: Vec<&String> = item.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 7, "{keys:?}");
+    assert_eq!(keys.len(), 8, "{keys:?}");
+    assert_eq!(item["createdBy"], "bootstrap");
     assert!(!list.to_string().contains(&secret[7..]), "never the secret");
     assert!(!list.to_string().contains("tokenHash") && !list.to_string().contains("token_hash"));
     // Revoked at once; not listed any more; a second revoke is a 404.
-    assert_eq!(data(&api.delete(&format!("/admin/tokens/{id}")))["id"], id.as_str());
+    assert_eq!(data(&api.delete(&format!("/admin/tokens/{id}"))), json!({"id": id, "revoked": 1}));
     assert_eq!(code(&api.call("GET", "/media", Some(&secret), None)), "UNAUTHORIZED");
     assert!(data(&api.get("/admin/tokens"))["items"].as_array().unwrap().iter().all(|t| t["id"] != id.as_str()));
     assert_eq!(

@@ -13,6 +13,11 @@ fi
 # `wrangler dev` builds the worker itself (the [build] command of wrangler.toml).
 wrangler d1 migrations apply DB --local
 TOKEN="$(sed -n 's/^EMDASH_ADMIN_TOKEN="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' .dev.vars)"
+# The worker ignores a bootstrap secret shorter than 32 characters (after trimming).
+if [ "$(printf '%s' "$TOKEN" | awk '{$1=$1; print}' | tr -d '\n' | wc -m)" -lt 32 ]; then
+  echo "[start] EMDASH_ADMIN_TOKEN in .dev.vars is shorter than 32 characters: the worker ignores it" >&2
+  echo "[start] (requests bearing it answer 401); put a longer one there, or delete .dev.vars for a new one" >&2
+fi
 cat <<MSG
 
   media-usage-worker on http://localhost:8787/_emdash/api

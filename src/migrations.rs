@@ -29,4 +29,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0011_media_files.sql", sql: include_str!("../migrations/0011_media_files.sql") },
     Migration { name: "0012_reference_rules.sql", sql: include_str!("../migrations/0012_reference_rules.sql") },
     Migration { name: "0013_unindexed_media.sql", sql: include_str!("../migrations/0013_unindexed_media.sql") },
+    Migration { name: "0014_token_lineage.sql", sql: include_str!("../migrations/0014_token_lineage.sql") },
 ];

@@ -4,6 +4,9 @@
 
 use crate::model::ident::Ident;
 
+/// The prefix of every collection's content table (`ec_<slug>`); no system table has it.
+pub const CONTENT_TABLE_PREFIX: &str = "ec_";
+
 /// A piece of SQL text made only from validated identifiers and numbers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fragment(String);
@@ -11,7 +14,7 @@ pub struct Fragment(String);
 impl Fragment {
     /// The content table of a collection: `"ec_<slug>"`.
     pub fn content_table(slug: &Ident) -> Fragment {
-        Fragment(format!("\"ec_{}\"", slug.as_str()))
+        Fragment(format!("\"{CONTENT_TABLE_PREFIX}{}\"", slug.as_str()))
     }
 
     /// A bare quoted identifier.

@@ -3,11 +3,11 @@
 use super::error::ApiError;
 use super::Config;
 use crate::exec::Executor;
-use crate::model::auth::{hash_token, hashes_equal, Principal, Role, Scope};
+use crate::model::auth::{hash_token, hashes_equal, Principal, Role, Scope, BOOTSTRAP_TOKEN_ID, MAX_TOKEN_BYTES};
 use crate::repo::tokens;
 
 /// Resolves the `Authorization` header to a principal: the bootstrap admin token (compared by
-/// hash, in constant time) or a stored token. No header → `None`; a bad header or an unknown
+/// hash, in constant time; see [`crate::model::auth::bootstrap_hash`]) or a stored token. No header → `None`; a bad header or an unknown
 /// token → 401.
 pub async fn authenticate<E: Executor>(
     exec: &E,
@@ -23,13 +23,13 @@ pub async fn authenticate<E: Executor>(
         .split_once(' ')
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("Bearer"))
         .map(|(_, t)| t.trim())
-        .filter(|t| !t.is_empty() && t.len() <= 512)
+        .filter(|t| !t.is_empty() && t.len() <= MAX_TOKEN_BYTES)
         .ok_or_else(unauthorized)?;
     let hash = hash_token(token);
     if let Some(admin) = &config.admin_token_hash {
         if hashes_equal(admin, &hash) {
             return Ok(Some(Principal {
-                token_id: "bootstrap".into(),
+                token_id: BOOTSTRAP_TOKEN_ID.into(),
                 role: Role::Admin,
                 scopes: Scope::ALL.to_vec(),
             }));
@@ -77,7 +77,7 @@ mod tests {
     fn the_bearer_scheme_is_case_insensitive() {
         let exec = SqliteExecutor::open_in_memory().unwrap();
         let config = Config {
-            admin_token_hash: Some(hash_token("secret")),
+            admin_token_hash: Some(hash_token("secret-0123456789abcdef0123456789")),
             site_url: None,
             media_public_url: None,
             tick_budget: crate::usage::tick::TickBudget::default(),
@@ -85,11 +85,21 @@ mod tests {
             max_revisions: crate::repo::content::DEFAULT_MAX_REVISIONS,
             uploads: Default::default(),
         };
-        for header in ["Bearer secret", "bearer secret", "BEARER  secret "] {
+        for header in [
+            "Bearer secret-0123456789abcdef0123456789",
+            "bearer secret-0123456789abcdef0123456789",
+            "BEARER  secret-0123456789abcdef0123456789 ",
+        ] {
             let p = block_on(authenticate(&exec, &config, Some(header))).unwrap();
             assert_eq!(p.map(|p| p.role), Some(Role::Admin), "{header}");
         }
-        for header in ["Bearer", "Bearer ", "Basic secret", "secret", "Bearersecret"] {
+        for header in [
+            "Bearer",
+            "Bearer ",
+            "Basic secret-0123456789abcdef0123456789",
+            "secret-0123456789abcdef0123456789",
+            "Bearersecret-0123456789abcdef0123456789",
+        ] {
             let e = block_on(authenticate(&exec, &config, Some(header))).unwrap_err();
             assert_eq!(e.status, 401, "{header}");
         }

@@ -37,13 +37,14 @@ fn check_owner<E>(ctx: &Ctx<'_, E>, row: &Row) -> Result<(), ApiError> {
 
 /// Maps write failures: a taken (slug, locale) is a 409; a content table dropped by a
 /// collection deletion after the request found the collection is the capture fence's 409 (the
-/// collection was fenced before its table went); anything else as usual.
+/// collection was fenced before its table went); anything else as usual (a missing system table
+/// is an internal error).
 fn write_error(e: exec::Error) -> ApiError {
     match e {
         exec::Error::Unique(msg) if msg.contains(".slug") => {
             ApiError::conflict("An entry with this slug already exists in this locale")
         }
-        exec::Error::NoSuchTable(_) => exec::Error::CaptureInactive.into(),
+        e if e.is_missing_content_table() => exec::Error::CaptureInactive.into(),
         other => other.into(),
     }
 }

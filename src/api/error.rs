@@ -136,8 +136,9 @@ impl From<exec::Error> for ApiError {
                 "PAYLOAD_TOO_LARGE",
                 "The change would make the entry larger than the database's 2,000,000-byte row limit",
             ),
-            // A content table dropped by a collection deletion while this request ran.
-            exec::Error::NoSuchTable(_) => {
+            // A content table dropped by a collection deletion while this request ran. Any other
+            // missing table (`media`, the registry, …) is a broken database: an internal error.
+            e if e.is_missing_content_table() => {
                 ApiError::new(404, "COLLECTION_NOT_FOUND", "The collection no longer exists")
             }
             other => ApiError::internal(other.to_string()),

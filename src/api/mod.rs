@@ -132,7 +132,8 @@ impl Response {
 /// Deployment settings the handlers need. No defaults: the edge (or a test) states them.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// SHA-256 of `EMDASH_ADMIN_TOKEN`, if set.
+    /// SHA-256 of `EMDASH_ADMIN_TOKEN` (trimmed), if set and long enough
+    /// ([`crate::model::auth::bootstrap_hash`]).
     pub admin_token_hash: Option<[u8; 32]>,
     /// `SITE_URL`: the public site's origin, for sitemap entry URLs (sitemaps are off without it).
     pub site_url: Option<String>,
@@ -316,7 +317,7 @@ async fn dispatch<E: Executor>(
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,
         Op::ListTokens => tokens::list(&ctx, req).await?,
-        Op::RevokeToken => tokens::revoke(&ctx, p(0)).await?,
+        Op::RevokeToken => tokens::revoke(&ctx, p(0), req).await?,
         Op::SelfCheck => self_check(&ctx).await?,
         Op::MediaUsage => usage::media_usage(&ctx, p(0), req).await?,
         Op::UsageStatus => usage::status(&ctx).await?,

@@ -146,6 +146,7 @@ pub fn flags(op: Op) -> &'static [&'static str] {
         Op::DeleteCollection | Op::DeleteMedia => &["force"],
         Op::DeleteContent => &["permanent"],
         Op::GetMedia => &["includeUsage"],
+        Op::RevokeToken => &["cascade"],
         _ => &[],
     }
 }

@@ -6,13 +6,15 @@ mod d1;
 mod http;
 mod r2;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use worker::{event, Context, Env};
 
 use crate::api;
 use crate::api::upload::UploadRules;
 use crate::exec::fault::Faulty;
 use crate::exec::meter::Metered;
-use crate::model::auth::hash_token;
+use crate::model::auth::bootstrap_hash;
 use crate::repo::content::max_revisions_from_settings;
 use crate::storage::sweep::grace_ms_from_setting;
 use crate::storage::Storage;
@@ -51,9 +53,26 @@ pub(crate) fn var(env: &Env, name: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// Whether this isolate has logged why `EMDASH_ADMIN_TOKEN` is ignored.
+static BOOTSTRAP_IGNORED_LOGGED: AtomicBool = AtomicBool::new(false);
+
+/// The bootstrap token's hash: `EMDASH_ADMIN_TOKEN` trimmed, if it is long enough. An ignored
+/// secret is logged (the reason, never the secret) once per isolate.
+fn bootstrap(env: &Env) -> Option<[u8; 32]> {
+    match bootstrap_hash(&var(env, "EMDASH_ADMIN_TOKEN")?) {
+        Ok(hash) => Some(hash),
+        Err(why) => {
+            if !BOOTSTRAP_IGNORED_LOGGED.swap(true, Ordering::Relaxed) {
+                worker::console_warn!("{why}");
+            }
+            None
+        }
+    }
+}
+
 fn config(env: &Env) -> api::Config {
     api::Config {
-        admin_token_hash: var(env, "EMDASH_ADMIN_TOKEN").map(|t| hash_token(&t)),
+        admin_token_hash: bootstrap(env),
         site_url: var(env, "SITE_URL"),
         media_public_url: var(env, "MEDIA_PUBLIC_URL"),
         tick_budget: budget(env),

@@ -177,8 +177,10 @@ pub enum Error {
     /// A string, BLOB or row would pass D1's 2,000,000-byte limit; nothing was written.
     #[error("value or row too big: {0}")]
     TooBig(String),
-    /// A statement named a table that does not exist (a content table dropped by a collection
-    /// deletion while a request or job still held its name).
+    /// A statement named a table that does not exist: the table's name (the whole message when
+    /// it names none). A missing content table is a collection dropped by its deletion while a
+    /// request or job still held its name ([`Error::is_missing_content_table`]); a missing system
+    /// table is a broken database.
     #[error("no such table: {0}")]
     NoSuchTable(String),
     /// A row did not have the shape the caller expected.
@@ -186,6 +188,25 @@ pub enum Error {
     Decode(String),
     #[error("database error: {0}")]
     Backend(String),
+}
+
+impl Error {
+    /// Whether a collection's content table (`ec_<slug>`) is what was missing — the one missing
+    /// table that means a collection is gone rather than that the database is broken.
+    pub fn is_missing_content_table(&self) -> bool {
+        matches!(self, Error::NoSuchTable(table) if table.starts_with(crate::sql::CONTENT_TABLE_PREFIX))
+    }
+}
+
+/// The table a "no such table" message names (without a `main.` schema prefix), if any.
+fn missing_table(message: &str) -> Option<&str> {
+    const NEEDLE: &str = "no such table: ";
+    let at = message.to_ascii_lowercase().find(NEEDLE)? + NEEDLE.len();
+    let rest = &message[at..];
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')).unwrap_or(rest.len());
+    let name = &rest[..end];
+    let name = name.strip_prefix("main.").unwrap_or(name);
+    (!name.is_empty()).then_some(name)
 }
 
 /// Maps an SQLite/D1 error message to an [`Error`]. Both backends share this one classifier.
@@ -202,7 +223,7 @@ pub fn classify(message: &str) -> Error {
     } else if lower.contains("string or blob too big") {
         Error::TooBig(message.to_owned())
     } else if lower.contains("no such table") {
-        Error::NoSuchTable(message.to_owned())
+        Error::NoSuchTable(missing_table(message).unwrap_or(message).to_owned())
     } else {
         Error::Backend(message.to_owned())
     }
@@ -277,5 +298,22 @@ mod tests {
         assert!(matches!(classify("D1_ERROR: no such table: ec_posts: SQLITE_ERROR"), Error::NoSuchTable(_)));
         assert!(matches!(classify("D1_ERROR: string or blob too big: SQLITE_TOOBIG"), Error::TooBig(_)));
         assert!(matches!(classify("no such column: x"), Error::Backend(_)));
+    }
+
+    #[test]
+    fn only_a_missing_content_table_means_a_collection_is_gone() {
+        let table = |m: &str| match classify(m) {
+            Error::NoSuchTable(t) => t,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(table("D1_ERROR: no such table: ec_posts: SQLITE_ERROR"), "ec_posts");
+        assert_eq!(table("no such table: main.ec_posts"), "ec_posts");
+        assert_eq!(table("no such table: media"), "media");
+        assert_eq!(table("No such table: _emdash_collections (code 1)"), "_emdash_collections");
+        assert!(classify("D1_ERROR: no such table: ec_posts: SQLITE_ERROR").is_missing_content_table());
+        for m in ["no such table: media", "no such table: _emdash_collections", "no such table: ", "no such table"] {
+            assert!(!classify(m).is_missing_content_table(), "{m}");
+        }
+        assert!(!Error::Backend("no such table: ec_x".into()).is_missing_content_table());
     }
 }

@@ -78,9 +78,20 @@ impl Scope {
     }
 }
 
+/// The `token_id` of the bootstrap token (`EMDASH_ADMIN_TOKEN`), and what `created_by` records
+/// for the tokens it mints. No stored token has it (stored ids are 32 hex digits).
+pub const BOOTSTRAP_TOKEN_ID: &str = "bootstrap";
+
+/// The fewest characters a bootstrap secret may have (after trimming).
+pub const MIN_BOOTSTRAP_SECRET_CHARS: usize = 32;
+
+/// The longest bearer token, in bytes, that authentication reads.
+pub const MAX_TOKEN_BYTES: usize = 512;
+
 /// Who is calling: an authenticated token's role and scopes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Principal {
+    /// The stored token's id, or [`BOOTSTRAP_TOKEN_ID`].
     pub token_id: String,
     pub role: Role,
     pub scopes: Vec<Scope>,
@@ -103,6 +114,26 @@ pub fn hash_token(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
 }
 
+/// The hash the bootstrap secret (`EMDASH_ADMIN_TOKEN`) is compared by: the secret trimmed as a
+/// presented token is. `Err` says why a secret is ignored (never the secret itself): shorter than
+/// [`MIN_BOOTSTRAP_SECRET_CHARS`] characters, or longer than a presented token may be.
+pub fn bootstrap_hash(secret: &str) -> Result<[u8; 32], String> {
+    let secret = secret.trim();
+    let chars = secret.chars().count();
+    if chars < MIN_BOOTSTRAP_SECRET_CHARS {
+        return Err(format!(
+            "EMDASH_ADMIN_TOKEN is ignored: it has {chars} characters after trimming, fewer than \
+             {MIN_BOOTSTRAP_SECRET_CHARS}; requests bearing it answer 401"
+        ));
+    }
+    if secret.len() > MAX_TOKEN_BYTES {
+        return Err(format!(
+            "EMDASH_ADMIN_TOKEN is ignored: it is longer than the {MAX_TOKEN_BYTES} bytes a bearer token may have"
+        ));
+    }
+    Ok(hash_token(secret))
+}
+
 /// Compares two hashes without an early exit, so timing reveals nothing about where they differ.
 pub fn hashes_equal(a: &[u8; 32], b: &[u8; 32]) -> bool {
     a.iter().zip(b.iter()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
@@ -120,6 +151,21 @@ mod tests {
         assert_eq!(Role::from_level(30), Some(Role::Author));
         assert_eq!(Scope::parse("media:write"), Some(Scope::MediaWrite));
         assert_eq!(Scope::parse("media:*"), None);
+    }
+
+    #[test]
+    fn the_bootstrap_secret_is_trimmed_and_at_least_32_characters() {
+        let long = "0123456789abcdef0123456789abcdef";
+        assert_eq!(bootstrap_hash(long), Ok(hash_token(long)));
+        assert_eq!(bootstrap_hash(&format!(" \t{long}\n")), Ok(hash_token(long)));
+        let short = &long[..31];
+        let why = bootstrap_hash(&format!("  {short}   ")).unwrap_err();
+        assert!(why.contains("31 characters") && !why.contains(short), "{why}");
+        // Characters, not bytes.
+        assert!(bootstrap_hash(&"é".repeat(31)).is_err());
+        assert!(bootstrap_hash(&"é".repeat(32)).is_ok());
+        assert!(bootstrap_hash(&"x".repeat(MAX_TOKEN_BYTES)).is_ok());
+        assert!(bootstrap_hash(&"x".repeat(MAX_TOKEN_BYTES + 1)).is_err());
     }
 
     #[test]

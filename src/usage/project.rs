@@ -449,7 +449,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> 
         match projection::load_entry(exec, &slug, &work.collection_id, &work.content_id, [&keys[0], &keys[1]]).await {
             Ok(l) => l,
             // The content table is gone: the collection was deleted (or is being deleted).
-            Err(Error::NoSuchTable(_)) => return obsolete(exec, work).await,
+            Err(e) if e.is_missing_content_table() => return obsolete(exec, work).await,
             Err(Error::Decode(_)) => return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await,
             Err(e) => return Err(e),
         };
@@ -494,7 +494,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> 
         Err(Error::Stale) => Ok(JobOutcome::Conflict),
         // The collection's table was dropped after the load (its deletion got past `table`):
         // nothing was written, and its work row goes with the collection.
-        Err(Error::NoSuchTable(_)) => Ok(obsolete(exec, work).await?),
+        Err(e) if e.is_missing_content_table() => Ok(obsolete(exec, work).await?),
         Err(e) => Err(e),
     }
 }
@@ -576,7 +576,8 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
     let field_slugs: Vec<Ident> = collection.fields.iter().map(|f| f.slug.clone()).collect();
     let group = match projection::load_group(exec, &slug, cid, &ids, &field_slugs, GROUP_LOAD_BYTES).await {
         Ok(g) => g,
-        Err(Error::NoSuchTable(_) | Error::Decode(_)) => return hand_back().await,
+        Err(Error::Decode(_)) => return hand_back().await,
+        Err(e) if e.is_missing_content_table() => return hand_back().await,
         Err(e) => return Err(e),
     };
     if group.registry_slug.as_deref() != Some(cslug) {
@@ -637,7 +638,8 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
     };
     match projection::publish_group(exec, &g).await {
         Ok(()) => Ok(GroupOutcome::Published { published: g.published_ids.len(), released: g.released_ids.len() }),
-        Err(Error::Stale | Error::NoSuchTable(_)) => hand_back().await,
+        Err(Error::Stale) => hand_back().await,
+        Err(e) if e.is_missing_content_table() => hand_back().await,
         Err(e) => Err(e),
     }
 }

@@ -90,7 +90,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
         RepairPhase::Scan => {
             let ids = match repo::scan_page(exec, &slug, run.scan_cursor.as_deref(), PAGE_SIZE).await {
                 Ok(ids) => ids,
-                Err(Error::NoSuchTable(_)) => {
+                Err(e) if e.is_missing_content_table() => {
                     repo::end(exec, run).await?;
                     return Ok(StepOutcome::Finished);
                 }
@@ -109,7 +109,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
         RepairPhase::Sources => {
             let page = match repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await {
                 Ok(page) => page,
-                Err(Error::NoSuchTable(_)) => {
+                Err(e) if e.is_missing_content_table() => {
                     repo::end(exec, run).await?;
                     return Ok(StepOutcome::Finished);
                 }

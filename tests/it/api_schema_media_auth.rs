@@ -1,8 +1,13 @@
 //! Collections, fields, media, tokens and the auth matrix through the pure API handlers.
 
+use media_usage_worker::api::Response;
 use serde_json::json;
 
-use crate::support::{code, data, Api, ADMIN};
+use crate::support::{code, data, now, Api, ADMIN};
+
+fn scalar(api: &Api, sql: &str) -> i64 {
+    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
 
 #[test]
 fn collections_are_created_with_their_table_and_refuse_duplicates() {
@@ -130,11 +135,12 @@ fn tokens_are_listed_without_secrets_revoked_at_once_and_expire() {
     assert_eq!(item["scopes"], json!(["content:read", "media:read"]));
     assert!(item["lastUsedAt"].is_string(), "{item}");
     let keys: Vec<&String> = item.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 7, "{keys:?}");
+    assert_eq!(keys.len(), 8, "{keys:?}");
+    assert_eq!(item["createdBy"], "bootstrap");
     assert!(!list.to_string().contains(&secret[7..]), "never the secret");
     assert!(!list.to_string().contains("tokenHash") && !list.to_string().contains("token_hash"));
     // Revoked at once; not listed any more; a second revoke is a 404.
-    assert_eq!(data(&api.delete(&format!("/admin/tokens/{id}")))["id"], id.as_str());
+    assert_eq!(data(&api.delete(&format!("/admin/tokens/{id}"))), json!({"id": id, "revoked": 1}));
     assert_eq!(code(&api.call("GET", "/media", Some(&secret), None)), "UNAUTHORIZED");
     assert!(data(&api.get("/admin/tokens"))["items"].as_array().unwrap().iter().all(|t| t["id"] != id.as_str()));
     assert_eq!(
@@ -272,4 +278,93 @@ fn boolean_flags_are_strict_and_integers_may_be_written_as_whole_floats() {
     assert_eq!(api.get(&format!("/media/{id}")).status, 200, "nothing was deleted");
     // Flags of other operations are not checked here.
     assert_eq!(api.get("/media?force=yes").status, 200);
+}
+
+#[test]
+fn a_missing_system_table_is_an_internal_error_and_only_a_content_table_means_a_collection_is_gone() {
+    let opaque = |r: &Response, table: &str| {
+        assert_eq!((r.status, code(r)), (500, "INTERNAL_ERROR".into()), "{}", r.body);
+        assert!(!r.body.contains(table) && !r.body.to_lowercase().contains("table"), "{}", r.body);
+        assert!(r.cause.as_deref().is_some_and(|c| c.contains(table)), "{:?}", r.cause);
+    };
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "x", "label": "X", "fields": [{"slug": "title", "type": "string"}]}),
+    ));
+    let entry = data(&api.post("/content/x", &json!({"slug": "a", "data": {"title": "A"}})))["item"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The media table.
+    api.db.connection().execute_batch("DROP TABLE media").unwrap();
+    opaque(&api.get("/media"), "media");
+    opaque(&api.post("/media", &json!({"filename": "a.png", "mimeType": "image/png", "storageKey": "k"})), "media");
+    opaque(&api.get("/media/nope"), "media");
+
+    // The work queue a content write's capture trigger fills: not the fence's 409.
+    api.db.connection().execute_batch("DROP TABLE _emdash_media_usage_work").unwrap();
+    opaque(&api.put(&format!("/content/x/{entry}"), &json!({"data": {"title": "B"}})), "_emdash_media_usage_work");
+    opaque(&api.post("/content/x", &json!({"slug": "b", "data": {"title": "B"}})), "_emdash_media_usage_work");
+
+    // The registry.
+    api.db.connection().execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE _emdash_collections").unwrap();
+    opaque(&api.get("/schema/collections/x"), "_emdash_collections");
+    opaque(&api.get("/schema/collections"), "_emdash_collections");
+    opaque(&api.get("/content/x"), "_emdash_collections");
+
+    // A dropped content table is still a collection that is gone (read: 404; write: the fence).
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "x", "label": "X", "fields": [{"slug": "title", "type": "string"}]}),
+    ));
+    let entry = data(&api.post("/content/x", &json!({"slug": "a", "data": {"title": "A"}})))["item"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    api.db.connection().execute_batch("DROP TABLE ec_x").unwrap();
+    let r = api.get("/content/x");
+    assert_eq!((r.status, code(&r)), (404, "COLLECTION_NOT_FOUND".into()), "{}", r.body);
+    let r = api.put(&format!("/content/x/{entry}"), &json!({"data": {"title": "B"}}));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_CAPTURE_INACTIVE".into()), "{}", r.body);
+}
+
+#[test]
+fn a_job_facing_a_missing_system_table_fails_and_keeps_its_work() {
+    use media_usage_worker::usage::project::{process_next, JobOutcome};
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "x", "label": "X", "fields": [{"slug": "title", "type": "string"}]}),
+    ));
+    data(&api.post("/content/x", &json!({"slug": "a", "data": {"title": "A"}})));
+    let policy = api.config.tick_budget.policy.clone();
+    let queue = |api: &Api| {
+        // A write outside the API: the capture trigger queues the entry.
+        api.db.connection().execute_batch("UPDATE ec_x SET title = 'B'").unwrap();
+        assert_eq!(scalar(api, "SELECT count(*) FROM _emdash_media_usage_work"), 1);
+    };
+    queue(&api);
+    api.db.connection().execute_batch("PRAGMA foreign_keys = OFF; DROP TABLE _emdash_fields").unwrap();
+    let e = now(process_next(&api.db, None, &policy)).unwrap_err();
+    assert!(e.to_string().contains("_emdash_fields"), "{e}");
+    assert_eq!(scalar(&api, "SELECT count(*) FROM _emdash_media_usage_work"), 1, "the work stays queued");
+
+    // A dropped content table (with its registry row, as a deletion leaves them): the collection
+    // is gone, its work is obsolete.
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "x", "label": "X", "fields": [{"slug": "title", "type": "string"}]}),
+    ));
+    data(&api.post("/content/x", &json!({"slug": "a", "data": {"title": "A"}})));
+    queue(&api);
+    api.db
+        .connection()
+        .execute_batch("PRAGMA foreign_keys = OFF; DELETE FROM _emdash_collections WHERE slug = 'x'; DROP TABLE ec_x")
+        .unwrap();
+    assert_eq!(now(process_next(&api.db, None, &policy)).unwrap(), Some(JobOutcome::Obsolete));
+    assert_eq!(scalar(&api, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
 }

@@ -16,5 +16,6 @@ mod sql_files;
 mod states;
 mod support;
 mod tidy;
+mod tokens;
 mod upload_streaming;
 mod usage;

@@ -10,7 +10,9 @@ use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::tick::TickBudget;
 use serde_json::Value as Json;
 
-pub const ADMIN: &str = "native-admin-token";
+/// The bootstrap secret (`EMDASH_ADMIN_TOKEN`) of the native tests: at least 32 characters, as
+/// the edge requires.
+pub const ADMIN: &str = "native-admin-token-0123456789abcdef";
 
 pub fn db() -> SqliteExecutor {
     SqliteExecutor::open_in_memory().expect("in-memory database")

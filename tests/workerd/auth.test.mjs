@@ -7,7 +7,9 @@ import { readFileSync } from "node:fs";
 import { startWorker, ADMIN_TOKEN } from "./harness.mjs";
 import { ok, err, validation, rows, uniq, NO_STORE, settle } from "./helpers.mjs";
 
-const w = await startWorker();
+// Twins on the same database whose bootstrap secret is too short (ignored), or padded.
+const SHORT_SECRET = "short-admin-token-0123456789";
+const w = await startWorker({}, { short: { EMDASH_ADMIN_TOKEN: SHORT_SECRET }, padded: { EMDASH_ADMIN_TOKEN: ` ${ADMIN_TOKEN}\n` } });
 after(() => w.dispose());
 
 const ROLES = ["subscriber", "contributor", "author", "editor", "admin"];
@@ -338,6 +340,71 @@ test("minting a token: 201 with a one-time secret; only its hash is stored", asy
   // A minted admin token can mint in turn.
   const admin = ok(await w.post("/admin/tokens", { name: "root", role: "admin", scopes: ["admin", "media:read"] }), 201).token;
   ok(await w.post("/admin/tokens", { name: "child", role: "subscriber", scopes: ["media:read"] }, { token: admin }), 201);
+});
+
+test("a bootstrap secret shorter than 32 characters is ignored; a padded one is trimmed", async () => {
+  const short = w.as("short");
+  err(await short.get("/schema/collections", { token: SHORT_SECRET }), 401, "UNAUTHORIZED");
+  err(await short.post("/admin/tokens", { name: "x", role: "admin", scopes: ["admin"] }, { token: SHORT_SECRET }), 401, "UNAUTHORIZED");
+  // Stored tokens still work there.
+  ok(await short.get("/schema/collections", { token: await tok("admin", ["schema:read"]) }));
+  ok(await w.as("padded").get("/schema/collections", { token: ADMIN_TOKEN }));
+});
+
+test("a minted token never outlives its minter; the list says who minted each token", async () => {
+  const parent = ok(await w.post("/admin/tokens", { name: "parent", role: "admin", scopes: ["admin", "media:read"], expiresAt: "2999-06-01T00:00:00Z" }), 201);
+  assert.equal(parent.createdBy, "bootstrap");
+  assert.equal(parent.expiresAt, "2999-06-01T00:00:00.000Z", "the bootstrap token's mints are uncapped");
+  const mintAs = async (token, body) => ok(await w.post("/admin/tokens", { role: "editor", scopes: ["media:read"], ...body }, { token }), 201);
+  const defaulted = await mintAs(parent.token, { name: "defaulted" });
+  const later = await mintAs(parent.token, { name: "later", expiresAt: "3000-01-01T00:00:00Z" });
+  const earlier = await mintAs(parent.token, { name: "earlier", expiresAt: "2999-01-01T00:00:00Z" });
+  assert.equal(defaulted.expiresAt, "2999-06-01T00:00:00.000Z");
+  assert.equal(later.expiresAt, "2999-06-01T00:00:00.000Z");
+  assert.equal(earlier.expiresAt, "2999-01-01T00:00:00.000Z");
+  const stored = await rows(w, "SELECT id, expires_at, created_by FROM _emdash_api_tokens WHERE created_by = ?1 ORDER BY name", parent.id);
+  assert.deepEqual(
+    stored,
+    [defaulted, earlier, later].map((t) => ({ id: t.id, expires_at: t.expiresAt, created_by: parent.id })),
+  );
+  const forever = ok(await w.post("/admin/tokens", { name: "forever", role: "admin", scopes: ["admin", "media:read"] }), 201);
+  assert.equal(forever.expiresAt, null);
+  const open = await mintAs(forever.token, { name: "open" });
+  assert.equal(open.expiresAt, null);
+  const listed = ok(await w.get("/admin/tokens?limit=100")).items;
+  for (const t of [parent, defaulted, later, earlier, forever, open]) {
+    const item = listed.find((i) => i.id === t.id);
+    assert.equal(item.createdBy, t.createdBy, t.name);
+    assert.equal(item.expiresAt, t.expiresAt, t.name);
+  }
+  assert.equal(listed.find((i) => i.id === open.id).createdBy, forever.id);
+  ok(await w.get("/media", { token: later.token }));
+});
+
+test("a cascade revoke takes every token minted from it, transitively; a plain one only the token", async () => {
+  const mintAs = async (token, name) =>
+    ok(await w.post("/admin/tokens", { name, role: "admin", scopes: ["admin", "media:read"] }, { token }), 201);
+  const root = await mintAs(ADMIN_TOKEN, "root");
+  const child = await mintAs(root.token, "child");
+  const grandchild = await mintAs(child.token, "grandchild");
+  const second = await mintAs(root.token, "second");
+  const sibling = await mintAs(ADMIN_TOKEN, "sibling");
+  const nephew = await mintAs(sibling.token, "nephew");
+  for (const t of [root, child, grandchild, second, sibling, nephew]) ok(await w.get("/media", { token: t.token }));
+
+  assert.deepEqual(ok(await w.del(`/admin/tokens/${root.id}?cascade=true`)), { id: root.id, revoked: 4 });
+  for (const t of [root, child, grandchild, second]) err(await w.get("/media", { token: t.token }), 401, "UNAUTHORIZED");
+  for (const t of [sibling, nephew]) ok(await w.get("/media", { token: t.token }));
+  const left = await rows(w, "SELECT id FROM _emdash_api_tokens WHERE id IN (?1, ?2, ?3, ?4)", root.id, child.id, grandchild.id, second.id);
+  assert.deepEqual(left, []);
+  err(await w.del(`/admin/tokens/${root.id}?cascade=true`), 404, "NOT_FOUND");
+  validation(await w.del(`/admin/tokens/${sibling.id}?cascade=yes`), "cascade");
+
+  // Without cascade the tokens minted from it keep working.
+  assert.deepEqual(ok(await w.del(`/admin/tokens/${sibling.id}`)), { id: sibling.id, revoked: 1 });
+  err(await w.get("/media", { token: sibling.token }), 401, "UNAUTHORIZED");
+  ok(await w.get("/media", { token: nephew.token }));
+  assert.equal(ok(await w.get("/admin/tokens?limit=100")).items.find((t) => t.id === nephew.id).createdBy, sibling.id);
 });
 
 test("minting validation: unknown role or scope, empty or duplicate scopes, bad keys → 400", async () => {

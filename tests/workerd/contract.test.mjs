@@ -14,7 +14,8 @@ test("tokens are listed without secrets, revoked at once, expire, and never exce
   ok(await w.get("/media", { token: minted.token }));
   const listed = ok(await w.get("/admin/tokens"));
   const item = listed.items.find((t) => t.id === minted.id);
-  assert.deepEqual(Object.keys(item).sort(), ["createdAt", "expiresAt", "id", "lastUsedAt", "name", "role", "scopes"]);
+  assert.deepEqual(Object.keys(item).sort(), ["createdAt", "createdBy", "expiresAt", "id", "lastUsedAt", "name", "role", "scopes"]);
+  assert.equal(item.createdBy, "bootstrap");
   assert.equal(item.role, "editor");
   assert.ok(item.lastUsedAt);
   assert.ok(!JSON.stringify(listed).includes(minted.token.slice(7)));
@@ -24,7 +25,7 @@ test("tokens are listed without secrets, revoked at once, expire, and never exce
   const [again] = await rows(w, "SELECT last_used_at FROM _emdash_api_tokens WHERE id = ?1", minted.id);
   assert.equal(again.last_used_at, before.last_used_at);
   // Revoke: at once, not listed, a second revoke is a 404.
-  assert.deepEqual(ok(await w.del(`/admin/tokens/${minted.id}`)), { id: minted.id });
+  assert.deepEqual(ok(await w.del(`/admin/tokens/${minted.id}`)), { id: minted.id, revoked: 1 });
   err(await w.get("/media", { token: minted.token }), 401, "UNAUTHORIZED");
   assert.ok(!ok(await w.get("/admin/tokens")).items.some((t) => t.id === minted.id));
   err(await w.del(`/admin/tokens/${minted.id}`), 404, "NOT_FOUND");

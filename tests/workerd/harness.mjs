@@ -12,7 +12,8 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const ADMIN_TOKEN = "test-admin-token-0123456789";
+// The bootstrap secret: at least 32 characters (a shorter one is ignored by the worker).
+export const ADMIN_TOKEN = "test-admin-token-0123456789abcdef0123";
 export const BASE = "http://localhost/_emdash/api";
 
 /**

@@ -502,7 +502,15 @@ async function refreshMedia() {
     h("p", {}, `${counted} Coverage: `, badge(page.coverage.status)),
     rows.length
       ? table("Used in", ["Collection", "Entry", "Slug", "Status", "Where", "Occurrences"], rows)
-      : h("p", {}, media.cursors.length > 1 ? "No more entries." : "Not used in any entry."),
+      : h("p", {}, media.cursors.length > 1 || page.unindexed.length ? "No more indexed entries." : "Not used in any entry."),
+    page.unindexed.length
+      ? h(
+          "p",
+          { class: "refusal", id: "unindexed" },
+          `Also used by ${page.unindexed.length} entr${page.unindexed.length === 1 ? "y" : "ies"} too large to index (see Work): `,
+          page.unindexed.map((u) => `${u.collection}/${u.contentId}`).join(", "),
+        )
+      : null,
     pager,
     h("div", { id: "delete-result" }),
     h(

@@ -76,15 +76,8 @@ mod tests {
     #[test]
     fn the_bearer_scheme_is_case_insensitive() {
         let exec = SqliteExecutor::open_in_memory().unwrap();
-        let config = Config {
-            admin_token_hash: Some(hash_token("secret-0123456789abcdef0123456789")),
-            site_url: None,
-            media_public_url: None,
-            tick_budget: crate::usage::tick::TickBudget::default(),
-            clock: || 0.0,
-            max_revisions: crate::repo::content::DEFAULT_MAX_REVISIONS,
-            uploads: Default::default(),
-        };
+        let config =
+            Config { admin_token_hash: Some(hash_token("secret-0123456789abcdef0123456789")), ..Config::default() };
         for header in [
             "Bearer secret-0123456789abcdef0123456789",
             "bearer secret-0123456789abcdef0123456789",

@@ -150,6 +150,22 @@ pub struct Config {
     pub uploads: upload::UploadRules,
 }
 
+impl Default for Config {
+    /// No admin secret, no site or media origin, the default budget, limits and upload rules, and
+    /// a clock that never advances (budgets then count statements only).
+    fn default() -> Config {
+        Config {
+            admin_token_hash: None,
+            site_url: None,
+            media_public_url: None,
+            tick_budget: crate::usage::tick::TickBudget::default(),
+            clock: || 0.0,
+            max_revisions: crate::repo::content::DEFAULT_MAX_REVISIONS,
+            uploads: Default::default(),
+        }
+    }
+}
+
 /// Everything a handler may use.
 pub struct Ctx<'a, E> {
     pub exec: &'a E,

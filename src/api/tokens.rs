@@ -142,15 +142,7 @@ mod tests {
     use crate::model::auth::Principal;
 
     fn config() -> Config {
-        Config {
-            admin_token_hash: None,
-            site_url: None,
-            media_public_url: None,
-            tick_budget: crate::usage::tick::TickBudget::default(),
-            clock: || 0.0,
-            max_revisions: crate::repo::content::DEFAULT_MAX_REVISIONS,
-            uploads: Default::default(),
-        }
+        Config::default()
     }
 
     /// Mints as `principal` through the handler itself (the route lets only admins in).

@@ -158,15 +158,7 @@ fn the_delete_guard_reads_only_entries_too_large_to_index() {
         include_str!("../../src/sql/usage/guard_media_unused.sql"),
         include_str!("../../src/sql/usage/media_usage_entries.sql"),
     ] {
-        let conn = api.db.connection();
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let params: Vec<rusqlite::types::Value> =
-            (0..stmt.parameter_count()).map(|_| rusqlite::types::Value::Null).collect();
-        let plan: Vec<String> = stmt
-            .query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let plan = crate::support::query_plan(&api.db, sql);
         let work: Vec<&String> = plan.iter().filter(|d| d.contains(" w ") || d.ends_with(" w")).collect();
         assert!(!work.is_empty(), "{plan:#?}");
         for d in work {

@@ -429,22 +429,8 @@ fn call_on<E: Executor>(exec: &E, method: &str, path: &str) -> Response {
 
 /// Calls the API on any executor (a hooked, faulty or metered one), as the admin.
 fn call_on_body<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
-    let (path, query) = path.split_once('?').unwrap_or((path, ""));
-    let req = Request {
-        method: method.into(),
-        path: format!("{}{path}", api::BASE_PATH),
-        query: query
-            .split('&')
-            .filter(|q| !q.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                (k.to_owned(), v.to_owned())
-            })
-            .collect(),
-        authorization: Some(format!("Bearer {ADMIN}")),
-        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
-        ..Request::default()
-    };
+    let body = body.map(|b| b.to_string().into_bytes());
+    let req = crate::support::request(method, path, Some(ADMIN), body.as_deref());
     now(api::handle(exec, &config(), &req))
 }
 

@@ -50,6 +50,12 @@ fn run(api: &Api, token: &str, id: &str, op: &Op) -> (u16, String) {
     (r.status, code(&r))
 }
 
+/// Another author token (named `b`, so `token_id(api, "author")` still finds the first).
+fn second_author(api: &Api) -> String {
+    let body = json!({"name": "b", "role": "author", "scopes": SCOPES}).to_string();
+    data(&api.call("POST", "/admin/tokens", Some(ADMIN), Some(body.as_bytes())))["token"].as_str().unwrap().to_owned()
+}
+
 fn version(api: &Api, id: &str) -> i64 {
     data(&api.get(&format!("/content/posts/{id}")))["item"]["version"].as_i64().unwrap()
 }
@@ -75,13 +81,7 @@ fn entries_record_their_author() {
 fn the_ownership_matrix() {
     let api = setup();
     let a = api.token("author", SCOPES);
-    let b = api.call(
-        "POST",
-        "/admin/tokens",
-        Some(ADMIN),
-        Some(json!({"name": "b", "role": "author", "scopes": SCOPES}).to_string().as_bytes()),
-    );
-    let b = b.body_json()["data"]["token"].as_str().unwrap().to_owned();
+    let b = second_author(&api);
     let editor = api.token("editor", SCOPES);
     let admin = api.token("admin", SCOPES);
     // (who, what each operation answers, in the order of `operations()`), on an entry by A.
@@ -111,13 +111,7 @@ fn the_ownership_matrix() {
 fn a_refused_write_is_forbidden_whatever_state_the_entry_is_in() {
     let api = setup();
     let a = api.token("author", SCOPES);
-    let b = api.call(
-        "POST",
-        "/admin/tokens",
-        Some(ADMIN),
-        Some(json!({"name": "b", "role": "author", "scopes": SCOPES}).to_string().as_bytes()),
-    );
-    let b = b.body_json()["data"]["token"].as_str().unwrap().to_owned();
+    let b = second_author(&api);
     let id = create(&api, &a, "draft-one")["id"].as_str().unwrap().to_owned();
     // Already a draft, not trashed: a no-op for the owner, still 403 for another author.
     for op in operations("x").iter().filter(|o| ["unpublish", "restore"].contains(&o.0)) {

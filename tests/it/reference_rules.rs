@@ -11,7 +11,7 @@ use media_usage_worker::usage::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
 use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, Api, ADMIN};
+use crate::support::{code, data, query_plan as plan, Api, ADMIN};
 
 fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
     db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
@@ -446,15 +446,6 @@ fn a_run_under_the_deployed_rules_is_left_to_finish_while_it_waits() {
     let started = block_on(media_usage_worker::usage::repair::step_next(&api.db, None, &other)).unwrap();
     assert_eq!(started, Some(media_usage_worker::usage::repair::StepOutcome::Started { n: 1 }));
     assert_ne!(token(), before);
-}
-
-/// The query plan of `sql` (every parameter NULL): its detail lines.
-fn plan(db: &SqliteExecutor, sql: &str) -> Vec<String> {
-    let conn = db.connection();
-    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-    let params: Vec<rusqlite::types::Value> =
-        (0..stmt.parameter_count()).map(|_| rusqlite::types::Value::Null).collect();
-    stmt.query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
 }
 
 #[test]

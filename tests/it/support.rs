@@ -72,25 +72,7 @@ impl Api {
         body: Option<&[u8]>,
         adjust: impl FnOnce(&mut Request),
     ) -> Response {
-        let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
-        let query = query
-            .split('&')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                (k.to_owned(), v.to_owned())
-            })
-            .collect();
-        let req = Request {
-            method: method.to_owned(),
-            // Sitemaps live at the site root; everything else under the API base path.
-            path: if path.starts_with("/sitemap") { path.to_owned() } else { format!("{}{path}", api::BASE_PATH) },
-            query,
-            authorization: token.map(|t| format!("Bearer {t}")),
-            body: body.map(<[u8]>::to_vec).unwrap_or_default(),
-            body_too_large: false,
-            ..Default::default()
-        };
+        let req = request(method, path_and_query, token, body);
         let mut req = req;
         adjust(&mut req);
         let storage = self.storage.as_ref().map(|s| s as &dyn Storage);
@@ -137,6 +119,37 @@ impl Api {
         assert_eq!(r.status, 201, "{}", r.body);
         r.body_json()["data"]["token"].as_str().unwrap().to_owned()
     }
+}
+
+/// A request as the edge would hand it over: the path under the API base path (sitemaps at the
+/// site root), its query decoded into pairs, and the bearer `token`, if any.
+pub fn request(method: &str, path_and_query: &str, token: Option<&str>, body: Option<&[u8]>) -> Request {
+    let (path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
+    let query = query
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (k.to_owned(), v.to_owned())
+        })
+        .collect();
+    Request {
+        method: method.to_owned(),
+        path: if path.starts_with("/sitemap") { path.to_owned() } else { format!("{}{path}", api::BASE_PATH) },
+        query,
+        authorization: token.map(|t| format!("Bearer {t}")),
+        body: body.map(<[u8]>::to_vec).unwrap_or_default(),
+        ..Default::default()
+    }
+}
+
+/// The query plan of `sql` with every parameter NULL: its detail lines.
+pub fn query_plan(db: &SqliteExecutor, sql: &str) -> Vec<String> {
+    let conn = db.connection();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let params: Vec<rusqlite::types::Value> =
+        (0..stmt.parameter_count()).map(|_| rusqlite::types::Value::Null).collect();
+    stmt.query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
 }
 
 /// Runs a future that never waits (everything on the native executor completes at once) to

@@ -1,7 +1,7 @@
 //! Token lineage (`createdBy`, expiry capped at the minter's, cascade revoke), mint refusals and
 //! the bootstrap secret's rules.
 
-use media_usage_worker::api::{self, Config, Request, Response};
+use media_usage_worker::api::{self, Config, Response};
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::Executor;
 use media_usage_worker::model::auth::{bootstrap_hash, Role, Scope};
@@ -9,7 +9,7 @@ use media_usage_worker::repo::tokens::{self as repo, MintRefused, NewToken};
 use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;
-use crate::support::{code, config, data, now, Api, ADMIN};
+use crate::support::{code, config, data, now, query_plan as plan, Api, ADMIN};
 
 fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
     db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
@@ -32,22 +32,8 @@ fn call_on<E: Executor>(
     token: &str,
     body: Option<&Json>,
 ) -> Response {
-    let (path, query) = path.split_once('?').unwrap_or((path, ""));
-    let req = Request {
-        method: method.into(),
-        path: format!("{}{path}", api::BASE_PATH),
-        query: query
-            .split('&')
-            .filter(|q| !q.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                (k.to_owned(), v.to_owned())
-            })
-            .collect(),
-        authorization: Some(format!("Bearer {token}")),
-        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
-        ..Request::default()
-    };
+    let body = body.map(|b| b.to_string().into_bytes());
+    let req = crate::support::request(method, path, Some(token), body.as_deref());
     now(api::handle(exec, config, &req))
 }
 
@@ -294,15 +280,6 @@ fn a_scope_escalation_is_insufficient_scope_and_mints_nothing() {
     assert_eq!((r.status, code(&r)), (403, "INSUFFICIENT_SCOPE".into()), "{}", r.body);
     assert!(r.body.contains("media:write"), "{}", r.body);
     assert_eq!(count_tokens(&api), count, "nothing minted");
-}
-
-/// The query plan of `sql` (every parameter NULL): its detail lines.
-fn plan(db: &SqliteExecutor, sql: &str) -> Vec<String> {
-    let conn = db.connection();
-    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-    let params: Vec<rusqlite::types::Value> =
-        (0..stmt.parameter_count()).map(|_| rusqlite::types::Value::Null).collect();
-    stmt.query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
 }
 
 #[test]

@@ -157,6 +157,8 @@ fn the_delete_guard_reads_only_entries_too_large_to_index() {
     for sql in [
         include_str!("../../src/sql/usage/guard_media_unused.sql"),
         include_str!("../../src/sql/usage/media_usage_entries.sql"),
+        include_str!("../../src/sql/usage/unindexed_users.sql"),
+        include_str!("../../src/sql/usage/count_entries.sql"),
     ] {
         let plan = crate::support::query_plan(&api.db, sql);
         let work: Vec<&String> = plan.iter().filter(|d| d.contains(" w ") || d.ends_with(" w")).collect();

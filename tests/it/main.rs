@@ -8,6 +8,7 @@ mod executor;
 mod media_files;
 mod openapi;
 mod ownership;
+mod projection;
 mod reference_rules;
 mod repair;
 mod safe_delete;

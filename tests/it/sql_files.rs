@@ -23,11 +23,17 @@ fn instantiate(sql: &str) -> String {
         .replace("{name}", "'posts'")
         .replace("{collection_id}", "'c1'")
         .replace("{lease}", LEASE_GUARD)
+        .replace("{source_signature}", SOURCE_SIGNATURE)
+        .replace("{entry_source_keys}", ENTRY_SOURCE_KEYS)
         .replace("{row_bytes}", "0 + coalesce(length(CAST(e.\"title\" AS BLOB)), 0)")
 }
 
 /// The shared live-lease predicate that deletion statements embed as `{lease}`.
 const LEASE_GUARD: &str = include_str!("../../src/sql/deletion/lease_guard.sql");
+/// The projection's fragments: an entry's source signature (which embeds its source keys) and
+/// its source keys, both over the enclosing statement's `entry` row.
+const SOURCE_SIGNATURE: &str = include_str!("../../src/sql/usage/source_signature.sql");
+const ENTRY_SOURCE_KEYS: &str = include_str!("../../src/sql/usage/entry_source_keys.sql");
 
 #[test]
 fn every_sql_file_prepares_against_the_migrated_schema() {
@@ -46,6 +52,12 @@ fn every_sql_file_prepares_against_the_migrated_schema() {
         } else if name == "lease_guard.sql" {
             // A predicate, not a statement: it must prepare inside one.
             format!("SELECT 1 WHERE {raw}")
+        } else if name == "source_signature.sql" || name == "entry_source_keys.sql" {
+            // Expressions over an `entry` row: they must prepare inside a statement that has one.
+            format!(
+                "SELECT json_array({}) FROM (SELECT 'c1' AS collection_id, 'e1' AS content_id) AS entry",
+                instantiate(&raw)
+            )
         } else {
             instantiate(&raw)
         };

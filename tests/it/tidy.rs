@@ -47,3 +47,18 @@ fn no_sql_keywords_in_rust_string_literals_outside_the_repository_and_tests() {
         }
     }
 }
+
+#[test]
+fn the_source_signature_is_written_once_in_its_fragment() {
+    // The load and the guarded publish compare it: a second copy could drift from the first.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let needle = "json_group_array(json_array(s.source_key";
+    let holders: Vec<String> = files_with_extension(&root.join("src/sql"), "sql")
+        .into_iter()
+        .filter(|f| fs::read_to_string(f).unwrap().contains(needle))
+        .map(|f| f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"))
+        .collect();
+    assert_eq!(holders, ["src/sql/usage/source_signature.sql"], "the source signature is written out in {holders:?}");
+    let fragment = fs::read_to_string(root.join("src/sql/usage/source_signature.sql")).unwrap();
+    assert_eq!(fragment.matches(needle).count(), 1, "the fragment writes the signature more than once");
+}

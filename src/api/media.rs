@@ -41,7 +41,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     if mime_type.as_deref().is_some_and(|m| !is_mime_type(m)) {
         issues.add("mimeType", "Expected a MIME type such as image/jpeg");
     }
-    let max = crate::exec::MAX_SAFE_INTEGER;
+    let max = crate::model::MAX_SAFE_INTEGER;
     let size = obj.integer(&mut issues, "size", 0, max);
     let width = obj.integer(&mut issues, "width", 0, 1_000_000);
     let height = obj.integer(&mut issues, "height", 0, 1_000_000);

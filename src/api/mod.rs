@@ -2,6 +2,7 @@
 //! [`Executor`]. The edge only converts `worker` types to and from these.
 
 pub mod auth;
+pub mod console;
 pub mod content;
 pub mod deletions;
 pub mod error;
@@ -256,7 +257,7 @@ pub struct Admitted {
 /// `Err` is the whole answer, given from the head: a refusal, or a file of the operator console
 /// (which needs neither a body nor the database).
 pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Result<Admitted, Response> {
-    if let Some(console_file) = crate::console::serve(req) {
+    if let Some(console_file) = console::respond(req) {
         return Err(console_file);
     }
     let refuse = |e: ApiError| Response::error(&e);
@@ -328,7 +329,7 @@ async fn dispatch<E: Executor>(
             upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?
         }
         Op::CreateMedia => media::create(&ctx, req).await?,
-        Op::MediaFile => return upload::file(&ctx, p(0), req).await,
+        Op::MediaFile => return media::file(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,

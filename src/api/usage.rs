@@ -281,7 +281,7 @@ pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
         Some((_, id)) => Some(
             id.parse::<i64>()
                 .ok()
-                .filter(|id| (0..=crate::exec::MAX_SAFE_INTEGER).contains(id))
+                .filter(|id| (0..=crate::model::MAX_SAFE_INTEGER).contains(id))
                 .ok_or_else(ApiError::invalid_cursor)?,
         ),
         None => None,

@@ -11,6 +11,7 @@ mod ownership;
 mod reference_rules;
 mod repair;
 mod safe_delete;
+mod settings;
 mod sitemap;
 mod sql_files;
 mod states;

@@ -109,7 +109,7 @@ fn data_columns(c: &Collection, issues: &mut Issues, data: &Map<String, Json>, c
 /// Refuses (400, nothing written) data whose references pass the admission limit
 /// (`MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY`), so that nothing saved can be left unindexed.
 async fn admit<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, data: &Map<String, Json>) -> Result<(), ApiError> {
-    let policy = &ctx.config.tick_budget.policy;
+    let policy = &ctx.config.background.projection;
     match project::admit(ctx.exec, &c.fields, data, policy).await? {
         Ok(()) => Ok(()),
         Err(count) => {

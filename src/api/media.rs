@@ -126,7 +126,7 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
     // Two tries: if the guard refused but the re-check finds neither a reference nor incomplete
     // coverage, what blocked it went away in between; try once more rather than guess a reason.
     for _ in 0..2 {
-        match usage_repo::delete_media_if_unused(ctx.exec, id, ctx.config.tick_budget.policy.rules.id()).await? {
+        match usage_repo::delete_media_if_unused(ctx.exec, id, ctx.config.background.projection.rules.id()).await? {
             SafeDelete::Deleted => return deleted().await,
             SafeDelete::Missing => return Err(not_found()),
             SafeDelete::Refused => {}

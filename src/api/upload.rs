@@ -25,8 +25,6 @@ use crate::storage::inspect::{self, Allowlist, Refusal};
 use crate::storage::upload::{Incoming, UploadError};
 use crate::storage::Storage;
 
-/// Default `MEDIA_MAX_UPLOAD_BYTES`: 50 MiB.
-pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
 /// Room for the form's framing and its small fields beyond the file itself.
 const FORM_OVERHEAD_BYTES: u64 = 64 * 1024;
 /// Each text field (`alt`, `caption`, `width`, `height`) is small: at most this many bytes are
@@ -36,32 +34,15 @@ const MAX_TEXT_CHARS: usize = 1000;
 /// How a body already read is handed to the form parser.
 const FEED_CHUNK_BYTES: usize = 64 * 1024;
 
-/// What an upload may be.
+/// What an upload may be (`MEDIA_MAX_UPLOAD_BYTES`, `MEDIA_ALLOWED_TYPES`; see
+/// [`crate::settings`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadRules {
     pub max_bytes: u64,
     pub allowed: Allowlist,
 }
 
-impl Default for UploadRules {
-    fn default() -> Self {
-        UploadRules { max_bytes: DEFAULT_MAX_UPLOAD_BYTES, allowed: Allowlist::default() }
-    }
-}
-
 impl UploadRules {
-    /// Reads `MEDIA_MAX_UPLOAD_BYTES` (a positive integer; anything else is the default) and
-    /// `MEDIA_ALLOWED_TYPES`.
-    pub fn from_settings(max_bytes: Option<&str>, allowed: Option<&str>) -> UploadRules {
-        UploadRules {
-            max_bytes: max_bytes
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|n| *n > 0)
-                .unwrap_or(DEFAULT_MAX_UPLOAD_BYTES),
-            allowed: Allowlist::from_setting(allowed),
-        }
-    }
-
     /// The most body bytes an upload request may have.
     pub fn body_limit(&self) -> usize {
         usize::try_from(self.max_bytes.saturating_add(FORM_OVERHEAD_BYTES)).unwrap_or(usize::MAX)
@@ -383,17 +364,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn upload_rules_read_their_settings() {
-        let default = UploadRules::from_settings(None, None);
-        assert_eq!(default.max_bytes, 52_428_800, "50 MiB");
-        assert_eq!(default.body_limit(), 52_428_800 + 65_536, "the file and 64 KiB of form framing");
-        assert_eq!(UploadRules::from_settings(Some(" 1000 "), None).max_bytes, 1000);
-        assert_eq!(UploadRules::from_settings(Some("1"), None).max_bytes, 1);
-        for bad in ["0", "-1", "x", ""] {
-            assert_eq!(UploadRules::from_settings(Some(bad), None).max_bytes, DEFAULT_MAX_UPLOAD_BYTES, "{bad}");
-        }
-        assert_eq!(UploadRules::from_settings(Some("1000"), None).body_limit(), 1000 + 65_536);
-        let pdf_only = UploadRules::from_settings(None, Some("application/pdf"));
-        assert!(pdf_only.allowed.allows("application/pdf") && !pdf_only.allowed.allows("image/png"));
+    fn the_body_limit_is_the_file_and_the_form_framing() {
+        let rules = UploadRules { max_bytes: 1000, allowed: Allowlist::default() };
+        assert_eq!(rules.body_limit(), 1000 + 65_536);
+        assert_eq!(UploadRules { max_bytes: u64::MAX, ..rules }.body_limit(), usize::MAX);
     }
 }

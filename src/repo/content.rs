@@ -141,17 +141,9 @@ pub async fn update<E: Executor>(exec: &E, c: &Collection, id: &str, u: Update) 
     Ok(exec.run(stmt).await?.rows.into_iter().next())
 }
 
-/// Revisions an entry keeps at most by default (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`).
-pub const DEFAULT_MAX_REVISIONS: u32 = 20;
-/// The fewest an entry may be configured to keep: its live and its draft revision.
+/// The fewest revisions an entry may be configured to keep
+/// (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`): its live and its draft revision.
 pub const MIN_MAX_REVISIONS: u32 = 2;
-
-/// Reads `MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY` (2..=1,000; anything else is the default).
-pub fn max_revisions_from_settings(raw: Option<&str>) -> u32 {
-    raw.and_then(|s| s.trim().parse::<u32>().ok())
-        .filter(|n| (MIN_MAX_REVISIONS..=1_000).contains(n))
-        .unwrap_or(DEFAULT_MAX_REVISIONS)
-}
 
 /// Stores `data` as a new draft revision based on the version this save writes
 /// (`version + 1`) and points the entry at it, only if the entry is still at `version` (and,

@@ -38,18 +38,12 @@ pub struct Admission {
 }
 
 impl Admission {
+    /// The default of `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY` (see [`crate::settings`]).
     pub const DEFAULT: Admission = Admission { max_occurrences: 1_000 };
     /// The largest configurable limit: 5,000 occurrences of typical size (~350 bytes each as
     /// bound JSON) in both variants stay within [`MAX_BOUND_BYTES`]; larger ones are refused by
     /// the byte bound anyway.
     pub const MAX_OCCURRENCES: usize = 5_000;
-
-    /// Reads `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY` (1..=5,000; anything else is the default).
-    pub fn from_settings(raw: Option<&str>) -> Admission {
-        raw.and_then(|s| s.trim().parse::<usize>().ok())
-            .filter(|n| (1..=Self::MAX_OCCURRENCES).contains(n))
-            .map_or(Self::DEFAULT, |max_occurrences| Admission { max_occurrences })
-    }
 }
 
 /// What a projection needs besides the data: what counts as a use, and what it may publish.

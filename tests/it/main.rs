@@ -12,6 +12,7 @@ mod projection;
 mod reference_rules;
 mod repair;
 mod safe_delete;
+mod settings;
 mod sitemap;
 mod sql_files;
 mod states;

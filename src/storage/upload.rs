@@ -232,7 +232,7 @@ mod tests {
     #[test]
     fn a_refused_file_stores_nothing_and_a_failing_store_says_where() {
         let storage = MemoryStorage::new(1.0);
-        let pdf_only = Allowlist::from_setting(Some("application/pdf"));
+        let pdf_only = Allowlist::new(vec!["application/pdf".into()]);
         let mut file = Incoming::new(&storage, &pdf_only, Some("image/png".into()), 1.0);
         let refused = push_all(&mut file, &png(PART_BYTES + 1)).unwrap_err();
         assert!(matches!(refused, UploadError::Refused(Refusal::NotAllowed(ref t)) if t == "image/png"), "{refused}");

@@ -6,10 +6,11 @@
 //!   guarded batches, metering and fault injection; the native SQLite backend.
 //! - [`sql`]: the only way to put identifiers into SQL templates.
 //! - [`repo`]: statements built from `src/sql/**.sql`, per area.
-//! - [`usage`]: the media usage index: extraction, projection, coverage, repair, collection
-//!   deletion and the cron tick.
+//! - [`usage`]: the media usage index: extraction, projection, coverage, repair and the cron
+//!   tick.
 //! - [`storage`]: media files: the object store trait, upload checks, how files are served.
-//! - [`lifecycle`]: collection create / add field / delete, composed from `repo` and `usage`.
+//! - [`lifecycle`]: collection create / add field / delete (the tombstone's front phases in the
+//!   request, its cleanup as a tick lane), composed from `repo` and `usage`.
 //! - [`api`]: the HTTP contract as plain functions of (request, executor).
 //! - [`console`]: the operator console page (embedded HTML, script and style), a client of [`api`].
 //! - [`settings`]: the table of every environment variable (default, range, meaning), read and

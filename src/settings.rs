@@ -16,10 +16,10 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::api::{self, upload::UploadRules};
+use crate::lifecycle::deletion::{CleanupBatch, DEFAULT_TARGET_MS, MAX_BATCH_ROWS};
 use crate::model::auth::bootstrap_hash;
 use crate::repo::content::MIN_MAX_REVISIONS;
 use crate::storage::inspect::Allowlist;
-use crate::usage::deletion::{CleanupBatch, DEFAULT_TARGET_MS, MAX_BATCH_ROWS};
 use crate::usage::extract::Rules;
 use crate::usage::project::{Admission, Policy};
 use crate::usage::tick::{BackgroundPolicy, Budget, MIN_TICK_STATEMENTS};

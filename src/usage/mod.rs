@@ -1,10 +1,9 @@
 //! The media usage index: extraction of media references from content (pure), projection
-//! fingerprints, snapshots, coverage aggregation, the projection job, repair, collection
-//! deletion and the cron tick.
+//! fingerprints, snapshots, coverage aggregation, the projection job, repair and the cron tick
+//! (which also runs the collection-deletion lane of [`crate::lifecycle::deletion`]).
 
 pub mod backoff;
 pub mod coverage;
-pub mod deletion;
 pub mod extract;
 pub mod fingerprint;
 pub mod project;

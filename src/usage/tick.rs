@@ -4,7 +4,6 @@
 
 use serde_json::json;
 
-use super::deletion::{self, CleanupBatch, Held, StepOutcome as DeletionStep};
 use super::extract::Rules;
 use super::project::{
     self, Admission, GroupOutcome, JobOutcome, Policy, GROUP_MAX_STATEMENTS, GROUP_START, JOB_MAX_STATEMENTS,
@@ -16,6 +15,7 @@ use crate::clock::Clock;
 use crate::exec::meter::Metered;
 use crate::exec::{Error, Executor};
 use crate::ids;
+use crate::lifecycle::deletion::{self, CleanupBatch, Held, StepOutcome as DeletionStep};
 use crate::model::state::TickOutcome;
 use crate::repo::continuation as continuation_repo;
 use crate::repo::ticks::{self as repo, TickLog};

@@ -11,10 +11,10 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
+use media_usage_worker::lifecycle::deletion::{self, CleanupBatch, Held, StepOutcome};
 use media_usage_worker::model::ident::Ident;
 use media_usage_worker::model::state::DeletionPhase;
 use media_usage_worker::repo::deletion::{self as repo, Fence, Lease, Rows};
-use media_usage_worker::usage::deletion::{self, CleanupBatch, Held, StepOutcome};
 use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
 use serde_json::{json, Value as Json};
 

@@ -6,10 +6,10 @@ use std::cell::RefCell;
 use std::fs;
 use std::path::Path;
 
+use media_usage_worker::lifecycle::deletion::CleanupBatch;
 use media_usage_worker::model::auth::hash_token;
 use media_usage_worker::settings::{Reported, Setting, SettingWarning, Settings, TABLE};
 use media_usage_worker::storage::inspect::Allowlist;
-use media_usage_worker::usage::deletion::CleanupBatch;
 use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::project::Admission;
 use media_usage_worker::usage::tick::Budget;

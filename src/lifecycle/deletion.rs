@@ -13,7 +13,6 @@
 //! attempts), except inside the request: a request that loses a front phase leaves the
 //! tombstone leased, and the lane takes it over when the lease expires.
 
-use super::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
@@ -22,6 +21,7 @@ use crate::model::state::DeletionPhase;
 use crate::repo::capture;
 use crate::repo::deletion::{self as repo, Fence, Lease, Rows, Tombstone};
 use crate::repo::schema;
+use crate::usage::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
 
 /// The error code recorded on a tombstone whose step failed.
 pub const FAILURE_CODE: &str = "MEDIA_USAGE_COLLECTION_DELETION_FAILED";

@@ -14,7 +14,9 @@ use crate::model::field::Field;
 use crate::repo::{capture, schema};
 use crate::usage::extract::is_extraction_field;
 
-pub use crate::usage::deletion::{request as delete, RequestOutcome as DeleteOutcome};
+pub mod deletion;
+
+pub use deletion::{request as delete, RequestOutcome as DeleteOutcome};
 
 /// Why a collection could not be created.
 #[derive(Debug, thiserror::Error)]

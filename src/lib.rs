@@ -6,6 +6,8 @@
 //!   guarded batches, metering and fault injection; the native SQLite backend.
 //! - [`sql`]: the only way to put identifiers into SQL templates.
 //! - [`repo`]: statements built from `src/sql/**.sql`, per area.
+//! - [`lane`]: what the tick's background lanes share: the adaptive batch that sizes their
+//!   steps.
 //! - [`usage`]: the media usage index: extraction, projection, coverage, repair and the cron
 //!   tick.
 //! - [`storage`]: media files: the object store trait, upload checks, how files are served.
@@ -22,6 +24,7 @@ pub mod clock;
 pub mod console;
 pub mod exec;
 pub mod ids;
+pub mod lane;
 pub mod lifecycle;
 pub mod migrations;
 pub mod model;

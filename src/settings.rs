@@ -16,12 +16,13 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use crate::api::{self, upload::UploadRules};
-use crate::lifecycle::deletion::{CleanupBatch, DEFAULT_TARGET_MS, MAX_BATCH_ROWS};
+use crate::lane::adaptive::DEFAULT_TARGET_MS;
+use crate::lifecycle::deletion::{CleanupBatch, MAX_BATCH_ROWS};
 use crate::model::auth::bootstrap_hash;
 use crate::repo::content::MIN_MAX_REVISIONS;
 use crate::storage::inspect::Allowlist;
 use crate::usage::extract::Rules;
-use crate::usage::project::{Admission, Policy};
+use crate::usage::project::{self, Admission, Policy};
 use crate::usage::tick::{BackgroundPolicy, Budget, MIN_TICK_STATEMENTS};
 
 /// A variable holding a whole number, with a default.
@@ -521,9 +522,16 @@ impl Settings {
 
     /// How background work is done.
     pub fn background(&self) -> BackgroundPolicy {
+        // The statement target sizes group jobs too, but only with the adaptive cleanup batch; a
+        // fixed cleanup batch leaves groups at the default target.
+        let group_target_ms = match self.cleanup() {
+            CleanupBatch::Adaptive { target_ms } => target_ms,
+            CleanupBatch::Fixed(_) => DEFAULT_TARGET_MS,
+        };
         BackgroundPolicy {
             cleanup: self.cleanup(),
             projection: self.projection(),
+            groups: project::group_sizer(group_target_ms),
             storage_grace_ms: self.storage_grace_hours * 3_600_000.0,
         }
     }

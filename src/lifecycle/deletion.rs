@@ -16,6 +16,7 @@
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
+use crate::lane::adaptive::AdaptiveBatch;
 use crate::model::ident::Ident;
 use crate::model::state::DeletionPhase;
 use crate::repo::capture;
@@ -32,9 +33,6 @@ pub const START_BATCH_ROWS: u32 = 50;
 pub const MIN_BATCH_ROWS: u32 = 50;
 /// Nor grows beyond this.
 pub const MAX_BATCH_ROWS: u32 = 10_000;
-/// Default statement-duration target of the adaptive batch (`MEDIA_USAGE_STATEMENT_TARGET_MS`),
-/// also the target a tick sizes its groups of projection jobs by when the batch is fixed.
-pub const DEFAULT_TARGET_MS: f64 = 200.0;
 
 /// The most statements one lane step issues: a claim, then the largest phase step (the table
 /// drop's guarded batch of four; a cleanup step is at most two deletes and a checkpoint), then
@@ -55,30 +53,20 @@ pub enum CleanupBatch {
 }
 
 impl CleanupBatch {
-    /// The batch a new deletion starts with.
-    pub fn start(self) -> u32 {
+    /// How the rows per statement are sized: a fixed batch never changes; the adaptive one
+    /// starts at [`START_BATCH_ROWS`] and stays within [`MIN_BATCH_ROWS`]..=[`MAX_BATCH_ROWS`].
+    pub fn sizer(self) -> AdaptiveBatch {
         match self {
-            CleanupBatch::Fixed(n) => n,
-            CleanupBatch::Adaptive { .. } => START_BATCH_ROWS,
+            CleanupBatch::Fixed(n) => AdaptiveBatch::fixed(n),
+            CleanupBatch::Adaptive { target_ms } => {
+                AdaptiveBatch { start: START_BATCH_ROWS, min: MIN_BATCH_ROWS, max: MAX_BATCH_ROWS, target_ms }
+            }
         }
     }
 
-    /// The batch after a statement of `current` rows took `elapsed_ms` and deleted `n` rows: it
-    /// grows only when the statement was full (a short one says nothing about larger batches).
-    pub fn next(self, current: u32, elapsed_ms: f64, n: u64) -> u32 {
-        match self {
-            CleanupBatch::Fixed(n) => n,
-            CleanupBatch::Adaptive { target_ms } => {
-                let current = current.clamp(MIN_BATCH_ROWS, MAX_BATCH_ROWS);
-                if elapsed_ms > target_ms {
-                    (current / 2).max(MIN_BATCH_ROWS)
-                } else if elapsed_ms < target_ms / 2.0 && n >= u64::from(current) {
-                    current.saturating_mul(2).min(MAX_BATCH_ROWS)
-                } else {
-                    current
-                }
-            }
-        }
+    /// The batch a new deletion starts with.
+    pub fn start(self) -> u32 {
+        self.sizer().start
     }
 }
 
@@ -362,7 +350,7 @@ async fn phase_step<E: Executor, K: Clock>(
                 let limit = h.batch_rows;
                 let started = clock.now_ms();
                 let n = repo::delete_rows(exec, &h.lease, rows, limit).await?;
-                h.batch_rows = batch.next(limit, clock.now_ms() - started, n);
+                h.batch_rows = batch.sizer().next(limit, clock.now_ms() - started, n);
                 deleted.push((rows, n));
                 if n >= u64::from(limit) {
                     return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
@@ -416,8 +404,8 @@ mod tests {
 
     #[test]
     fn the_adaptive_batch_grows_when_full_and_fast_and_shrinks_when_slow() {
-        let b = CleanupBatch::Adaptive { target_ms: 200.0 };
-        assert_eq!(b.start(), 50);
+        let b = CleanupBatch::Adaptive { target_ms: 200.0 }.sizer();
+        assert_eq!(b.start, 50);
         assert_eq!(b.next(50, 10.0, 50), 100, "full and fast: doubles");
         assert_eq!(b.next(50, 10.0, 49), 50, "short: says nothing about larger batches");
         assert_eq!(b.next(800, 150.0, 800), 800, "between half the target and the target: kept");
@@ -428,6 +416,7 @@ mod tests {
         assert_eq!(b.next(800, 250.0, 800), 400, "over the target: halves");
         assert_eq!(b.next(60, 900.0, 60), 50, "never below 50");
         assert_eq!(b.next(8_000, 1.0, 8_000), 10_000, "never above 10,000");
-        assert_eq!(CleanupBatch::Fixed(50).next(50, 0.0, 50), 50);
+        assert_eq!(CleanupBatch::Fixed(50).sizer().next(50, 0.0, 50), 50);
+        assert_eq!(CleanupBatch::Fixed(7).start(), 7);
     }
 }

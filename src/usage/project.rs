@@ -15,6 +15,7 @@ use super::fingerprint::is_v1;
 use super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
 use crate::exec::{Error, Executor};
 use crate::ids;
+use crate::lane::adaptive::AdaptiveBatch;
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
 use crate::repo::media as media_repo;
@@ -522,23 +523,16 @@ pub async fn process_next<E: Executor>(
 
 /// Entries a tick's first group job claims.
 pub const GROUP_START: u32 = 50;
-/// Bounds of the group size.
+/// The group size never shrinks below this.
 pub const GROUP_MIN: u32 = 10;
+/// Nor grows beyond this.
 pub const GROUP_MAX: u32 = 400;
 
-/// The next group size after a group of `size` rows published `published` of them and took
-/// `elapsed_ms` (load and publish): it doubles while groups are full and take under half the
-/// statement-duration target, halves above the target, and stays within
-/// [`GROUP_MIN`]..=[`GROUP_MAX`].
-pub fn next_group_size(size: u32, published: usize, elapsed_ms: f64, target_ms: f64) -> u32 {
-    let size = size.clamp(GROUP_MIN, GROUP_MAX);
-    if elapsed_ms > target_ms {
-        (size / 2).max(GROUP_MIN)
-    } else if elapsed_ms < target_ms / 2.0 && published >= size as usize {
-        size.saturating_mul(2).min(GROUP_MAX)
-    } else {
-        size
-    }
+/// How group jobs are sized within a tick: from [`GROUP_START`] entries, within
+/// [`GROUP_MIN`]..=[`GROUP_MAX`], a group counting as full when it published as many entries as
+/// it asked for, aiming at `target_ms` for its load and publish.
+pub fn group_sizer(target_ms: f64) -> AdaptiveBatch {
+    AdaptiveBatch { start: GROUP_START, min: GROUP_MIN, max: GROUP_MAX, target_ms }
 }
 /// Field and draft bytes a group load reads at most (plus the entry that crosses it).
 pub const GROUP_LOAD_BYTES: i64 = 4_000_000;
@@ -652,13 +646,15 @@ mod tests {
 
     #[test]
     fn the_group_grows_when_full_and_fast_and_shrinks_when_slow() {
-        assert_eq!(next_group_size(50, 50, 10.0, 200.0), 100, "full and fast: doubles");
-        assert_eq!(next_group_size(50, 49, 10.0, 200.0), 50, "not full: says nothing about bigger groups");
-        assert_eq!(next_group_size(100, 100, 100.0, 200.0), 100, "exactly half the target: kept");
-        assert_eq!(next_group_size(100, 100, 99.9, 200.0), 200);
-        assert_eq!(next_group_size(100, 100, 200.0, 200.0), 100, "exactly the target: kept");
-        assert_eq!(next_group_size(100, 100, 200.1, 200.0), 50, "over the target: halves");
-        assert_eq!(next_group_size(12, 12, 900.0, 200.0), GROUP_MIN);
-        assert_eq!(next_group_size(300, 300, 1.0, 200.0), GROUP_MAX);
+        let groups = group_sizer(200.0);
+        assert_eq!(groups.start, GROUP_START);
+        assert_eq!(groups.next(50, 10.0, 50), 100, "full and fast: doubles");
+        assert_eq!(groups.next(50, 10.0, 49), 50, "not full: says nothing about bigger groups");
+        assert_eq!(groups.next(100, 100.0, 100), 100, "exactly half the target: kept");
+        assert_eq!(groups.next(100, 99.9, 100), 200);
+        assert_eq!(groups.next(100, 200.0, 100), 100, "exactly the target: kept");
+        assert_eq!(groups.next(100, 200.1, 100), 50, "over the target: halves");
+        assert_eq!(groups.next(12, 900.0, 12), GROUP_MIN);
+        assert_eq!(groups.next(300, 1.0, 300), GROUP_MAX);
     }
 }

@@ -15,6 +15,7 @@ use crate::clock::Clock;
 use crate::exec::meter::Metered;
 use crate::exec::{Error, Executor};
 use crate::ids;
+use crate::lane::adaptive::AdaptiveBatch;
 use crate::lifecycle::deletion::{self, CleanupBatch, Held, StepOutcome as DeletionStep};
 use crate::model::state::TickOutcome;
 use crate::repo::continuation as continuation_repo;
@@ -45,12 +46,18 @@ impl Budget {
 
 /// How background work is done, whoever does it (a tick, a repair request, the DELETE of a
 /// collection, the after-write projection): the cleanup batch of the deletion lane, the policy
-/// (reference rules, admission) of projection jobs, and the storage sweep's grace period. Built
-/// from the deployment's settings ([`crate::settings::Settings::background`]).
+/// (reference rules, admission) of projection jobs and the size of their groups, and the storage
+/// sweep's grace period. Built from the deployment's settings
+/// ([`crate::settings::Settings::background`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackgroundPolicy {
+    /// Rows per cleanup statement of a collection deletion (the DELETE request records its start
+    /// on the tombstone; the deletion lane adapts it).
     pub cleanup: CleanupBatch,
+    /// What counts as a use and what one projection job may publish.
     pub projection: Policy,
+    /// How the work lane sizes its group jobs within a tick ([`project::group_sizer`]).
+    pub groups: AdaptiveBatch,
     /// How old an unreferenced stored object must be before the storage lane deletes it.
     pub storage_grace_ms: f64,
 }
@@ -240,11 +247,8 @@ impl Lane {
                         }
                         GroupOutcome::Published { published, .. } => {
                             report.jobs += u32::try_from(published).unwrap_or(u32::MAX);
-                            let target = match policy.cleanup {
-                                CleanupBatch::Adaptive { target_ms } => target_ms,
-                                CleanupBatch::Fixed(_) => deletion::DEFAULT_TARGET_MS,
-                            };
-                            *group = project::next_group_size(size, published, clock.now_ms() - started, target);
+                            let published_n = u64::try_from(published).unwrap_or(u64::MAX);
+                            *group = policy.groups.next(size, clock.now_ms() - started, published_n);
                             return Ok(Some(Stepped::default()));
                         }
                         GroupOutcome::HandedBack { .. } => {

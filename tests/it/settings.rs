@@ -11,7 +11,7 @@ use media_usage_worker::model::auth::hash_token;
 use media_usage_worker::settings::{Reported, Setting, SettingWarning, Settings, TABLE};
 use media_usage_worker::storage::inspect::Allowlist;
 use media_usage_worker::usage::extract::Rules;
-use media_usage_worker::usage::project::Admission;
+use media_usage_worker::usage::project::{self, Admission};
 use media_usage_worker::usage::tick::Budget;
 
 /// The settings of an environment that sets `vars` only.
@@ -132,6 +132,18 @@ fn statement_target_ms_tunes_the_adaptive_batch() {
     for bad in ["0", "-1", "x", "inf", "NaN"] {
         assert_eq!(refused(N, bad, "the default 200").cleanup(), CleanupBatch::Adaptive { target_ms: 200.0 }, "{bad}");
     }
+}
+
+#[test]
+fn group_jobs_aim_at_the_statement_target_only_with_the_adaptive_cleanup_batch() {
+    const TARGET: &str = "MEDIA_USAGE_STATEMENT_TARGET_MS";
+    const ROWS: &str = "MEDIA_USAGE_CLEANUP_BATCH_ROWS";
+    let groups = |vars: &[(&str, &str)]| parse(vars).0.background().groups;
+    assert_eq!(groups(&[]), project::group_sizer(200.0));
+    assert_eq!(groups(&[(TARGET, "80")]), project::group_sizer(80.0));
+    assert_eq!(groups(&[(TARGET, "80"), (ROWS, "50")]), project::group_sizer(200.0), "a fixed batch: the default");
+    let g = groups(&[(TARGET, "80")]);
+    assert_eq!((g.start, g.min, g.max), (50, 10, 400));
 }
 
 #[test]

@@ -338,7 +338,8 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         let slug = targets.first().map(|c| c.slug.as_str()).unwrap_or_default();
         return Err(ApiError::new(404, "COLLECTION_NOT_FOUND", format!("Collection '{slug}' is not actively indexed")));
     }
-    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget, &ctx.config.background).await;
+    // The index's lanes only: sweeping the object store is the cron ticks' work, not a repair's.
+    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget, &ctx.config.background, None).await;
     if let Some(e) = report.error {
         ctx.log(format!("repair request stopped early: {e}"));
     }

@@ -181,14 +181,13 @@ async fn tick_and_continue(env: &Env, handing_on: Option<&str>) {
     let store = storage(env, &settings);
     let store: Option<&dyn Storage> = store.as_ref().map(|s| s as &dyn Storage);
     let report =
-        tick::run_continuing(&exec, &clock::DateClock, settings.budget(), &settings.background(), continuation, store)
-            .await;
+        tick::run(&exec, &clock::DateClock, settings.budget(), &settings.background(), continuation, store).await;
     match &report.error {
-        Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.jobs),
+        Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.count("jobs")),
         None => worker::console_log!(
             "media usage tick {}: {} jobs, {} statements",
             report.outcome,
-            report.jobs,
+            report.count("jobs"),
             report.statements
         ),
     }

@@ -1,3 +1,155 @@
-//! What the tick's lanes share: how a lane sizes its batches ([`adaptive`]).
+//! What the tick's lanes share. A lane is a kind of background work advanced one bounded step at
+//! a time; its state and its step live with the work itself (`usage::project::WorkLane`,
+//! `lifecycle::deletion::DeletionLane`, `usage::repair::RepairLane`,
+//! `storage::sweep::StorageLane`), and `usage::tick` only rotates them within a budget. Every
+//! step gets a [`Ctx`] and answers `Result<Option<LaneStep>, exec::Error>`: `None` when nothing
+//! of its kind is due. [`adaptive`] sizes the lanes' batches. Pure: this module names no layer.
 
 pub mod adaptive;
+
+/// A number lanes report in the tick log (`details`, beside `continued`, `d1` and `error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counter {
+    /// Its key in the tick log's `details` (camelCase; `openapi.json`'s `TickDetails` documents
+    /// each).
+    pub name: &'static str,
+    /// It counts operations outside the database (object-store calls), which a tick counts
+    /// against its statement budget like statements.
+    pub spends_budget: bool,
+}
+
+impl Counter {
+    /// A counter of what a lane did.
+    pub const fn new(name: &'static str) -> Counter {
+        Counter { name, spends_budget: false }
+    }
+
+    /// A counter of operations outside the database, spent from the statement budget.
+    pub const fn operations(name: &'static str) -> Counter {
+        Counter { name, spends_budget: true }
+    }
+}
+
+/// Counts by counter, in the order the counters were first declared or added.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts(Vec<(Counter, u64)>);
+
+impl Counts {
+    /// Every counter of `lanes` (each lane's list), at 0.
+    pub fn declare(lanes: &[&[Counter]]) -> Counts {
+        let mut counts = Counts::default();
+        for &counter in lanes.iter().copied().flatten() {
+            counts.add(counter, 0);
+        }
+        counts
+    }
+
+    /// Adds `n` to `counter` (declaring it when new).
+    pub fn add(&mut self, counter: Counter, n: u64) {
+        match self.0.iter_mut().find(|(c, _)| c.name == counter.name) {
+            Some((_, value)) => *value = value.saturating_add(n),
+            None => self.0.push((counter, n)),
+        }
+    }
+
+    /// The count of the counter named `name` (0 when it is not declared).
+    pub fn get(&self, name: &str) -> u64 {
+        self.0.iter().find(|(c, _)| c.name == name).map_or(0, |(_, n)| *n)
+    }
+
+    /// Whether a counter named `name` is declared.
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|(c, _)| c.name == name)
+    }
+
+    /// What the counters of operations outside the database add up to.
+    pub fn spending_budget(&self) -> u64 {
+        self.0.iter().filter(|(c, _)| c.spends_budget).map(|(_, n)| n).sum()
+    }
+
+    /// Each counter's name and count, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.0.iter().map(|(c, n)| (c.name, *n))
+    }
+}
+
+/// What one lane step may use. Statements go through `exec`; what the step did is added to
+/// `counts` as it happens, so a step that ends with nothing due or fails still reports what it
+/// spent.
+#[derive(Debug)]
+pub struct Ctx<'a, E, K> {
+    /// The tick's (metered) executor.
+    pub exec: &'a E,
+    /// The elapsed-time clock a step measures its batches by.
+    pub clock: &'a K,
+    /// How many statements this step may issue: at least its lane's reserve, and more when the
+    /// budget has room (the work lane then runs group jobs).
+    pub room: u64,
+    /// The tick's counts.
+    pub counts: &'a mut Counts,
+}
+
+impl<E, K> Ctx<'_, E, K> {
+    /// Adds `n` to `counter`.
+    pub fn count(&mut self, counter: Counter, n: u64) {
+        self.counts.add(counter, n);
+    }
+}
+
+/// What one lane step did, for the tick's rotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneStep {
+    /// It changed something. A step that only looked (a sweep page with nothing to delete) is
+    /// not progress: the tick's outcome stays `idle` for it, so work left of that kind never
+    /// asks for a continuation.
+    pub progressed: bool,
+    /// It gave the work lane something to do again (a repair pass queued entries).
+    pub wakes_work: bool,
+    /// The lane has nothing useful to do until the work lane has run out of due work (a repair
+    /// run at its barrier while its collection's queue work is due): it sleeps until then.
+    pub waits_for_work: bool,
+    /// A failure the step recorded for retry and went on from: the tick reports it as its
+    /// error.
+    pub failure: Option<String>,
+}
+
+impl LaneStep {
+    /// A step that changed something and asks nothing of the rotation.
+    pub fn progress() -> LaneStep {
+        LaneStep { progressed: true, wakes_work: false, waits_for_work: false, failure: None }
+    }
+
+    /// A step that only looked.
+    pub fn looked() -> LaneStep {
+        LaneStep { progressed: false, ..LaneStep::progress() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: Counter = Counter::new("a");
+    const B: Counter = Counter::new("b");
+    const OPS: Counter = Counter::operations("ops");
+
+    #[test]
+    fn counts_keep_every_declared_counter_in_order_and_add_up() {
+        let mut counts = Counts::declare(&[&[A, OPS], &[B]]);
+        assert_eq!(counts.iter().collect::<Vec<_>>(), [("a", 0), ("ops", 0), ("b", 0)]);
+        counts.add(B, 2);
+        counts.add(B, 3);
+        counts.add(OPS, 4);
+        assert_eq!(counts.iter().collect::<Vec<_>>(), [("a", 0), ("ops", 4), ("b", 5)]);
+        assert_eq!((counts.get("b"), counts.get("nothing")), (5, 0));
+        assert!(counts.has("a") && !counts.has("nothing"));
+    }
+
+    #[test]
+    fn only_operations_outside_the_database_spend_the_statement_budget() {
+        let mut counts = Counts::declare(&[&[A, OPS]]);
+        counts.add(A, 10);
+        counts.add(OPS, 3);
+        assert_eq!(counts.spending_budget(), 3);
+    }
+}

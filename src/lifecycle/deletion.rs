@@ -17,6 +17,7 @@ use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
+use crate::lane::{Counter, Ctx, LaneStep};
 use crate::model::ident::Ident;
 use crate::model::state::DeletionPhase;
 use crate::repo::capture;
@@ -34,9 +35,9 @@ pub const MIN_BATCH_ROWS: u32 = 50;
 /// Nor grows beyond this.
 pub const MAX_BATCH_ROWS: u32 = 10_000;
 
-/// The most statements one lane step issues: a claim, then the largest phase step (the table
-/// drop's guarded batch of four; a cleanup step is at most two deletes and a checkpoint), then
-/// recording its failure.
+/// The most statements one lane step issues: a claim, then the largest phase step (`status`: the
+/// leftover check and a batch of three; a cleanup step is at most two deletes and a checkpoint,
+/// the table drop a guarded batch of three), then recording its failure.
 pub const STEP_MAX_STATEMENTS: u64 = 6;
 /// Statements releasing a held deletion costs at the end of a tick.
 pub const RELEASE_STATEMENTS: u64 = 1;
@@ -396,6 +397,77 @@ async fn advance<E: Executor>(exec: &E, h: &mut Held, to: DeletionPhase) -> Resu
 /// batch size learned so far. False when the lease was lost meanwhile.
 pub async fn release<E: Executor>(exec: &E, h: &Held) -> Result<bool, Error> {
     repo::checkpoint(exec, &h.lease, h.lease.phase, h.batch_rows, true).await
+}
+
+/// Deletion steps run (claims that found a deletion included).
+pub const DELETION_STEPS: Counter = Counter::new("deletionSteps");
+/// Rows the cleanup statements deleted.
+pub const DELETED_ROWS: Counter = Counter::new("deletedRows");
+/// Deletions finished (tombstone gone, slug free).
+pub const DELETIONS_FINALIZED: Counter = Counter::new("deletionsFinalized");
+/// Steps that failed and were recorded for retry.
+pub const DELETION_FAILURES: Counter = Counter::new("deletionFailures");
+
+/// The deletion lane in a tick: collection deletions past their front phases, several bounded
+/// steps per tick. The deletion being worked on is held between steps and released when the
+/// tick ends ([`DeletionLane::finish`]).
+#[derive(Debug, Clone)]
+pub struct DeletionLane {
+    batch: CleanupBatch,
+    held: Option<Held>,
+}
+
+impl DeletionLane {
+    /// The lane's name in the tick log.
+    pub const NAME: &'static str = "deletion";
+    /// Its tick-log counters.
+    pub const COUNTERS: &'static [Counter] = &[DELETION_STEPS, DELETED_ROWS, DELETIONS_FINALIZED, DELETION_FAILURES];
+
+    /// The lane at the start of a tick, holding nothing, cleaning up in `batch`es.
+    pub fn new(batch: CleanupBatch) -> DeletionLane {
+        DeletionLane { batch, held: None }
+    }
+
+    /// The most statements one step issues.
+    pub fn reserve(&self) -> u64 {
+        STEP_MAX_STATEMENTS
+    }
+
+    /// Statements [`DeletionLane::finish`] will cost: releasing the deletion it holds.
+    pub fn release_cost(&self) -> u64 {
+        if self.held.is_some() {
+            RELEASE_STATEMENTS
+        } else {
+            0
+        }
+    }
+
+    /// Advances the held deletion, or the next due one, by one step ([`step`]); `None` when
+    /// nothing is held and nothing is due. A failure recorded on the tombstone is the step's
+    /// `failure`.
+    pub async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+        let Some(outcome) = step(ctx.exec, ctx.clock, self.batch, &mut self.held).await? else { return Ok(None) };
+        ctx.count(DELETION_STEPS, 1);
+        let mut failure = None;
+        match outcome {
+            StepOutcome::Deleted { deleted, .. } => ctx.count(DELETED_ROWS, deleted.iter().map(|(_, n)| n).sum()),
+            StepOutcome::Finalized => ctx.count(DELETIONS_FINALIZED, 1),
+            StepOutcome::Failed { reason, .. } => {
+                ctx.count(DELETION_FAILURES, 1);
+                failure = Some(reason);
+            }
+            StepOutcome::Advanced { .. } | StepOutcome::Cancelled | StepOutcome::LeaseLost => {}
+        }
+        Ok(Some(LaneStep { failure, ..LaneStep::progress() }))
+    }
+
+    /// Releases the deletion it holds (the tick is over).
+    pub async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
+        if let Some(h) = self.held.take() {
+            release(exec, &h).await?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! The collection lifecycle: creating a collection together with its capture (coverage row and
 //! capture triggers), adding a field together with the coverage invalidation it causes, and
-//! deleting a collection through its tombstone.
+//! deleting a collection through its tombstone ([`deletion`]: the DELETE request's front phases,
+//! and the cleanup the tick's deletion lane runs).
 //!
-//! These compose the registry statements of [`repo::schema`] with the capture statements of
-//! [`repo::capture`] into single atomic batches, one layer above both, so neither repository
-//! module needs the other.
+//! These compose the registry statements of [`crate::repo::schema`] with the capture statements
+//! of [`crate::repo::capture`] into single atomic batches, one layer above both, so neither
+//! repository module needs the other.
 
 use crate::exec::guard::guarded_batch;
 use crate::exec::{Error, Executor};

@@ -8,6 +8,7 @@
 
 use super::{Storage, StorageError};
 use crate::exec::{Error, Executor};
+use crate::lane::{Counter, Ctx, LaneStep};
 use crate::repo::media as repo;
 
 /// Objects listed per step.
@@ -53,4 +54,65 @@ pub async fn step<E: Executor>(exec: &E, storage: &dyn Storage, grace_ms: f64) -
     }
     step.pass_done = page.cursor.is_none();
     Ok(step)
+}
+
+/// Stored objects the storage lane deleted.
+pub const OBJECTS_DELETED: Counter = Counter::new("objectsDeleted");
+/// Object-store operations (listings, deletes): they count against the statement budget.
+pub const STORAGE_OPERATIONS: Counter = Counter::operations("storageOperations");
+
+/// The storage lane in a tick (only with an object store): a page of the bucket listing per
+/// step, at most one pass per tick.
+#[derive(Clone)]
+pub struct StorageLane<'a> {
+    store: &'a dyn Storage,
+    grace_ms: f64,
+    /// The listing reached its end in this tick.
+    pass_done: bool,
+}
+
+impl std::fmt::Debug for StorageLane<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageLane").field("grace_ms", &self.grace_ms).field("pass_done", &self.pass_done).finish()
+    }
+}
+
+impl<'a> StorageLane<'a> {
+    /// The lane's name in the tick log.
+    pub const NAME: &'static str = "storage";
+    /// Its tick-log counters.
+    pub const COUNTERS: &'static [Counter] = &[OBJECTS_DELETED, STORAGE_OPERATIONS];
+
+    /// The lane at the start of a tick: sweeping `store` of objects older than `grace_ms`.
+    pub fn new(store: &'a dyn Storage, grace_ms: f64) -> StorageLane<'a> {
+        StorageLane { store, grace_ms, pass_done: false }
+    }
+
+    /// The most statements and storage operations one step issues.
+    pub fn reserve(&self) -> u64 {
+        STEP_MAX_OPERATIONS
+    }
+
+    /// Sweeps the next page ([`step`]); `None` once the pass is done. A page that deleted
+    /// nothing only looked (not progress); the lane goes on until the pass ends.
+    pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+        if self.pass_done {
+            return Ok(None);
+        }
+        let swept = step(ctx.exec, self.store, self.grace_ms).await;
+        ctx.count(
+            STORAGE_OPERATIONS,
+            match &swept {
+                Ok(s) => s.operations,
+                // A failed step may have issued its list and its delete.
+                Err(_) => 2,
+            },
+        );
+        let swept = swept?;
+        ctx.count(OBJECTS_DELETED, swept.deleted.len() as u64);
+        self.pass_done = swept.pass_done;
+        // A page that deleted nothing only looked; the lane goes on until the pass ends.
+        let progressed = !swept.deleted.is_empty();
+        Ok((progressed || !swept.pass_done).then_some(LaneStep { progressed, ..LaneStep::progress() }))
+    }
 }

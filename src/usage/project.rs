@@ -13,9 +13,11 @@ use super::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
 use super::extract::{extract, extraction_fields, ExtractionField, Library, Rules};
 use super::fingerprint::is_v1;
 use super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
+use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
+use crate::lane::{Counter, Ctx, LaneStep};
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
 use crate::repo::media as media_repo;
@@ -618,6 +620,85 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
         Err(Error::Stale) => hand_back().await,
         Err(e) if e.is_missing_content_table() => hand_back().await,
         Err(e) => Err(e),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tick's work lane.
+
+/// Projection jobs run (single jobs, and each entry a group published).
+pub const JOBS: Counter = Counter::new("jobs");
+/// Single jobs whose failure was recorded.
+pub const FAILED_JOBS: Counter = Counter::new("failedJobs");
+/// Single jobs that lost a race, and groups handed back whole.
+pub const CONFLICTS: Counter = Counter::new("conflicts");
+
+/// The work lane in a tick: projection jobs from the work queue, in groups while a group fits
+/// the budget, the group's size adapting within the tick.
+#[derive(Debug, Clone)]
+pub struct WorkLane<'a> {
+    policy: &'a Policy,
+    groups: AdaptiveBatch,
+    /// The size of the next group job.
+    group: u32,
+}
+
+impl<'a> WorkLane<'a> {
+    /// The lane's name in the tick log.
+    pub const NAME: &'static str = "work";
+    /// Its tick-log counters.
+    pub const COUNTERS: &'static [Counter] = &[JOBS, FAILED_JOBS, CONFLICTS];
+
+    /// The lane at the start of a tick: jobs under `policy`, groups sized by `groups`.
+    pub fn new(policy: &'a Policy, groups: AdaptiveBatch) -> WorkLane<'a> {
+        WorkLane { policy, groups, group: groups.start }
+    }
+
+    /// The most statements one step issues: a single job's (a group runs only with more room).
+    pub fn reserve(&self) -> u64 {
+        JOB_MAX_STATEMENTS
+    }
+
+    /// Runs the next group job, or single job once a group no longer fits `ctx.room`; `None`
+    /// when no work is due.
+    pub async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+        // Fresh work goes in groups while a group fits (the group claim takes one retry, expired
+        // lease or handed-back row as a single job when nothing fresh is due); once a group no
+        // longer fits, single jobs.
+        if ctx.room >= GROUP_MAX_STATEMENTS {
+            let started = ctx.clock.now_ms();
+            let size = self.group;
+            match process_group(ctx.exec, self.policy, size).await? {
+                GroupOutcome::Nothing => return Ok(None),
+                GroupOutcome::Single(outcome) => {
+                    count_job(ctx, &outcome);
+                    return Ok(Some(LaneStep::progress()));
+                }
+                GroupOutcome::Published { published, .. } => {
+                    let published = published as u64;
+                    ctx.count(JOBS, published);
+                    self.group = self.groups.next(size, ctx.clock.now_ms() - started, published);
+                    return Ok(Some(LaneStep::progress()));
+                }
+                GroupOutcome::HandedBack { .. } => {
+                    ctx.count(CONFLICTS, 1);
+                    return Ok(Some(LaneStep::progress()));
+                }
+            }
+        }
+        Ok(process_next(ctx.exec, None, self.policy).await?.map(|outcome| {
+            count_job(ctx, &outcome);
+            LaneStep::progress()
+        }))
+    }
+}
+
+fn count_job<E, K>(ctx: &mut Ctx<'_, E, K>, outcome: &JobOutcome) {
+    ctx.count(JOBS, 1);
+    match outcome {
+        JobOutcome::Failed { .. } => ctx.count(FAILED_JOBS, 1),
+        JobOutcome::Conflict => ctx.count(CONFLICTS, 1),
+        _ => {}
     }
 }
 

@@ -10,6 +10,7 @@
 use super::backoff::MAX_ATTEMPTS;
 use super::extract::Rules;
 use crate::exec::{Error, Executor};
+use crate::lane::{Counter, Ctx, LaneStep};
 use crate::model::ident::Ident;
 use crate::model::state::RepairPhase;
 use crate::repo::repair::{self as repo, Advance, Barrier, Run};
@@ -155,5 +156,65 @@ async fn advanced<E: Executor>(
             Ok(if repo::end(exec, run).await? { StepOutcome::Finished } else { StepOutcome::Conflict })
         }
         Err(e) => Err(e),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tick's repair lane.
+
+/// Repair steps run (including the look that started runs for other reference rules).
+pub const REPAIR_STEPS: Counter = Counter::new("repairSteps");
+
+/// The repair lane in a tick: repair runs, one step at a time.
+#[derive(Debug, Clone)]
+pub struct RepairLane<'a> {
+    rules: &'a Rules,
+    /// The collection whose run waits at its barrier for the work lane: the lane's next step
+    /// looks at that run only.
+    barrier: Option<String>,
+}
+
+impl<'a> RepairLane<'a> {
+    /// The lane's name in the tick log.
+    pub const NAME: &'static str = "repair";
+    /// Its tick-log counters.
+    pub const COUNTERS: &'static [Counter] = &[REPAIR_STEPS];
+
+    /// The lane at the start of a tick, starting runs for coverage not proven under `rules`.
+    pub fn new(rules: &'a Rules) -> RepairLane<'a> {
+        RepairLane { rules, barrier: None }
+    }
+
+    /// The most statements its next step issues (fewer for a run known to be at its barrier).
+    pub fn reserve(&self) -> u64 {
+        match self.barrier {
+            Some(_) => BARRIER_STEP_STATEMENTS,
+            None => STEP_MAX_STATEMENTS,
+        }
+    }
+
+    /// Advances the next due run by one step ([`step_next`]); `None` when none is due.
+    pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+        let only = self.barrier.take();
+        let Some(step) = step_next(ctx.exec, only.as_deref(), self.rules).await? else {
+            // The run it waited for is not due any more (someone else has it); other runs may be.
+            return Ok(only.map(|_| LaneStep::progress()));
+        };
+        ctx.count(REPAIR_STEPS, 1);
+        Ok(Some(match step {
+            StepOutcome::Queued { n, at_barrier } => {
+                let waits_for_work = at_barrier.is_some();
+                self.barrier = at_barrier;
+                LaneStep { wakes_work: n > 0, waits_for_work, ..LaneStep::progress() }
+            }
+            StepOutcome::Waiting { collection_id, work_due: true } => {
+                self.barrier = Some(collection_id);
+                LaneStep { waits_for_work: true, ..LaneStep::progress() }
+            }
+            StepOutcome::Waiting { work_due: false, .. }
+            | StepOutcome::Finished
+            | StepOutcome::Conflict
+            | StepOutcome::Started { .. } => LaneStep::progress(),
+        }))
     }
 }

@@ -1,30 +1,31 @@
-//! The scheduled tick: run lanes in rotation while the tick's statement and time budgets allow,
-//! then record the tick. Budgets are configuration (D1 plans differ), checked before each step
-//! against the metered count, so a tick never issues more statements than configured.
+//! The scheduled tick: runs the lanes of the lane list ([`Lane`]) in rotation while the tick's
+//! statement and time budgets allow, decides whether to ask for a continuation, and records the
+//! tick. Each lane's step lives with its work ([`crate::lane`]); the tick only dispatches, and
+//! keeps the rules between lanes (`Rotation`). Budgets are configuration (D1 plans differ),
+//! checked before each step against the metered count, so a tick never issues more statements
+//! than configured.
 
-use serde_json::json;
+use serde_json::{json, Map, Value as Json};
 
 use super::extract::Rules;
-use super::project::{
-    self, Admission, GroupOutcome, JobOutcome, Policy, GROUP_MAX_STATEMENTS, GROUP_START, JOB_MAX_STATEMENTS,
-};
-use super::repair::{
-    self, StepOutcome as RepairStep, BARRIER_STEP_STATEMENTS, STEP_MAX_STATEMENTS as REPAIR_STEP_MAX_STATEMENTS,
-};
+use super::project::{Admission, Policy, WorkLane, JOB_MAX_STATEMENTS};
+use super::repair::RepairLane;
 use crate::clock::Clock;
-use crate::exec::meter::Metered;
+use crate::exec::meter::{Metered, Usage};
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
-use crate::lifecycle::deletion::{self, CleanupBatch, Held, StepOutcome as DeletionStep};
+use crate::lane::{Counter, Counts, Ctx, LaneStep};
+use crate::lifecycle::deletion::{CleanupBatch, DeletionLane};
 use crate::model::state::TickOutcome;
 use crate::repo::continuation as continuation_repo;
 use crate::repo::ticks::{self as repo, TickLog};
-use crate::storage::{sweep, Storage};
+use crate::storage::sweep::StorageLane;
+use crate::storage::Storage;
 
 /// The smallest statement budget a tick accepts: one job (its media lookup included), the
-/// continuation's baton and the tick's own log write.
-pub const MIN_TICK_STATEMENTS: u64 = 11;
+/// continuation's baton and the tick's own log write. Every lane's step fits it (a test checks).
+pub const MIN_TICK_STATEMENTS: u64 = JOB_MAX_STATEMENTS + CONTINUATION_STATEMENTS + LOG_STATEMENTS;
 /// Statements the tick's own log write costs.
 pub const LOG_STATEMENTS: u64 = 1;
 /// An upper bound on steps per tick, whatever the budget.
@@ -33,7 +34,9 @@ pub const MAX_STEPS_PER_TICK: u32 = 10_000;
 /// What a tick (or a repair request running the lanes) may spend: statements and wall time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
+    /// Statements (and object-store operations) it may issue, its log write included.
     pub max_statements: u64,
+    /// Wall time it may take, in milliseconds: no lane steps once it has passed.
     pub max_ms: f64,
 }
 
@@ -56,25 +59,29 @@ pub struct BackgroundPolicy {
     pub cleanup: CleanupBatch,
     /// What counts as a use and what one projection job may publish.
     pub projection: Policy,
-    /// How the work lane sizes its group jobs within a tick ([`project::group_sizer`]).
+    /// How the work lane sizes its group jobs within a tick ([`super::project::group_sizer`]).
     pub groups: AdaptiveBatch,
     /// How old an unreferenced stored object must be before the storage lane deletes it.
     pub storage_grace_ms: f64,
 }
 
 impl BackgroundPolicy {
+    /// This policy with another cleanup batch.
     pub fn with_cleanup(self, cleanup: CleanupBatch) -> BackgroundPolicy {
         BackgroundPolicy { cleanup, ..self }
     }
 
+    /// This policy with another projection admission.
     pub fn with_admission(self, admission: Admission) -> BackgroundPolicy {
         BackgroundPolicy { projection: Policy { admission, ..self.projection }, ..self }
     }
 
+    /// This policy under other reference rules.
     pub fn with_rules(self, rules: Rules) -> BackgroundPolicy {
         BackgroundPolicy { projection: Policy { rules, ..self.projection }, ..self }
     }
 
+    /// This policy with another storage grace period.
     pub fn with_storage_grace_ms(self, storage_grace_ms: f64) -> BackgroundPolicy {
         BackgroundPolicy { storage_grace_ms, ..self }
     }
@@ -83,26 +90,18 @@ impl BackgroundPolicy {
 /// What a tick did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TickReport {
-    /// Lanes that made progress, in the order they first did.
+    /// Lanes that made progress, in the order they first did (`work` when none did).
     pub lanes: Vec<&'static str>,
+    /// Idle (nothing changed), progress, budget (progress, and stopped with due work left) or
+    /// error.
     pub outcome: TickOutcome,
-    pub jobs: u32,
-    pub failed_jobs: u32,
-    pub conflicts: u32,
-    pub repair_steps: u32,
-    pub deletion_steps: u32,
-    /// Cleanup rows deleted by the deletion lane.
-    pub deleted_rows: u64,
-    /// Deletions finished (tombstone gone).
-    pub deletions_finalized: u32,
-    /// Deletion steps that failed and were recorded for retry.
-    pub deletion_failures: u32,
-    /// Stored objects the storage lane deleted.
-    pub objects_deleted: u32,
-    /// Object store operations (counted against the statement budget like statements).
-    pub storage_operations: u64,
-    /// Statements issued, the log write included.
+    /// What the lanes did, by tick-log counter: every counter of every kind of lane
+    /// ([`Lane::COUNTERS`]), 0 when unused. Read one with [`TickReport::count`].
+    pub counts: Counts,
+    /// Statements issued, the log write included when the tick is recorded ([`run`]).
     pub statements: u64,
+    /// The first error, prefixed with the lane (or step) it came from; the tick log says only
+    /// that there was one.
     pub error: Option<String>,
     /// The continuation token to send: this tick took the continuation baton.
     pub continue_with: Option<String>,
@@ -113,222 +112,152 @@ impl TickReport {
         TickReport {
             lanes: Vec::new(),
             outcome: TickOutcome::Idle,
-            jobs: 0,
-            failed_jobs: 0,
-            conflicts: 0,
-            repair_steps: 0,
-            deletion_steps: 0,
-            deleted_rows: 0,
-            deletions_finalized: 0,
-            deletion_failures: 0,
-            objects_deleted: 0,
-            storage_operations: 0,
+            counts: Counts::declare(Lane::COUNTERS),
             statements: 0,
             error: None,
             continue_with: None,
         }
     }
 
+    /// The count of the tick-log counter `name` (`"jobs"`, `"deletedRows"`, …).
+    pub fn count(&self, name: &str) -> u64 {
+        debug_assert!(self.counts.has(name), "no lane counts {name:?}");
+        self.counts.get(name)
+    }
+
     fn note_error(&mut self, lane: &str, e: impl std::fmt::Display) {
         self.outcome = TickOutcome::Error;
         self.error.get_or_insert_with(|| format!("{lane} lane: {e}"));
     }
+
+    /// Takes in a step of `lane`: progress, unless it only looked, and the failure it recorded.
+    fn stepped(&mut self, lane: &'static str, step: &LaneStep) {
+        if step.progressed {
+            if self.outcome == TickOutcome::Idle {
+                self.outcome = TickOutcome::Progress;
+            }
+            if !self.lanes.contains(&lane) {
+                self.lanes.push(lane);
+            }
+        }
+        if let Some(failure) = &step.failure {
+            self.note_error(lane, failure);
+        }
+    }
+
+    /// The rotation is over: a tick that made progress and stopped with due work left for lack
+    /// of budget ends `budget` (which asks for a continuation).
+    fn rotation_ended(&mut self, stopped_by_budget: bool) {
+        if stopped_by_budget && self.outcome == TickOutcome::Progress {
+            self.outcome = TickOutcome::Budget;
+        }
+        if self.lanes.is_empty() {
+            self.lanes.push(WorkLane::NAME);
+        }
+    }
 }
 
-/// One lane of the tick: a kind of background work advanced one bounded step at a time.
+// ---------------------------------------------------------------------------------------------
+// The lane list.
+
+/// A lane of the tick, with its state for this tick. The variants are the lane list, in
+/// rotation order; each lane's state type (in its own module) has its step, its statement
+/// reserve and, where it holds something, its release.
 #[derive(Debug)]
-pub enum Lane {
-    /// Projection jobs from the work queue; `group` is the size of its next group job (it adapts
-    /// within the tick).
-    Work { group: u32 },
-    /// Collection deletions; the deletion being worked on is held between steps and released
-    /// when the tick ends.
-    Deletion { held: Option<Held> },
-    /// Repair runs; `barrier` names the collection whose run waits at its barrier for the work
-    /// lane: the lane's next step looks at that run only.
-    Repair { barrier: Option<String> },
-    /// The storage sweep (only with an object store): a page of the bucket listing per step, at
-    /// most one pass per tick.
-    Storage { pass_done: bool },
+pub enum Lane<'a> {
+    /// Projection jobs from the work queue.
+    Work(WorkLane<'a>),
+    /// Collection deletions past their front phases.
+    Deletion(DeletionLane),
+    /// Repair runs.
+    Repair(RepairLane<'a>),
+    /// The storage sweep (only with an object store).
+    Storage(StorageLane<'a>),
 }
 
-/// What a lane step did, for the rotation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Stepped {
-    /// It gave the work lane something to do again (a repair pass queued entries).
-    wakes_work: bool,
-    /// A repair run now waits at its barrier for queue work that may be due: the lane has
-    /// nothing useful to do until the work lane has run out of due work.
-    waits_for_work: bool,
-    /// The step only looked (a storage sweep page with nothing to delete): it is not progress,
-    /// and work left of this kind never asks for a continuation.
-    looked_only: bool,
-}
+impl<'a> Lane<'a> {
+    /// Every kind of lane's tick-log counters, in rotation order: each is in every tick's log,
+    /// the storage lane's too when there is no object store.
+    pub const COUNTERS: &'static [&'static [Counter]] =
+        &[WorkLane::COUNTERS, DeletionLane::COUNTERS, RepairLane::COUNTERS, StorageLane::COUNTERS];
 
-impl Lane {
-    /// The lanes of a tick, in rotation order (the storage lane only with an object store).
-    pub fn all(with_storage: bool) -> Vec<Lane> {
-        let mut lanes =
-            vec![Lane::Work { group: GROUP_START }, Lane::Deletion { held: None }, Lane::Repair { barrier: None }];
-        if with_storage {
-            lanes.push(Lane::Storage { pass_done: false });
+    /// The lanes of a tick under `policy`, in rotation order (the storage lane only with an
+    /// object store).
+    pub fn all(policy: &'a BackgroundPolicy, storage: Option<&'a dyn Storage>) -> Vec<Lane<'a>> {
+        let mut lanes = vec![
+            Lane::Work(WorkLane::new(&policy.projection, policy.groups)),
+            Lane::Deletion(DeletionLane::new(policy.cleanup)),
+            Lane::Repair(RepairLane::new(&policy.projection.rules)),
+        ];
+        if let Some(store) = storage {
+            lanes.push(Lane::Storage(StorageLane::new(store, policy.storage_grace_ms)));
         }
         lanes
     }
 
+    /// Its name in the tick log.
     pub fn name(&self) -> &'static str {
         match self {
-            Lane::Work { .. } => "work",
-            Lane::Deletion { .. } => "deletion",
-            Lane::Repair { .. } => "repair",
-            Lane::Storage { .. } => "storage",
+            Lane::Work(_) => WorkLane::NAME,
+            Lane::Deletion(_) => DeletionLane::NAME,
+            Lane::Repair(_) => RepairLane::NAME,
+            Lane::Storage(_) => StorageLane::NAME,
         }
     }
 
-    /// The most statements one step of this lane issues.
+    /// The most statements its next step issues.
     pub fn reserve(&self) -> u64 {
         match self {
-            Lane::Work { .. } => JOB_MAX_STATEMENTS,
-            Lane::Deletion { .. } => deletion::STEP_MAX_STATEMENTS,
-            Lane::Repair { barrier: Some(_) } => BARRIER_STEP_STATEMENTS,
-            Lane::Repair { barrier: None } => REPAIR_STEP_MAX_STATEMENTS,
-            Lane::Storage { .. } => sweep::STEP_MAX_OPERATIONS,
+            Lane::Work(l) => l.reserve(),
+            Lane::Deletion(l) => l.reserve(),
+            Lane::Repair(l) => l.reserve(),
+            Lane::Storage(l) => l.reserve(),
         }
     }
 
-    /// Statements finishing this lane will cost when the tick ends (releasing what it holds).
+    /// Statements finishing the lane will cost when the tick ends (releasing what it holds).
     pub fn release_cost(&self) -> u64 {
         match self {
-            Lane::Deletion { held: Some(_) } => deletion::RELEASE_STATEMENTS,
-            _ => 0,
+            Lane::Deletion(l) => l.release_cost(),
+            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) => 0,
         }
     }
 
     /// Runs one step; `None` when the lane has nothing due.
-    /// `room` is how many statements this step may issue.
-    #[allow(clippy::too_many_arguments)]
-    async fn step_next<E: Executor, K: Clock>(
-        &mut self,
-        exec: &E,
-        clock: &K,
-        storage: Option<&dyn Storage>,
-        policy: &BackgroundPolicy,
-        room: u64,
-        report: &mut TickReport,
-    ) -> Result<Option<Stepped>, Error> {
+    async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         match self {
-            Lane::Storage { pass_done } => {
-                let Some(storage) = storage.filter(|_| !*pass_done) else { return Ok(None) };
-                let step = sweep::step(exec, storage, policy.storage_grace_ms).await;
-                report.storage_operations += match &step {
-                    Ok(s) => s.operations,
-                    // A failed step may have issued its list and its delete.
-                    Err(_) => 2,
-                };
-                let step = step?;
-                report.objects_deleted += u32::try_from(step.deleted.len()).unwrap_or(u32::MAX);
-                *pass_done = step.pass_done;
-                // A page that deleted nothing only looked; the lane goes on until the pass ends.
-                let looked_only = step.deleted.is_empty();
-                Ok((!looked_only || !step.pass_done).then_some(Stepped { looked_only, ..Stepped::default() }))
-            }
-            Lane::Work { group } => {
-                // Fresh work goes in groups while a group fits (the group claim takes one
-                // retry, expired lease or handed-back row as a single job when nothing fresh is
-                // due); once a group no longer fits, single jobs.
-                if room >= GROUP_MAX_STATEMENTS {
-                    let started = clock.now_ms();
-                    let size = *group;
-                    match project::process_group(exec, &policy.projection, size).await? {
-                        GroupOutcome::Nothing => return Ok(None),
-                        GroupOutcome::Single(outcome) => {
-                            count_job(report, &outcome);
-                            return Ok(Some(Stepped::default()));
-                        }
-                        GroupOutcome::Published { published, .. } => {
-                            report.jobs += u32::try_from(published).unwrap_or(u32::MAX);
-                            let published_n = u64::try_from(published).unwrap_or(u64::MAX);
-                            *group = policy.groups.next(size, clock.now_ms() - started, published_n);
-                            return Ok(Some(Stepped::default()));
-                        }
-                        GroupOutcome::HandedBack { .. } => {
-                            report.conflicts += 1;
-                            return Ok(Some(Stepped::default()));
-                        }
-                    }
-                }
-                Ok(project::process_next(exec, None, &policy.projection).await?.map(|outcome| {
-                    count_job(report, &outcome);
-                    Stepped::default()
-                }))
-            }
-            Lane::Deletion { held } => {
-                let Some(step) = deletion::step(exec, clock, policy.cleanup, held).await? else { return Ok(None) };
-                report.deletion_steps += 1;
-                match step {
-                    DeletionStep::Deleted { deleted, .. } => {
-                        report.deleted_rows += deleted.iter().map(|(_, n)| n).sum::<u64>();
-                    }
-                    DeletionStep::Finalized => report.deletions_finalized += 1,
-                    DeletionStep::Failed { reason, .. } => {
-                        report.deletion_failures += 1;
-                        report.note_error("deletion", reason);
-                    }
-                    DeletionStep::Advanced { .. } | DeletionStep::Cancelled | DeletionStep::LeaseLost => {}
-                }
-                Ok(Some(Stepped::default()))
-            }
-            Lane::Repair { barrier } => {
-                let only = barrier.take();
-                let Some(step) = repair::step_next(exec, only.as_deref(), &policy.projection.rules).await? else {
-                    // The run it waited for is not due any more (someone else has it); other
-                    // runs may be.
-                    return Ok(only.map(|_| Stepped::default()));
-                };
-                report.repair_steps += 1;
-                Ok(Some(match step {
-                    RepairStep::Queued { n, at_barrier } => {
-                        let waits_for_work = at_barrier.is_some();
-                        *barrier = at_barrier;
-                        Stepped { wakes_work: n > 0, waits_for_work, ..Stepped::default() }
-                    }
-                    RepairStep::Waiting { collection_id, work_due: true } => {
-                        *barrier = Some(collection_id);
-                        Stepped { wakes_work: false, waits_for_work: true, ..Stepped::default() }
-                    }
-                    RepairStep::Waiting { work_due: false, .. }
-                    | RepairStep::Finished
-                    | RepairStep::Conflict
-                    | RepairStep::Started { .. } => Stepped::default(),
-                }))
-            }
+            Lane::Work(l) => l.step(ctx).await,
+            Lane::Deletion(l) => l.step(ctx).await,
+            Lane::Repair(l) => l.step(ctx).await,
+            Lane::Storage(l) => l.step(ctx).await,
         }
     }
 
     /// Releases what the lane holds (the tick is over).
     async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
-        if let Lane::Deletion { held } = self {
-            if let Some(h) = held.take() {
-                deletion::release(exec, &h).await?;
-            }
+        match self {
+            Lane::Deletion(l) => l.finish(exec).await,
+            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) => Ok(()),
         }
-        Ok(())
     }
 }
 
-fn count_job(report: &mut TickReport, outcome: &JobOutcome) {
-    report.jobs += 1;
-    match outcome {
-        JobOutcome::Failed { .. } => report.failed_jobs += 1,
-        JobOutcome::Conflict => report.conflicts += 1,
-        _ => {}
-    }
+// ---------------------------------------------------------------------------------------------
+// The rotation.
+
+/// Where the lanes stand in this tick's rotation, and the rules between them. Pure: the loop asks
+/// which lane may step and says how each step ended.
+#[derive(Debug)]
+struct Rotation {
+    slots: Vec<Slot>,
+    /// The work lane's slot, whose running out of work wakes the lanes waiting for it.
+    work: Option<usize>,
 }
 
-/// A lane and where it stands in this tick.
+/// A lane's place in the rotation.
+#[derive(Debug, Clone, Copy, Default)]
 struct Slot {
-    lane: Lane,
-    /// Nothing due (or it failed): skipped for the rest of the tick.
+    /// Nothing due (or it failed, or it sleeps): skipped until woken.
     idle: bool,
     /// Its next step does not fit the budget any more.
     out_of_budget: bool,
@@ -336,28 +265,74 @@ struct Slot {
     waiting_for_work: bool,
 }
 
-/// Wakes the lanes asleep until the work lane stops.
-fn wake_waiters(slots: &mut [Slot]) {
-    for s in slots.iter_mut().filter(|s| s.waiting_for_work) {
-        s.waiting_for_work = false;
-        s.idle = false;
+impl Rotation {
+    fn new(lanes: usize, work: Option<usize>) -> Rotation {
+        Rotation { slots: vec![Slot::default(); lanes], work }
+    }
+
+    /// Whether lane `k` may step.
+    fn ready(&self, k: usize) -> bool {
+        let s = self.slots[k];
+        !s.idle && !s.out_of_budget
+    }
+
+    /// `Some` once no lane may step, saying whether one still had due work but no budget left.
+    fn over(&self) -> Option<bool> {
+        let over = self.slots.iter().all(|s| s.idle || s.out_of_budget);
+        over.then(|| self.slots.iter().any(|s| s.out_of_budget && !s.idle))
+    }
+
+    /// Lane `k`'s next step does not fit the budget.
+    fn out_of_budget(&mut self, k: usize) {
+        self.slots[k].out_of_budget = true;
+        // The work lane will not run again this tick: whoever waited for it looks now.
+        if self.work == Some(k) {
+            self.wake_waiters();
+        }
+    }
+
+    /// Lane `k` has nothing due.
+    fn nothing_due(&mut self, k: usize) {
+        self.slots[k].idle = true;
+        // The work lane ran out of due work: whoever waited for it looks again.
+        if self.work == Some(k) {
+            self.wake_waiters();
+        }
+    }
+
+    /// Lane `k` failed: it rests for the rest of the tick, and the others go on.
+    fn failed(&mut self, k: usize) {
+        self.slots[k].idle = true;
+    }
+
+    /// Lane `k` stepped.
+    fn stepped(&mut self, k: usize, step: &LaneStep) {
+        if step.wakes_work {
+            if let Some(w) = self.work {
+                self.slots[w].idle = false;
+            }
+        }
+        // A run waiting for the queue sleeps until the work lane is idle or out of budget (if it
+        // already is, the run's next look is its barrier step, the cheapest).
+        if step.waits_for_work && self.work.is_some_and(|w| self.ready(w)) {
+            self.slots[k].idle = true;
+            self.slots[k].waiting_for_work = true;
+        }
+    }
+
+    /// Wakes the lanes asleep until the work lane stops.
+    fn wake_waiters(&mut self) {
+        for s in self.slots.iter_mut().filter(|s| s.waiting_for_work) {
+            s.waiting_for_work = false;
+            s.idle = false;
+        }
     }
 }
 
 /// Runs the lanes in rotation while the budget allows another step of one of them, without
-/// recording a tick. The repair request uses this directly.
+/// recording a tick; with an object store (`storage`), its sweep is one more lane, whose
+/// operations count against the statement budget.
 pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
-    exec: &Metered<E, C>,
-    clock: &K,
-    budget: Budget,
-    policy: &BackgroundPolicy,
-) -> TickReport {
-    run_lanes_with(exec, clock, budget, policy, None).await
-}
-
-/// [`run_lanes`] with the object store, whose sweep is then one more lane. Storage operations
-/// count against the statement budget.
-pub async fn run_lanes_with<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
     budget: Budget,
@@ -366,88 +341,53 @@ pub async fn run_lanes_with<E: Executor, C: Clock, K: Clock>(
 ) -> TickReport {
     let started = clock.now_ms();
     let mut report = TickReport::new();
-    let mut slots: Vec<Slot> = Lane::all(storage.is_some())
-        .into_iter()
-        .map(|lane| Slot { lane, idle: false, out_of_budget: false, waiting_for_work: false })
-        .collect();
-    let work_lane = |slots: &[Slot]| slots.iter().position(|s| matches!(s.lane, Lane::Work { .. }));
+    let mut lanes = Lane::all(policy, storage);
+    let mut rotation = Rotation::new(lanes.len(), lanes.iter().position(|l| matches!(l, Lane::Work(_))));
 
     let mut stopped_by_budget = false;
     for turn in 0..MAX_STEPS_PER_TICK as usize {
-        if slots.iter().all(|s| s.idle || s.out_of_budget) {
-            stopped_by_budget = slots.iter().any(|s| s.out_of_budget && !s.idle);
+        if let Some(by_budget) = rotation.over() {
+            stopped_by_budget = by_budget;
             break;
         }
         if clock.now_ms() - started >= budget.max_ms {
             stopped_by_budget = true;
             break;
         }
-        let k = turn % slots.len();
-        if slots[k].idle || slots[k].out_of_budget {
+        let k = turn % lanes.len();
+        if !rotation.ready(k) {
             continue;
         }
-        let held: u64 = slots.iter().map(|s| s.lane.release_cost()).sum();
-        let spent = exec.usage().statements + report.storage_operations;
-        let is_work = matches!(slots[k].lane, Lane::Work { .. });
-        if spent + slots[k].lane.reserve() + held + LOG_STATEMENTS > budget.max_statements {
-            slots[k].out_of_budget = true;
-            // The work lane will not run again this tick: whoever waited for it looks now.
-            if is_work {
-                wake_waiters(&mut slots);
-            }
+        // Spent so far (object-store operations count like statements), plus what releasing the
+        // lanes' holds and the log write will cost.
+        let held: u64 = lanes.iter().map(Lane::release_cost).sum();
+        let committed = exec.usage().statements + report.counts.spending_budget() + held + LOG_STATEMENTS;
+        if committed + lanes[k].reserve() > budget.max_statements {
+            rotation.out_of_budget(k);
             continue;
         }
-        let slot = &mut slots[k];
-        let room = budget.max_statements.saturating_sub(spent + held + LOG_STATEMENTS);
-        match slot.lane.step_next(exec, clock, storage, policy, room, &mut report).await {
-            Ok(None) => {
-                slot.idle = true;
-                // The work lane ran out of due work: whoever waited for it looks again.
-                if is_work {
-                    wake_waiters(&mut slots);
-                }
-            }
-            Ok(Some(stepped)) => {
-                if !stepped.looked_only {
-                    if report.outcome == TickOutcome::Idle {
-                        report.outcome = TickOutcome::Progress;
-                    }
-                    let name = slot.lane.name();
-                    if !report.lanes.contains(&name) {
-                        report.lanes.push(name);
-                    }
-                }
-                let work = work_lane(&slots);
-                if stepped.wakes_work {
-                    if let Some(w) = work {
-                        slots[w].idle = false;
-                    }
-                }
-                // A run waiting for the queue sleeps until the work lane is idle or out of budget
-                // (if it already is, the run's next look is its barrier step, the cheapest).
-                if stepped.waits_for_work && work.is_some_and(|w| !slots[w].idle && !slots[w].out_of_budget) {
-                    slots[k].idle = true;
-                    slots[k].waiting_for_work = true;
-                }
+        let lane = &mut lanes[k];
+        let room = budget.max_statements.saturating_sub(committed);
+        let mut ctx = Ctx { exec, clock, room, counts: &mut report.counts };
+        match lane.step(&mut ctx).await {
+            Ok(None) => rotation.nothing_due(k),
+            Ok(Some(step)) => {
+                report.stepped(lane.name(), &step);
+                rotation.stepped(k, &step);
             }
             // One lane's failure must not starve the others: note it, rest that lane, go on.
             Err(e) => {
-                report.note_error(slot.lane.name(), &e);
-                slot.idle = true;
+                report.note_error(lane.name(), &e);
+                rotation.failed(k);
             }
         }
     }
-    for slot in &mut slots {
-        if let Err(e) = slot.lane.finish(exec).await {
-            report.note_error(slot.lane.name(), &e);
+    for lane in &mut lanes {
+        if let Err(e) = lane.finish(exec).await {
+            report.note_error(lane.name(), &e);
         }
     }
-    if stopped_by_budget && report.outcome == TickOutcome::Progress {
-        report.outcome = TickOutcome::Budget;
-    }
-    if report.lanes.is_empty() {
-        report.lanes.push("work");
-    }
+    report.rotation_ended(stopped_by_budget);
     report.statements = exec.usage().statements;
     report
 }
@@ -469,21 +409,13 @@ pub const CONTINUATION_LEASE_SECONDS: i64 = 60;
 /// Statements the continuation decision costs (taking or dropping the baton).
 pub const CONTINUATION_STATEMENTS: u64 = 1;
 
-/// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`.
+/// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`. With
+/// an object store (`storage`), its sweep is one more lane. With a continuation queue, a tick
+/// that ends with due work left (stopped by its budget) takes the continuation baton and reports
+/// the token to send in `continue_with`, and one that ends with nothing due drops the baton it
+/// was handed. At most one continuation is in flight; the decision counts against the tick's
+/// statement budget.
 pub async fn run<E: Executor, C: Clock, K: Clock>(
-    exec: &Metered<E, C>,
-    clock: &K,
-    budget: Budget,
-    policy: &BackgroundPolicy,
-) -> TickReport {
-    run_continuing(exec, clock, budget, policy, Continuation::Off, None).await
-}
-
-/// Runs one tick like [`run`]; with a continuation queue, a tick that ends with due work left
-/// (stopped by its budget) takes the continuation baton and reports the token to send in
-/// `continue_with`, and one that ends with nothing due drops the baton it was handed. At most one
-/// continuation is in flight; the decision counts against the tick's statement budget.
-pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
     budget: Budget,
@@ -496,7 +428,7 @@ pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
         Continuation::Off => budget,
         Continuation::On { .. } => Budget { max_statements: budget.max_statements - CONTINUATION_STATEMENTS, ..budget },
     };
-    let mut report = run_lanes_with(exec, clock, lanes_budget, policy, storage).await;
+    let mut report = run_lanes(exec, clock, lanes_budget, policy, storage).await;
     if let Continuation::On { handing_on } = continuation {
         let decided = if report.outcome == TickOutcome::Budget {
             let token = ids::new_id();
@@ -521,32 +453,7 @@ pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
         statements: report.statements,
         rows_written: usage.rows_written + 1,
         duration_ms: (clock.now_ms() - started).max(0.0).round() as u64,
-        details: Some(
-            json!({
-                "jobs": report.jobs,
-                "failedJobs": report.failed_jobs,
-                "conflicts": report.conflicts,
-                "repairSteps": report.repair_steps,
-                "deletionSteps": report.deletion_steps,
-                "deletedRows": report.deleted_rows,
-                "deletionsFinalized": report.deletions_finalized,
-                "deletionFailures": report.deletion_failures,
-                "objectsDeleted": report.objects_deleted,
-                "storageOperations": report.storage_operations,
-                "continued": report.continue_with.is_some(),
-                // What the database reported for the statements before the log write.
-                "d1": {
-                    "results": usage.results,
-                    "failed": usage.failed,
-                    "rowsRead": usage.rows_read,
-                    "rowsWritten": usage.rows_written,
-                    "maxBinds": usage.max_binds,
-                    "maxSqlBytes": usage.max_sql_bytes,
-                },
-                "error": report.error.as_ref().map(|_| "see worker logs"),
-            })
-            .to_string(),
-        ),
+        details: Some(details(&report, &usage)),
     };
     if let Err(e) = repo::insert_tick(exec, &log).await {
         report.note_error("tick log", format!("write failed: {e}"));
@@ -554,26 +461,26 @@ pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
     report
 }
 
-/// Runs ticks until one finds nothing due (tests and tools); at most `max_ticks`. Returns the
-/// number of ticks run.
-pub async fn drain<E: Executor, C: Clock>(
-    exec: &E,
-    clock: &C,
-    budget: Budget,
-    policy: &BackgroundPolicy,
-    max_ticks: u32,
-) -> Result<u32, Error> {
-    for n in 0..max_ticks {
-        let metered = Metered::new(exec, clock);
-        let report = run(&metered, clock, budget, policy).await;
-        if let Some(e) = report.error {
-            return Err(Error::Backend(e));
-        }
-        if report.outcome == TickOutcome::Idle {
-            return Ok(n + 1);
-        }
-    }
-    Ok(max_ticks)
+/// The tick log's `details`: every lane counter, whether the tick asked for a continuation, what
+/// the database reported for the statements before the log write, and whether there was an
+/// error (its cause goes to the worker log only). Keys sort (`openapi.json`, `TickDetails`).
+fn details(report: &TickReport, usage: &Usage) -> String {
+    let mut details: Map<String, Json> =
+        report.counts.iter().map(|(name, n)| (name.to_owned(), Json::from(n))).collect();
+    details.insert("continued".into(), Json::from(report.continue_with.is_some()));
+    details.insert(
+        "d1".into(),
+        json!({
+            "results": usage.results,
+            "failed": usage.failed,
+            "rowsRead": usage.rows_read,
+            "rowsWritten": usage.rows_written,
+            "maxBinds": usage.max_binds,
+            "maxSqlBytes": usage.max_sql_bytes,
+        }),
+    );
+    details.insert("error".into(), json!(report.error.as_ref().map(|_| "see worker logs")));
+    Json::Object(details).to_string()
 }
 
 #[cfg(test)]
@@ -582,15 +489,160 @@ mod tests {
 
     #[test]
     fn a_budget_is_raised_to_the_smallest_tick() {
+        assert_eq!(MIN_TICK_STATEMENTS, 11);
         assert_eq!(Budget::new(3, 100.0), Budget { max_statements: MIN_TICK_STATEMENTS, max_ms: 100.0 });
         assert_eq!(Budget::new(1000, 100.0), Budget { max_statements: 1000, max_ms: 100.0 });
     }
 
     #[test]
     fn every_lane_can_step_in_a_tick_of_the_smallest_budget() {
-        for lane in Lane::all(true) {
+        let policy = crate::settings::Settings::defaults().background();
+        let store = crate::storage::memory::MemoryStorage::new(0.0);
+        let lanes = Lane::all(&policy, Some(&store));
+        assert_eq!(lanes.len(), Lane::COUNTERS.len(), "the lane list and its counters name the same lanes");
+        for lane in lanes {
             let needs = lane.reserve() + CONTINUATION_STATEMENTS + LOG_STATEMENTS;
             assert!(needs <= MIN_TICK_STATEMENTS, "{} needs {needs}", lane.name());
         }
+    }
+
+    const WORK: usize = 0;
+    const REPAIR: usize = 2;
+
+    fn waits_for_work() -> LaneStep {
+        LaneStep { waits_for_work: true, ..LaneStep::progress() }
+    }
+
+    #[test]
+    fn a_lane_waiting_for_work_sleeps_until_the_work_lane_runs_out_of_due_work() {
+        let mut r = Rotation::new(3, Some(WORK));
+        r.stepped(REPAIR, &waits_for_work());
+        assert!(!r.ready(REPAIR), "asleep while the work lane runs");
+        r.stepped(WORK, &LaneStep::progress());
+        assert!(!r.ready(REPAIR));
+        assert_eq!(r.over(), None, "the work lane still runs");
+        r.nothing_due(WORK);
+        assert!(r.ready(REPAIR), "woken: the work lane is idle");
+    }
+
+    #[test]
+    fn a_lane_waiting_for_work_wakes_when_the_work_lane_is_out_of_budget() {
+        let mut r = Rotation::new(3, Some(WORK));
+        r.stepped(REPAIR, &waits_for_work());
+        assert!(!r.ready(REPAIR));
+        r.out_of_budget(WORK);
+        assert!(r.ready(REPAIR), "the work lane will not run again this tick");
+    }
+
+    #[test]
+    fn a_lane_does_not_wait_for_a_work_lane_that_cannot_run() {
+        let mut r = Rotation::new(3, Some(WORK));
+        r.nothing_due(WORK);
+        r.stepped(REPAIR, &waits_for_work());
+        assert!(r.ready(REPAIR), "its next look is its barrier step");
+        let mut r = Rotation::new(3, None);
+        r.stepped(1, &waits_for_work());
+        assert!(r.ready(1), "no work lane");
+    }
+
+    #[test]
+    fn only_the_work_lane_wakes_the_waiters() {
+        let mut r = Rotation::new(3, Some(WORK));
+        r.stepped(REPAIR, &waits_for_work());
+        r.nothing_due(1);
+        r.out_of_budget(1);
+        assert!(!r.ready(REPAIR));
+    }
+
+    #[test]
+    fn a_step_that_queued_work_wakes_the_idle_work_lane() {
+        let mut r = Rotation::new(3, Some(WORK));
+        r.nothing_due(WORK);
+        assert!(!r.ready(WORK));
+        r.stepped(REPAIR, &LaneStep::progress());
+        assert!(!r.ready(WORK), "a step that queued nothing leaves it idle");
+        r.stepped(REPAIR, &LaneStep { wakes_work: true, ..LaneStep::progress() });
+        assert!(r.ready(WORK));
+    }
+
+    #[test]
+    fn a_failed_lane_rests_and_the_rotation_ends_when_no_lane_may_step() {
+        let mut r = Rotation::new(3, Some(WORK));
+        r.failed(1);
+        assert!(!r.ready(1) && r.ready(WORK));
+        r.nothing_due(WORK);
+        assert_eq!(r.over(), None);
+        r.nothing_due(REPAIR);
+        assert_eq!(r.over(), Some(false), "nothing left due");
+        let mut r = Rotation::new(3, Some(WORK));
+        r.nothing_due(WORK);
+        r.nothing_due(1);
+        r.out_of_budget(REPAIR);
+        assert_eq!(r.over(), Some(true), "a lane had due work but no budget");
+    }
+
+    #[test]
+    fn a_step_that_only_looked_is_not_progress() {
+        let mut report = TickReport::new();
+        report.stepped("storage", &LaneStep::looked());
+        assert_eq!((report.outcome, report.lanes.clone()), (TickOutcome::Idle, vec![]));
+        report.rotation_ended(true);
+        assert_eq!(report.outcome, TickOutcome::Idle, "looking only never asks for a continuation");
+        assert_eq!(report.lanes, ["work"]);
+
+        let mut report = TickReport::new();
+        report.stepped("storage", &LaneStep::looked());
+        report.stepped("deletion", &LaneStep::progress());
+        report.stepped("deletion", &LaneStep::progress());
+        assert_eq!((report.outcome, report.lanes.clone()), (TickOutcome::Progress, vec!["deletion"]));
+        report.rotation_ended(true);
+        assert_eq!(report.outcome, TickOutcome::Budget, "progress stopped by the budget");
+    }
+
+    #[test]
+    fn a_failure_a_lane_recorded_is_the_ticks_error() {
+        let mut report = TickReport::new();
+        report.stepped("deletion", &LaneStep { failure: Some("posts at work: boom".into()), ..LaneStep::progress() });
+        assert_eq!(report.outcome, TickOutcome::Error);
+        assert_eq!(report.error.as_deref(), Some("deletion lane: posts at work: boom"));
+        assert_eq!(report.lanes, ["deletion"]);
+    }
+
+    #[test]
+    fn the_tick_log_details_keep_their_keys_and_shape() {
+        let mut report = TickReport::new();
+        report.counts.add(crate::usage::project::JOBS, 3);
+        report.counts.add(crate::storage::sweep::STORAGE_OPERATIONS, 2);
+        report.error = Some("x".into());
+        let usage = Usage {
+            results: 4,
+            failed: 1,
+            rows_read: 5,
+            rows_written: 6,
+            max_binds: 7,
+            max_sql_bytes: 8,
+            ..Usage::default()
+        };
+        // The shape the workerd tests, the console and openapi.json read.
+        let expected = json!({
+            "jobs": 3,
+            "failedJobs": 0,
+            "conflicts": 0,
+            "repairSteps": 0,
+            "deletionSteps": 0,
+            "deletedRows": 0,
+            "deletionsFinalized": 0,
+            "deletionFailures": 0,
+            "objectsDeleted": 0,
+            "storageOperations": 2,
+            "continued": false,
+            "d1": { "results": 4, "failed": 1, "rowsRead": 5, "rowsWritten": 6, "maxBinds": 7, "maxSqlBytes": 8 },
+            "error": "see worker logs",
+        });
+        assert_eq!(details(&report, &usage), expected.to_string());
+        report.error = None;
+        report.continue_with = Some("t".into());
+        let d: Json = serde_json::from_str(&details(&report, &usage)).unwrap();
+        assert_eq!((&d["continued"], &d["error"]), (&Json::Bool(true), &Json::Null));
     }
 }

@@ -7,7 +7,6 @@
 use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::usage::project::Admission;
-use media_usage_worker::usage::tick;
 use serde_json::json;
 
 use crate::support::{code, data, Api, ADMIN};
@@ -35,8 +34,14 @@ fn media(api: &Api, key: &str) -> String {
 }
 
 fn drain(api: &Api) {
-    block_on(tick::drain(&api.db, &MonotonicClock::default(), api.config.tick_budget, &api.config.background, 100))
-        .unwrap();
+    block_on(crate::support::drain(
+        &api.db,
+        &MonotonicClock::default(),
+        api.config.tick_budget,
+        &api.config.background,
+        100,
+    ))
+    .unwrap();
 }
 
 fn coverage(api: &Api) -> String {

@@ -5,7 +5,9 @@
 
 use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
+use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
+use media_usage_worker::exec::Executor;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
@@ -294,13 +296,18 @@ fn stored_files_are_served_publicly_with_caching_and_ranges() {
 }
 
 fn tick(api: &Api, grace_hours: f64) -> tick::TickReport {
+    tick_on(&api.db, api, grace_hours)
+}
+
+/// [`tick`] with its statements going through `exec`.
+fn tick_on<E: Executor>(exec: &E, api: &Api, grace_hours: f64) -> tick::TickReport {
     let clock = MonotonicClock::default();
-    let metered = Metered::new(&api.db, &clock);
+    let metered = Metered::new(exec, &clock);
     let policy = crate::support::policy().with_storage_grace_ms(grace_hours * HOUR_MS);
     let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
     let budget = crate::support::budget();
-    let report = block_on(tick::run_continuing(&metered, &clock, budget, &policy, tick::Continuation::Off, storage));
-    assert!(report.statements + report.storage_operations <= 40, "{report:?}");
+    let report = block_on(tick::run(&metered, &clock, budget, &policy, tick::Continuation::Off, storage));
+    assert!(report.statements + report.count("storageOperations") <= 40, "{report:?}");
     report
 }
 
@@ -327,20 +334,48 @@ fn deleting_media_deletes_its_object_and_a_crash_between_is_swept_after_the_grac
     store.now_ms.set(T0 + 23.0 * HOUR_MS);
     for _ in 0..3 {
         let r = tick(&api, 24.0);
-        assert_eq!(r.objects_deleted, 0);
-        assert!(r.storage_operations >= 1, "the sweep listed the bucket");
+        assert_eq!(r.count("objectsDeleted"), 0);
+        assert!(r.count("storageOperations") >= 1, "the sweep listed the bucket");
     }
     assert_eq!(objects(&api).len(), 2);
     // After it, the next tick sweeps the orphan and only the orphan.
     store.now_ms.set(T0 + 25.0 * HOUR_MS);
     let r = tick(&api, 24.0);
-    assert_eq!(r.objects_deleted, 1, "{r:?}");
+    assert_eq!(r.count("objectsDeleted"), 1, "{r:?}");
     assert!(r.lanes.contains(&"storage"));
     assert_eq!(objects(&api), [kept["storageKey"].as_str().unwrap()]);
     // A grace of 0 sweeps at once; the referenced object still stays.
     let r = tick(&api, 0.0);
-    assert_eq!(r.objects_deleted, 0);
+    assert_eq!(r.count("objectsDeleted"), 0);
     assert_eq!(objects(&api).len(), 1);
+}
+
+#[test]
+fn a_crash_at_any_statement_of_a_sweeping_tick_never_deletes_a_referenced_object() {
+    let setup = || {
+        let api = Api::with_storage(T0);
+        let kept = upload_png(&api, &png(1, 1, 70))["storageKey"].as_str().unwrap().to_owned();
+        put_raw(api.storage.as_ref().unwrap(), "orphan.png", png(1, 1, 71), "image/png");
+        api.storage.as_ref().unwrap().now_ms.set(T0 + 25.0 * HOUR_MS);
+        (api, kept)
+    };
+    let (probe, _) = setup();
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&probe.db, &clock);
+    let r = tick_on(&metered, &probe, 24.0);
+    assert_eq!(r.count("objectsDeleted"), 1, "{r:?}");
+    let n = metered.usage().statements;
+    assert!(n >= 4, "the tick issued {n} statements");
+    for k in 1..=n {
+        let (api, kept) = setup();
+        let crashed = tick_on(&Faulty::new(&api.db, Some(k)), &api, 24.0);
+        assert!(crashed.error.is_some(), "k={k}: {crashed:?}");
+        // Later ticks sweep the orphan, and only the orphan.
+        for _ in 0..3 {
+            tick(&api, 24.0);
+        }
+        assert_eq!(objects(&api), [kept], "k={k}");
+    }
 }
 
 #[test]
@@ -383,16 +418,9 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
     let metered = Metered::new(&api.db, &clock);
     let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
     let on = tick::Continuation::On { handing_on: None };
-    let r = block_on(tick::run_continuing(
-        &metered,
-        &clock,
-        crate::support::budget(),
-        &crate::support::policy(),
-        on,
-        storage,
-    ));
-    assert!(r.storage_operations >= 5, "it listed page after page: {r:?}");
-    assert_eq!(r.objects_deleted, 0);
+    let r = block_on(tick::run(&metered, &clock, crate::support::budget(), &crate::support::policy(), on, storage));
+    assert!(r.count("storageOperations") >= 5, "it listed page after page: {r:?}");
+    assert_eq!(r.count("objectsDeleted"), 0);
     assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Idle, "{r:?}");
     assert_eq!(r.continue_with, None, "no continuation for a sweep that found nothing");
     assert!(!r.lanes.contains(&"storage"));
@@ -400,7 +428,7 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
     // are work left (a continuation may come for them).
     store.now_ms.set(T0 + 48.0 * HOUR_MS);
     let r = tick(&api, 24.0);
-    assert!(r.objects_deleted > 0 && r.lanes.contains(&"storage"), "{r:?}");
+    assert!(r.count("objectsDeleted") > 0 && r.lanes.contains(&"storage"), "{r:?}");
     assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Budget, "{r:?}");
 }
 
@@ -438,15 +466,15 @@ fn the_sweep_moves_past_pages_with_nothing_to_delete_and_counts_its_operations()
     let orphans = put_objects(&api, "b", 30);
     api.storage.as_ref().unwrap().now_ms.set(T0 + 48.0 * HOUR_MS);
     let r = tick(&api, 24.0);
-    assert_eq!(r.objects_deleted, 30, "{r:?}");
+    assert_eq!(r.count("objectsDeleted"), 30, "{r:?}");
     // Page one: a listing; page two: a listing and a delete.
-    assert_eq!(r.storage_operations, 3, "{r:?}");
+    assert_eq!(r.count("storageOperations"), 3, "{r:?}");
     let left = objects(&api);
     assert_eq!(left.len(), 100);
     assert!(orphans.iter().all(|k| !left.contains(k)));
     // The pass ended: the next tick starts over and only looks (the 100 left fit one listing).
     let r = tick(&api, 24.0);
-    assert_eq!((r.objects_deleted, r.storage_operations), (0, 1), "{r:?}");
+    assert_eq!((r.count("objectsDeleted"), r.count("storageOperations")), (0, 1), "{r:?}");
 }
 
 #[test]
@@ -528,7 +556,7 @@ fn the_sweep_deletes_only_marked_objects_and_never_a_foreign_one() {
     assert_eq!(api.delete(&format!("/media/{}", registered["id"].as_str().unwrap())).status, 200);
     store.now_ms.set(T0 + 1000.0 * HOUR_MS);
     let r = tick(&api, 24.0);
-    assert_eq!(r.objects_deleted, 1, "{r:?}");
+    assert_eq!(r.count("objectsDeleted"), 1, "{r:?}");
     let mut left = objects(&api);
     left.sort();
     let mut want = vec![legacy_key.clone(), "theirs-registered.png".to_owned(), "theirs.png".to_owned()];
@@ -536,7 +564,7 @@ fn the_sweep_deletes_only_marked_objects_and_never_a_foreign_one() {
     assert_eq!(left, want, "only the marked orphan went");
     // Pass after pass, with no grace at all, the foreign objects stay.
     for _ in 0..10 {
-        assert_eq!(tick(&api, 0.0).objects_deleted, 0);
+        assert_eq!(tick(&api, 0.0).count("objectsDeleted"), 0);
     }
     let mut left = objects(&api);
     left.sort();
@@ -629,7 +657,7 @@ fn deleting_json_registered_media_never_deletes_the_object_it_names() {
     assert_eq!(api.delete(&format!("/media/{}", three["id"].as_str().unwrap())).status, 200);
     assert!(objects(&api).contains(&"ours-registered.png".to_owned()));
     store.now_ms.set(T0 + 25.0 * HOUR_MS);
-    assert_eq!(tick(&api, 24.0).objects_deleted, 1);
+    assert_eq!(tick(&api, 24.0).count("objectsDeleted"), 1);
     assert_eq!(objects(&api), ["theirs/one.png", "theirs/two.png"]);
     // An uploaded row's delete still deletes its object.
     let up = upload_png(&api, &png(7, 7, 73));

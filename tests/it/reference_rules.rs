@@ -8,7 +8,6 @@ use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
-use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, query_plan as plan, Api, ADMIN};
@@ -76,7 +75,7 @@ fn occurrences_of_entry(api: &Api, id: &str) -> i64 {
 
 fn drain(api: &Api) {
     let clock = MonotonicClock::default();
-    block_on(tick::drain(&api.db, &clock, api.config.tick_budget, &api.config.background, 200)).unwrap();
+    block_on(crate::support::drain(&api.db, &clock, api.config.tick_budget, &api.config.background, 200)).unwrap();
 }
 
 fn status(api: &Api) -> Json {

@@ -24,7 +24,8 @@ fn drain(db: &SqliteExecutor) {
 
 fn drain_with(db: &SqliteExecutor, budget: Budget) {
     for _ in 0..100 {
-        block_on(tick::drain(db, &MonotonicClock::default(), budget, &crate::support::policy(), 500)).unwrap();
+        block_on(crate::support::drain(db, &MonotonicClock::default(), budget, &crate::support::policy(), 500))
+            .unwrap();
         if scalar(db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") == 0 {
             return;
         }
@@ -163,7 +164,14 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         let faulty = Faulty::new(&api.db, Some(fail_at));
         let clock = MonotonicClock::default();
         let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
-        let _ = block_on(tick::run(&metered, &clock, Budget::new(40, 60_000.0), &crate::support::policy()));
+        let _ = block_on(tick::run(
+            &metered,
+            &clock,
+            Budget::new(40, 60_000.0),
+            &crate::support::policy(),
+            tick::Continuation::Off,
+            None,
+        ));
         // The crashed isolate's leases run out; later ticks finish the run.
         drain(&api.db);
         assert_eq!(status(&api)["status"], "complete", "fail_at {fail_at}");
@@ -408,7 +416,14 @@ fn the_barrier_waits_only_as_long_as_the_earliest_unfinished_work() {
 
 fn one_tick(api: &Api, budget: Budget) -> tick::TickReport {
     let clock = MonotonicClock::default();
-    block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget, &crate::support::policy()))
+    block_on(tick::run(
+        &Metered::new(&api.db, &clock),
+        &clock,
+        budget,
+        &crate::support::policy(),
+        tick::Continuation::Off,
+        None,
+    ))
 }
 
 #[test]
@@ -420,7 +435,7 @@ fn a_run_waiting_for_due_work_sleeps_until_the_work_lane_has_run_it() {
     // Attempted before: single jobs, one per step (fresh rows would go in one group).
     api.db.connection().execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1").unwrap();
     let report = one_tick(&api, crate::support::budget());
-    assert_eq!((report.jobs, report.repair_steps), (2, 2), "{report:?}");
+    assert_eq!((report.count("jobs"), report.count("repairSteps")), (2, 2), "{report:?}");
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
     assert_eq!(status(&api)["status"], "complete");
 }
@@ -498,7 +513,14 @@ fn a_repair_of_10000_entries_finishes_in_at_most_40_default_ticks() {
         // machine is (the group size also adapts to measured statement time; that rule has its
         // own tests).
         let clock = FnClock(|| 0.0);
-        let report = block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget, &crate::support::policy()));
+        let report = block_on(tick::run(
+            &Metered::new(&api.db, &clock),
+            &clock,
+            budget,
+            &crate::support::policy(),
+            tick::Continuation::Off,
+            None,
+        ));
         assert!(report.statements <= 40, "{report:?}");
         ticks += 1;
         assert!(ticks <= 200, "the repair does not finish");

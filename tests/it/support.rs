@@ -2,12 +2,16 @@
 
 use futures::executor::block_on;
 use media_usage_worker::api::{self, Config, Request, Response};
+use media_usage_worker::clock::Clock;
+use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::exec::{Error, Executor};
+use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::settings::Settings;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::storage::Storage;
 use media_usage_worker::usage::extract::Rules;
-use media_usage_worker::usage::tick::{BackgroundPolicy, Budget};
+use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, Continuation};
 use serde_json::Value as Json;
 
 /// The bootstrap secret (`EMDASH_ADMIN_TOKEN`) of the native tests: at least 32 characters, as
@@ -56,6 +60,28 @@ pub fn budget() -> Budget {
 /// The default background policy, under the deployment's reference rules ([`rules`]).
 pub fn policy() -> BackgroundPolicy {
     settings().background()
+}
+
+/// Runs ticks (no continuation queue, no object store) until one finds nothing due; at most
+/// `max_ticks`. Returns the number of ticks run; a tick's error is the error.
+pub async fn drain<E: Executor, C: Clock>(
+    exec: &E,
+    clock: &C,
+    budget: Budget,
+    policy: &BackgroundPolicy,
+    max_ticks: u32,
+) -> Result<u32, Error> {
+    for n in 0..max_ticks {
+        let metered = Metered::new(exec, clock);
+        let report = tick::run(&metered, clock, budget, policy, Continuation::Off, None).await;
+        if let Some(e) = report.error {
+            return Err(Error::Backend(e));
+        }
+        if report.outcome == TickOutcome::Idle {
+            return Ok(n + 1);
+        }
+    }
+    Ok(max_ticks)
 }
 
 /// Calls the API handlers directly, as the edge would.

@@ -210,6 +210,31 @@ fn no_import_circles_between_the_api_and_the_console_or_between_media_and_upload
 }
 
 #[test]
+fn lanes_share_an_interface_below_them_and_only_the_tick_names_them_all() {
+    // The lane interface (what a step gets and reports, the adaptive batch) names no lane.
+    for above in ["usage", "lifecycle", "storage", "repo", "api", "edge", "settings"] {
+        let found = depends_on("lane", above);
+        assert!(found.is_empty(), "the lane interface must not depend on {above}: {found:#?}");
+    }
+    // The tick's lane list is the one place the usage index names the collection lifecycle,
+    // and no lane names the tick that runs it.
+    for (module, file) in modules() {
+        if module.first().is_some_and(|m| m == "usage") && module.join("::") != "usage::tick" {
+            let text = fs::read_to_string(&file).unwrap();
+            let found: Vec<String> =
+                named_paths(&module, &text).into_iter().filter(|p| p.split("::").next() == Some("lifecycle")).collect();
+            assert!(found.is_empty(), "only the tick's lane list names lifecycle: {} names {found:?}", file.display());
+        }
+    }
+    for lane in ["lifecycle", "storage", "usage::project", "usage::repair"] {
+        let found = depends_on(lane, "usage::tick");
+        assert!(found.is_empty(), "a lane must not depend on the tick: {found:#?}");
+    }
+    let found = depends_on("storage", "usage");
+    assert!(found.is_empty(), "the storage lane must not depend on the usage index: {found:#?}");
+}
+
+#[test]
 fn the_path_reader_resolves_crate_self_and_super_paths() {
     let code = "use super::{input::{self, json_body}, Ctx};\nuse crate::{exec, sql::render};\n\
                 use self::inner::X; use super::super::repo::{self, x}; // crate::edge in a comment\n\

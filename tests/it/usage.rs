@@ -70,8 +70,14 @@ fn create_past_api(api: &Api, slug: &str, gallery: &Json) -> String {
             [slug, &gallery.to_string()],
         )
         .unwrap();
-    block_on(tick::drain(&api.db, &MonotonicClock::default(), api.config.tick_budget, &api.config.background, 100))
-        .unwrap();
+    block_on(crate::support::drain(
+        &api.db,
+        &MonotonicClock::default(),
+        api.config.tick_budget,
+        &api.config.background,
+        100,
+    ))
+    .unwrap();
     slug.to_owned()
 }
 
@@ -352,7 +358,7 @@ fn a_change_whose_bound_json_passes_the_byte_bound_fails_without_a_source_row() 
                 [Json::Array(items).to_string()],
             )
             .unwrap();
-        block_on(tick::drain(
+        block_on(crate::support::drain(
             &api.db,
             &MonotonicClock::default(),
             crate::support::budget(),
@@ -444,7 +450,7 @@ fn collection_id(api: &Api) -> String {
 
 fn drain(db: &SqliteExecutor) -> u32 {
     let budget = Budget::new(40, 60_000.0);
-    block_on(tick::drain(db, &MonotonicClock::default(), budget, &crate::support::policy(), 100)).unwrap()
+    block_on(crate::support::drain(db, &MonotonicClock::default(), budget, &crate::support::policy(), 100)).unwrap()
 }
 
 #[test]
@@ -632,14 +638,28 @@ fn the_tick_drains_pending_work_within_its_budget_and_logs_itself() {
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 5);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report = block_on(tick::run(&metered, &clock, Budget::new(11, 60_000.0), &crate::support::policy()));
-    assert_eq!(report.jobs, 1, "the smallest budget, 11, admits exactly one job");
+    let report = block_on(tick::run(
+        &metered,
+        &clock,
+        Budget::new(11, 60_000.0),
+        &crate::support::policy(),
+        tick::Continuation::Off,
+        None,
+    ));
+    assert_eq!(report.count("jobs"), 1, "the smallest budget, 11, admits exactly one job");
     assert!(metered.usage().statements <= 11, "{:?}", metered.usage());
     assert_eq!(report.statements, metered.usage().statements);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report = block_on(tick::run(&metered, &clock, Budget::new(40, 60_000.0), &crate::support::policy()));
-    assert!(report.jobs >= 3, "{report:?}");
+    let report = block_on(tick::run(
+        &metered,
+        &clock,
+        Budget::new(40, 60_000.0),
+        &crate::support::policy(),
+        tick::Continuation::Off,
+        None,
+    ));
+    assert!(report.count("jobs") >= 3, "{report:?}");
     assert!(metered.usage().statements <= 40);
     drain(&api.db);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
@@ -1048,7 +1068,7 @@ fn backlog(api: &Api, n: usize) {
 fn continuing_tick(api: &Api, budget: Budget, handing_on: Option<&str>) -> tick::TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report = block_on(tick::run_continuing(
+    let report = block_on(tick::run(
         &metered,
         &clock,
         budget,
@@ -1126,7 +1146,7 @@ fn without_a_queue_or_with_nothing_due_no_continuation_is_taken() {
     backlog(&api, 12);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let r = block_on(tick::run_continuing(
+    let r = block_on(tick::run(
         &metered,
         &clock,
         Budget::new(11, 60_000.0),
@@ -1179,7 +1199,8 @@ fn default_ticks_until_drained(api: &Api) -> u32 {
         // own tests).
         let clock = FnClock(|| 0.0);
         let metered = Metered::new(&api.db, &clock);
-        let report = block_on(tick::run(&metered, &clock, budget, &crate::support::policy()));
+        let report =
+            block_on(tick::run(&metered, &clock, budget, &crate::support::policy(), tick::Continuation::Off, None));
         assert!(report.statements <= 40, "{report:?}");
         assert!(metered.usage().max_binds <= 100 && metered.usage().max_sql_bytes < 100_000);
         ticks += 1;
@@ -1469,7 +1490,14 @@ fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
     queued(&probe, 120, 2);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&probe.db, &clock);
-    block_on(tick::run(&metered, &clock, Budget::new(40, 600_000.0), &crate::support::policy()));
+    block_on(tick::run(
+        &metered,
+        &clock,
+        Budget::new(40, 600_000.0),
+        &crate::support::policy(),
+        tick::Continuation::Off,
+        None,
+    ));
     let n = metered.usage().statements;
     for k in 1..=n {
         let api = setup();
@@ -1481,6 +1509,8 @@ fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
             &clock,
             Budget::new(40, 600_000.0),
             &crate::support::policy(),
+            tick::Continuation::Off,
+            None,
         ));
         // Leases held by the dead tick expire; later ticks finish the work.
         api.db

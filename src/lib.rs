@@ -6,11 +6,12 @@
 //!   guarded batches, metering and fault injection; the native SQLite backend.
 //! - [`sql`]: the only way to put identifiers into SQL templates.
 //! - [`repo`]: statements built from `src/sql/**.sql`, per area.
-//! - [`lane`]: what the tick's background lanes share: the adaptive batch that sizes their
-//!   steps.
-//! - [`usage`]: the media usage index: extraction, projection, coverage, repair and the cron
-//!   tick.
-//! - [`storage`]: media files: the object store trait, upload checks, how files are served.
+//! - [`lane`]: what the tick's background lanes share: the context a step gets, what it
+//!   reports, the tick-log counters, and the adaptive batch that sizes their steps.
+//! - [`usage`]: the media usage index: extraction, projection (the work lane), coverage, repair
+//!   (the repair lane) and the cron tick, which rotates every lane.
+//! - [`storage`]: media files: the object store trait, upload checks, how files are served, the
+//!   storage lane's sweep.
 //! - [`lifecycle`]: collection create / add field / delete (the tombstone's front phases in the
 //!   request, its cleanup as a tick lane), composed from `repo` and `usage`.
 //! - [`api`]: the HTTP contract as plain functions of (request, executor).

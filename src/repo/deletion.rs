@@ -152,9 +152,9 @@ impl Lease {
 }
 
 /// Inserts a new tombstone already leased at `fence` by `token` (for [`DELETION`]'s lease
-/// length, its first attempt counted), only while the collection is
-/// registered with this exact identity and actively captured with its exact trigger set.
-/// `None` when those preconditions fail or a tombstone for the id or slug exists.
+/// length, its first attempt counted), only while the collection is registered with this exact
+/// identity and actively captured with its exact trigger set. `None` when those preconditions
+/// fail or a tombstone for the id or slug exists.
 pub async fn insert_leased<E: Executor>(
     exec: &E,
     collection_id: &str,

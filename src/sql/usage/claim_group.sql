@@ -1,10 +1,10 @@
--- Claims work under one lease token ?1 for ?2 seconds: up to ?3 group rows of one collection — the collection of
--- the earliest group row — for a group job; or, when no group row is due, the one row a single
--- job would claim (a retry that is due, or a lease that expired). A group row is a fresh due row
--- (pending, never attempted) or the row of a group or job that died on its first attempt (leased
--- once, lease expired): a dead tick's group is taken again as a group, and a row that dies twice
--- goes through single jobs, which record failures. Rows of a collection being deleted are left
--- to its deletion, which deletes them.
+-- Claims work under one lease token ?1 for ?2 seconds: up to ?3 group rows of one collection —
+-- the collection of the earliest group row — for a group job; or, when no group row is due, the
+-- one row a single job would claim (a retry that is due, or a lease that expired). A group row
+-- is a fresh due row (pending, never attempted) or the row of a group or job that died on its
+-- first attempt (leased once, lease expired): a dead tick's group is taken again as a group, and
+-- a row that dies twice goes through single jobs, which record failures. Rows of a collection
+-- being deleted are left to its deletion, which deletes them.
 WITH group_head(collection_id) AS (
   SELECT collection_id FROM (
     SELECT * FROM (

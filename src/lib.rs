@@ -12,6 +12,8 @@
 //! - [`lifecycle`]: collection create / add field / delete, composed from `repo` and `usage`.
 //! - [`api`]: the HTTP contract as plain functions of (request, executor).
 //! - [`console`]: the operator console page (embedded HTML, script and style), a client of [`api`].
+//! - [`settings`]: the table of every environment variable (default, range, meaning), read and
+//!   checked at once into the budgets, policies and [`api::Config`] the rest takes.
 //! - `edge` (wasm32 only): the worker entrypoints, the D1 executor and the clock.
 
 pub mod api;
@@ -23,6 +25,7 @@ pub mod lifecycle;
 pub mod migrations;
 pub mod model;
 pub mod repo;
+pub mod settings;
 pub mod sql;
 pub mod storage;
 pub mod usage;

@@ -102,7 +102,8 @@ impl Fragment {
     }
 }
 
-/// Fills every `{name}` in `template` with its fragment.
+/// Fills every `{name}` in `template` with its fragment, in the order given: a fragment may hold
+/// a placeholder that a later one fills.
 ///
 /// # Panics
 /// When a placeholder is left unfilled: that is a programming error caught by the SQL-file test.

@@ -10,9 +10,11 @@ use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor, Row, Value};
 use crate::model::auth::Principal;
 use crate::model::collection::Collection;
-use crate::model::content::{check_locale, check_slug, item_json, parse_rev, rev_token, Status};
+use crate::model::content::{check_locale, check_slug, parse_rev, rev_token, Status};
+use crate::model::field::Field;
 use crate::model::ident::Ident;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
+use crate::repo::encode::{from_column, to_column};
 use crate::usage::project;
 
 fn not_found() -> ApiError {
@@ -49,6 +51,32 @@ fn write_error(e: exec::Error) -> ApiError {
     }
 }
 
+/// The API view of a content row: system columns in camelCase, fields under `data`.
+fn item_json(row: &Row, fields: &[Field]) -> Json {
+    let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
+    let mut data = Map::new();
+    for f in fields {
+        data.insert(f.slug.as_str().to_owned(), from_column(f, &get(f.slug.as_str())));
+    }
+    json!({
+        "id": get("id"),
+        "slug": get("slug"),
+        "status": get("status"),
+        "locale": get("locale"),
+        "translationGroup": get("translation_group"),
+        "authorId": get("author_id"),
+        "version": get("version"),
+        "data": data,
+        "createdAt": get("created_at"),
+        "updatedAt": get("updated_at"),
+        "publishedAt": get("published_at"),
+        "scheduledAt": get("scheduled_at"),
+        "deletedAt": get("deleted_at"),
+        "liveRevisionId": get("live_revision_id"),
+        "draftRevisionId": get("draft_revision_id"),
+    })
+}
+
 fn item_reply(status: u16, row: &Row, c: &Collection) -> Reply {
     let version = row.get("version").and_then(Json::as_i64).unwrap_or_default();
     (status, json!({"item": item_json(row, &c.fields), "_rev": rev_token(version)}))
@@ -64,7 +92,7 @@ fn data_columns(c: &Collection, issues: &mut Issues, data: &Map<String, Json>, c
     for (key, value) in data {
         match c.field(key) {
             None => issues.add(format!("data.{key}"), "Unknown field"),
-            Some(f) => match f.to_column(value) {
+            Some(f) => match to_column(f, value) {
                 Ok(v) => cols.push((f.slug.clone(), v)),
                 Err(msg) => issues.add(format!("data.{key}"), msg),
             },
@@ -81,7 +109,7 @@ fn data_columns(c: &Collection, issues: &mut Issues, data: &Map<String, Json>, c
 /// Refuses (400, nothing written) data whose references pass the admission limit
 /// (`MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY`), so that nothing saved can be left unindexed.
 async fn admit<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, data: &Map<String, Json>) -> Result<(), ApiError> {
-    let policy = &ctx.config.tick_budget.policy;
+    let policy = &ctx.config.background.projection;
     match project::admit(ctx.exec, &c.fields, data, policy).await? {
         Ok(()) => Ok(()),
         Err(count) => {
@@ -333,7 +361,7 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
             if key == "_slug" {
                 slug = value.as_str().map(str::to_owned);
             } else if let Some(f) = c.field(key) {
-                match f.to_column(value) {
+                match to_column(f, value) {
                     Ok(v) => columns.push((f.slug.clone(), v)),
                     Err(msg) => issues.add(format!("data.{key}"), msg),
                 }

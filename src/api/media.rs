@@ -1,20 +1,37 @@
-//! `/media/**`: the media library's metadata.
+//! `/media/**`: the media library's metadata, where its files are served ([`file_url`]), and
+//! `GET`/`HEAD /media/file/{key}` (the stored bytes, cacheable for a year). Uploads are
+//! [`upload`](super::upload)'s.
 
 use serde_json::{json, Value as Json};
 
 use super::error::ApiError;
 use super::input::{self, json_body, Issues, Obj};
-use super::{Ctx, Reply, Request};
+use super::{Ctx, Reply, Request, Response};
 use crate::exec::{self, Executor};
 use crate::model::state::CoverageStatus;
 use crate::repo::media::{self as repo, Media, NewMedia};
 use crate::repo::reads::{self as usage_repo, SafeDelete};
+use crate::storage::{serve, valid_key};
 
-/// A media row as the API shows it; `url` is where its file is served (see
-/// [`super::upload::file_url`]).
+/// The URL a stored file is served at: under `MEDIA_PUBLIC_URL` when set, else the file route.
+pub fn file_url(public_url: Option<&str>, key: &str) -> String {
+    let encoded: String = key
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    match public_url {
+        Some(base) => format!("{}/{encoded}", base.trim_end_matches('/')),
+        None => format!("{}/media/file/{encoded}", super::BASE_PATH),
+    }
+}
+
+/// A media row as the API shows it; `url` is where its file is served (see [`file_url`]).
 pub fn media_json(m: &Media, public_url: Option<&str>) -> Json {
     json!({
-        "url": super::upload::file_url(public_url, &m.storage_key),
+        "url": file_url(public_url, &m.storage_key),
         "id": m.id,
         "filename": m.filename,
         "mimeType": m.mime_type,
@@ -41,7 +58,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     if mime_type.as_deref().is_some_and(|m| !is_mime_type(m)) {
         issues.add("mimeType", "Expected a MIME type such as image/jpeg");
     }
-    let max = crate::exec::MAX_SAFE_INTEGER;
+    let max = crate::model::MAX_SAFE_INTEGER;
     let size = obj.integer(&mut issues, "size", 0, max);
     let width = obj.integer(&mut issues, "width", 0, 1_000_000);
     let height = obj.integer(&mut issues, "height", 0, 1_000_000);
@@ -109,7 +126,7 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
     // Two tries: if the guard refused but the re-check finds neither a reference nor incomplete
     // coverage, what blocked it went away in between; try once more rather than guess a reason.
     for _ in 0..2 {
-        match usage_repo::delete_media_if_unused(ctx.exec, id, ctx.config.tick_budget.policy.rules.id()).await? {
+        match usage_repo::delete_media_if_unused(ctx.exec, id, ctx.config.background.projection.rules.id()).await? {
             SafeDelete::Deleted => return deleted().await,
             SafeDelete::Missing => return Err(not_found()),
             SafeDelete::Refused => {}
@@ -169,6 +186,55 @@ fn coverage_incomplete(status: CoverageStatus) -> ApiError {
     .with_details(json!({"coverage": {"status": status}}))
 }
 
+/// `GET /media/file/{key}` (public): the stored bytes with their type, entity tag and a year of
+/// caching; `If-None-Match` → 304, `Range` → 206 (416 when it cannot be served). `HEAD` answers
+/// exactly as `GET` would, `Content-Length` included, without reading the object.
+///
+/// Only objects this worker stored are served: those carrying the storage marker. An unmarked
+/// object (another application's file in a shared bucket, or one a client named by a JSON
+/// registration) is 404 — except an object uploaded before the marker existed, which an uploaded
+/// media row (`content_hash` set) names: one statement decides that, on the unmarked path only.
+/// A JSON registration never makes an unmarked object servable.
+pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Result<Response, ApiError> {
+    let not_found = || ApiError::not_found("No stored file has this key");
+    let storage = ctx.storage.ok_or_else(not_found)?;
+    // The route gives one path segment as sent; a key R2 would refuse outright is simply absent.
+    if !valid_key(key) {
+        return Err(not_found());
+    }
+    let object = storage
+        .head(key)
+        .await
+        .map_err(|e| ApiError::internal(format!("reading {key}: {e}")))?
+        .ok_or_else(not_found)?;
+    if !object.marked && !repo::uploaded_key(ctx.exec, key).await? {
+        return Err(not_found());
+    }
+    let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());
+    let mut headers = plan.headers;
+    let body = if req.method == "HEAD" {
+        // The length the `GET` would send: the edge has it set from the body there (the bytes
+        // served; an empty body for a 416; none at all for a 304).
+        let length = match plan.body {
+            Some((_, length)) => Some(length),
+            None if plan.status == 304 => None,
+            None => Some(0),
+        };
+        if let Some(length) = length {
+            headers.push(("content-length", length.to_string()));
+        }
+        None
+    } else {
+        plan.body.map(|(offset, length)| (key.to_owned(), offset, length))
+    };
+    Ok(Response {
+        no_store: false,
+        headers,
+        object: body,
+        ..Response::raw(plan.status, "application/octet-stream", String::new())
+    })
+}
+
 /// `type/subtype`, each starting with a letter or digit and made of RFC 6838 token characters.
 fn is_mime_type(m: &str) -> bool {
     let part = |p: &str| {
@@ -180,7 +246,7 @@ fn is_mime_type(m: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_mime_type;
+    use super::{file_url, is_mime_type};
 
     #[test]
     fn mime_types_are_ascii_tokens() {
@@ -190,5 +256,13 @@ mod tests {
         for bad in ["image", "/jpeg", "image/", "ā/b", "image/ jpeg", "image/jp eg", "a/b/c", "-a/b"] {
             assert!(!is_mime_type(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn file_urls_encode_the_key_as_one_segment() {
+        assert_eq!(file_url(None, "abc.png"), "/_emdash/api/media/file/abc.png");
+        assert_eq!(file_url(None, "a b/c.png"), "/_emdash/api/media/file/a%20b%2Fc.png");
+        assert_eq!(file_url(Some("https://cdn.example/m/"), "k.png"), "https://cdn.example/m/k.png");
+        assert_eq!(file_url(Some("https://cdn.example/m"), "k~_-.png"), "https://cdn.example/m/k~_-.png");
     }
 }

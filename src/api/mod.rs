@@ -2,6 +2,7 @@
 //! [`Executor`]. The edge only converts `worker` types to and from these.
 
 pub mod auth;
+pub mod console;
 pub mod content;
 pub mod deletions;
 pub mod error;
@@ -130,7 +131,8 @@ impl Response {
     }
 }
 
-/// Deployment settings the handlers need. No defaults: the edge (or a test) states them.
+/// Deployment settings the handlers need, built from the environment by
+/// [`crate::settings::Settings::config`]. No defaults: the edge (or a test) states them.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// SHA-256 of `EMDASH_ADMIN_TOKEN` (trimmed), if set and long enough
@@ -140,9 +142,12 @@ pub struct Config {
     pub site_url: Option<String>,
     /// `MEDIA_PUBLIC_URL`: where stored media is served, for sitemap image URLs.
     pub media_public_url: Option<String>,
-    /// The per-tick budget; a repair request does at most this much work itself, and a
-    /// collection deletion starts its cleanup batch from it.
-    pub tick_budget: crate::usage::tick::TickBudget,
+    /// The per-tick budget; a repair request does at most this much work itself.
+    pub tick_budget: crate::usage::tick::Budget,
+    /// How background work is done: the cleanup batch a collection deletion starts from, the
+    /// reference rules and admission of projections (the after-write one included), the
+    /// storage sweep's grace period.
+    pub background: crate::usage::tick::BackgroundPolicy,
     /// An elapsed-time clock (milliseconds) for that budget.
     pub clock: fn() -> f64,
     /// Revisions an entry keeps at most (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`).
@@ -151,19 +156,13 @@ pub struct Config {
     pub uploads: upload::UploadRules,
 }
 
+#[cfg(test)]
 impl Default for Config {
-    /// No admin secret, no site or media origin, the default budget, limits and upload rules, and
-    /// a clock that never advances (budgets then count statements only).
+    /// Unit tests: the settings of an empty environment (no admin secret, no site or media
+    /// origin, the default budget, limits and upload rules) and a clock that never advances
+    /// (budgets then count statements only).
     fn default() -> Config {
-        Config {
-            admin_token_hash: None,
-            site_url: None,
-            media_public_url: None,
-            tick_budget: crate::usage::tick::TickBudget::default(),
-            clock: || 0.0,
-            max_revisions: crate::repo::content::DEFAULT_MAX_REVISIONS,
-            uploads: Default::default(),
-        }
+        crate::settings::Settings::defaults().config(|| 0.0)
     }
 }
 
@@ -257,7 +256,7 @@ pub struct Admitted {
 /// `Err` is the whole answer, given from the head: a refusal, or a file of the operator console
 /// (which needs neither a body nor the database).
 pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Result<Admitted, Response> {
-    if let Some(console_file) = crate::console::serve(req) {
+    if let Some(console_file) = console::respond(req) {
         return Err(console_file);
     }
     let refuse = |e: ApiError| Response::error(&e);
@@ -329,7 +328,7 @@ async fn dispatch<E: Executor>(
             upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?
         }
         Op::CreateMedia => media::create(&ctx, req).await?,
-        Op::MediaFile => return upload::file(&ctx, p(0), req).await,
+        Op::MediaFile => return media::file(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,

@@ -169,7 +169,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     }
     let (slug, label) = issues.finish_with(slug.zip(label))?;
     let new = NewCollection { slug, label, fields };
-    match lifecycle::create(ctx.exec, &new, ctx.config.tick_budget.policy.rules.id()).await {
+    match lifecycle::create(ctx.exec, &new, ctx.config.background.projection.rules.id()).await {
         Ok(c) => Ok((201, json!({"item": collection_json(&c)}))),
         Err(CreateError::Exists) => Err(match crate::repo::deletion::target(ctx.exec, &new.slug).await?.tombstone {
             // Say why when it is a deletion in progress: the slug frees itself once it ends.
@@ -223,7 +223,7 @@ pub async fn add_field<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request)
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, raw: &str, req: &Request) -> Result<Reply, ApiError> {
     let slug = parse_slug(raw, "slug")?;
     let force = query_flag(req, "force");
-    match lifecycle::delete(ctx.exec, &slug, force, ctx.config.tick_budget.cleanup).await? {
+    match lifecycle::delete(ctx.exec, &slug, force, ctx.config.background.cleanup).await? {
         DeleteOutcome::Deleted { collection_id } => {
             Ok((200, json!({"deleted": true, "slug": slug.as_str(), "collectionId": collection_id})))
         }

@@ -1,10 +1,11 @@
-//! Media files: `POST /media` with `multipart/form-data` (the upload EmDash's client sends) and
-//! `GET`/`HEAD /media/file/{key}` (the stored bytes, cacheable for a year).
+//! `POST /media` with `multipart/form-data` (the upload EmDash's client sends): the form read
+//! as it streams, its file handed to a [`storage::upload::Incoming`](Incoming), then registered.
 //!
 //! An upload is checked (allowlist, size, magic bytes), hashed, answered with the existing row
 //! when its bytes are stored already, else stored under a new key and then registered. A refused
 //! or deduplicated upload leaves no object behind: nothing is stored before the checks pass, and
-//! an object whose row cannot be written is deleted before the response.
+//! an object whose row cannot be written is deleted before the response. The stored file is
+//! served by [`media::file`](super::media::file).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,18 +15,16 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures::StreamExt;
 use serde_json::json;
-use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
 use super::media::media_json;
-use super::{BodyError, BodyStream, Ctx, Reply, Request, Response};
+use super::{BodyError, BodyStream, Ctx, Reply, Request};
 use crate::exec::{self, Executor};
 use crate::repo::media::{self as repo, NewMedia};
-use crate::storage::inspect::{self, Allowlist, Refusal, Sniffed};
-use crate::storage::{serve, valid_key, PartTag, Storage, PART_BYTES};
+use crate::storage::inspect::{self, Allowlist, Refusal};
+use crate::storage::upload::{Incoming, UploadError};
+use crate::storage::Storage;
 
-/// Default `MEDIA_MAX_UPLOAD_BYTES`: 50 MiB.
-pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
 /// Room for the form's framing and its small fields beyond the file itself.
 const FORM_OVERHEAD_BYTES: u64 = 64 * 1024;
 /// Each text field (`alt`, `caption`, `width`, `height`) is small: at most this many bytes are
@@ -35,32 +34,15 @@ const MAX_TEXT_CHARS: usize = 1000;
 /// How a body already read is handed to the form parser.
 const FEED_CHUNK_BYTES: usize = 64 * 1024;
 
-/// What an upload may be.
+/// What an upload may be (`MEDIA_MAX_UPLOAD_BYTES`, `MEDIA_ALLOWED_TYPES`; see
+/// [`crate::settings`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UploadRules {
     pub max_bytes: u64,
     pub allowed: Allowlist,
 }
 
-impl Default for UploadRules {
-    fn default() -> Self {
-        UploadRules { max_bytes: DEFAULT_MAX_UPLOAD_BYTES, allowed: Allowlist::default() }
-    }
-}
-
 impl UploadRules {
-    /// Reads `MEDIA_MAX_UPLOAD_BYTES` (a positive integer; anything else is the default) and
-    /// `MEDIA_ALLOWED_TYPES`.
-    pub fn from_settings(max_bytes: Option<&str>, allowed: Option<&str>) -> UploadRules {
-        UploadRules {
-            max_bytes: max_bytes
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .filter(|n| *n > 0)
-                .unwrap_or(DEFAULT_MAX_UPLOAD_BYTES),
-            allowed: Allowlist::from_setting(allowed),
-        }
-    }
-
     /// The most body bytes an upload request may have.
     pub fn body_limit(&self) -> usize {
         usize::try_from(self.max_bytes.saturating_add(FORM_OVERHEAD_BYTES)).unwrap_or(usize::MAX)
@@ -80,24 +62,11 @@ pub fn is_multipart(req: &Request) -> bool {
     req.content_type.as_deref().is_some_and(|t| inspect::essence(t) == "multipart/form-data")
 }
 
-/// The URL a stored file is served at: under `MEDIA_PUBLIC_URL` when set, else the file route.
-pub fn file_url(public_url: Option<&str>, key: &str) -> String {
-    let encoded: String = key
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    match public_url {
-        Some(base) => format!("{}/{encoded}", base.trim_end_matches('/')),
-        None => format!("{}/media/file/{encoded}", super::BASE_PATH),
-    }
-}
-
-/// The small fields of an upload form (the file streams into an [`Incoming`]).
+/// The small fields of an upload form, and the file's name (the file streams into an
+/// [`Incoming`]).
 #[derive(Default)]
 struct Form {
+    filename: String,
     alt: Option<String>,
     caption: Option<String>,
     width: Option<i64>,
@@ -243,10 +212,11 @@ async fn read_form<'s>(
                 return Err(invalid("file", "The file name is longer than 255 characters"));
             }
             let declared = field.content_type().map(ToString::to_string);
-            let incoming = file.insert(Incoming::new(ctx_storage, rules, filename, declared, now_ms));
+            form.filename = filename;
+            let incoming = file.insert(Incoming::new(ctx_storage, &rules.allowed, declared, now_ms));
             while let Some(chunk) = field.chunk().await.map_err(|e| form_error(e, rules))? {
                 delivered(&chunk);
-                incoming.push(&chunk).await?;
+                incoming.push(&chunk).await.map_err(|e| upload_error(e, rules))?;
             }
             continue;
         }
@@ -294,137 +264,13 @@ fn refused(r: Refusal) -> ApiError {
     }
 }
 
-/// What the first bytes of a file settled: its type, an image's dimensions and its storage key.
-struct Identified {
-    kind: Sniffed,
-    dimensions: Option<(i64, i64)>,
-    key: String,
-}
-
-/// A multipart upload in progress.
-struct Multipart {
-    upload_id: String,
-    parts: Vec<PartTag>,
-}
-
-/// An upload's file as it arrives: hashed chunk by chunk; its first [`PART_BYTES`] are held until
-/// they settle its type (nothing is stored of a file that is refused); a larger file streams into
-/// a multipart upload one part at a time, so at most about one part is held in memory. A file of
-/// one part or less is stored by a single put once it is known not to be a duplicate.
-struct Incoming<'s> {
-    storage: &'s dyn Storage,
-    rules: &'s UploadRules,
-    filename: String,
-    declared: Option<String>,
-    now_ms: f64,
-    hasher: Sha256,
-    size: u64,
-    held: Vec<u8>,
-    identified: Option<Identified>,
-    multipart: Option<Multipart>,
-}
-
-impl<'s> Incoming<'s> {
-    fn new(
-        storage: &'s dyn Storage,
-        rules: &'s UploadRules,
-        filename: String,
-        declared: Option<String>,
-        now_ms: f64,
-    ) -> Self {
-        Incoming {
-            storage,
-            rules,
-            filename,
-            declared,
-            now_ms,
-            hasher: Sha256::new(),
-            size: 0,
-            held: Vec::new(),
-            identified: None,
-            multipart: None,
-        }
-    }
-
-    /// Settles the type from the bytes held (the file's first part, or all of it).
-    fn identify(&mut self) -> Result<&Identified, ApiError> {
-        if self.identified.is_none() {
-            let kind = inspect::check(self.declared.as_deref(), &self.held, &self.rules.allowed).map_err(refused)?;
-            let dimensions = inspect::dimensions(&kind.mime, &self.held);
-            let key = format!("{}.{}", crate::ids::new_sortable_id(self.now_ms), kind.extension);
-            self.identified = Some(Identified { kind, dimensions, key });
-        }
-        Ok(self.identified.as_ref().expect("identified above"))
-    }
-
-    async fn push(&mut self, chunk: &[u8]) -> Result<(), ApiError> {
-        self.hasher.update(chunk);
-        self.size += chunk.len() as u64;
-        self.held.extend_from_slice(chunk);
-        // A part is sent only once more follows it, so a file of one part is never multipart.
-        while self.held.len() > PART_BYTES {
-            // The first part settles the type before anything is stored.
-            self.identify()?;
-            let rest = self.held[PART_BYTES..].to_vec();
-            self.held.truncate(PART_BYTES);
-            let part = std::mem::replace(&mut self.held, rest);
-            self.send_part(part).await?;
-        }
-        Ok(())
-    }
-
-    /// Sends the next part, starting the multipart upload with the first.
-    async fn send_part(&mut self, part: Vec<u8>) -> Result<(), ApiError> {
-        let identified = self.identified.as_ref().expect("identified before the first part");
-        let key = identified.key.as_str();
-        if self.multipart.is_none() {
-            let upload_id = self
-                .storage
-                .begin_multipart(key, &identified.kind.mime)
-                .await
-                .map_err(|e| ApiError::internal(format!("starting the upload of {key}: {e}")))?;
-            self.multipart = Some(Multipart { upload_id, parts: Vec::new() });
-        }
-        let multipart = self.multipart.as_mut().expect("started above");
-        let number = u16::try_from(multipart.parts.len() + 1).map_err(|_| self.rules.too_large())?;
-        let tag = self
-            .storage
-            .put_part(key, &multipart.upload_id, number, part)
-            .await
-            .map_err(|e| ApiError::internal(format!("storing part {number} of {key}: {e}")))?;
-        multipart.parts.push(tag);
-        Ok(())
-    }
-
-    /// Gives up what is unfinished: a multipart upload not completed is aborted (its parts never
-    /// become an object).
-    async fn abandon<E>(&mut self, ctx: &Ctx<'_, E>) {
-        if let (Some(m), Some(id)) = (self.multipart.take(), &self.identified) {
-            if let Err(e) = self.storage.abort_multipart(&id.key, &m.upload_id).await {
-                ctx.log(format!("could not abort the upload of {}: {e}; R2 expires its parts", id.key));
-            }
-        }
-    }
-
-    /// Stores the rest: the last part and the completion, or the whole file in one put.
-    async fn store(&mut self) -> Result<(), ApiError> {
-        let sha256: [u8; 32] = self.hasher.clone().finalize().into();
-        let held = std::mem::take(&mut self.held);
-        let stored = if self.multipart.is_some() {
-            self.send_part(held).await?;
-            let m = self.multipart.as_ref().expect("checked above");
-            let key = &self.identified.as_ref().expect("identified before storing").key;
-            let completed = self.storage.complete_multipart(key, &m.upload_id, m.parts.clone()).await;
-            if completed.is_ok() {
-                self.multipart = None;
-            }
-            completed
-        } else {
-            let identified = self.identified.as_ref().expect("identified before storing");
-            self.storage.put(&identified.key, held, &identified.kind.mime, sha256).await
-        };
-        let key = &self.identified.as_ref().expect("identified before storing").key;
-        stored.map_err(|e| ApiError::internal(format!("storing {key}: {e}")))
+/// What a file the store could not take means for the caller: a refusal is a 400, too many parts
+/// the file's 413, a store failure a 500 (whose cause is only logged).
+fn upload_error(e: UploadError, rules: &UploadRules) -> ApiError {
+    match e {
+        UploadError::Refused(r) => refused(r),
+        UploadError::TooManyParts => rules.too_large(),
+        e @ UploadError::Store { .. } => ApiError::internal(e.to_string()),
     }
 }
 
@@ -453,7 +299,9 @@ pub async fn upload<E: Executor>(ctx: &Ctx<'_, E>, req: &Request, mut body: Body
     };
     // A duplicate, a refusal or a failure leaves an upload unfinished: its parts go.
     if let Some(mut file) = file {
-        file.abandon(ctx).await;
+        if let Err(e) = file.abandon().await {
+            ctx.log(format!("{e}; R2 expires its parts"));
+        }
     }
     reply
 }
@@ -468,9 +316,10 @@ async fn drain(body: &mut BodyStream<'_>) {
 /// Settles a fully read upload: the existing row for the same bytes, or the file stored and its
 /// row inserted (a stored object whose row cannot be written is deleted again).
 async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming<'_>) -> Result<Reply, ApiError> {
-    let identified = file.identify()?;
+    let rules = &ctx.config.uploads;
+    let identified = file.identify().map_err(|e| upload_error(e, rules))?;
     let (kind, read, key) = (identified.kind.clone(), identified.dimensions, identified.key.clone());
-    let hash = hex::encode(file.hasher.clone().finalize());
+    let hash = hex::encode(file.sha256());
     let public_url = ctx.config.media_public_url.as_deref();
     let deduplicated = |m: &repo::Media| (200, json!({"item": media_json(m, public_url), "deduplicated": true}));
     if let Some(existing) = repo::by_hash(ctx.exec, &hash).await? {
@@ -480,11 +329,11 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
         (Some(w), Some(h)) => (Some(w), Some(h)),
         (w, h) => (w.or(read.map(|d| d.0)), h.or(read.map(|d| d.1))),
     };
-    file.store().await?;
+    file.store().await.map_err(|e| upload_error(e, rules))?;
     let new = NewMedia {
-        filename: file.filename.clone(),
+        filename: form.filename,
         mime_type: kind.mime,
-        size: i64::try_from(file.size).ok(),
+        size: i64::try_from(file.size()).ok(),
         width,
         height,
         alt: form.alt,
@@ -510,79 +359,14 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
     }
 }
 
-/// `GET /media/file/{key}` (public): the stored bytes with their type, entity tag and a year of
-/// caching; `If-None-Match` → 304, `Range` → 206 (416 when it cannot be served). `HEAD` answers
-/// exactly as `GET` would, `Content-Length` included, without reading the object.
-///
-/// Only objects this worker stored are served: those carrying the storage marker. An unmarked
-/// object (another application's file in a shared bucket, or one a client named by a JSON
-/// registration) is 404 — except an object uploaded before the marker existed, which an uploaded
-/// media row (`content_hash` set) names: one statement decides that, on the unmarked path only.
-/// A JSON registration never makes an unmarked object servable.
-pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Result<Response, ApiError> {
-    let not_found = || ApiError::not_found("No stored file has this key");
-    let storage = ctx.storage.ok_or_else(not_found)?;
-    // The route gives one path segment as sent; a key R2 would refuse outright is simply absent.
-    if !valid_key(key) {
-        return Err(not_found());
-    }
-    let object = storage
-        .head(key)
-        .await
-        .map_err(|e| ApiError::internal(format!("reading {key}: {e}")))?
-        .ok_or_else(not_found)?;
-    if !object.marked && !repo::uploaded_key(ctx.exec, key).await? {
-        return Err(not_found());
-    }
-    let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());
-    let mut headers = plan.headers;
-    let body = if req.method == "HEAD" {
-        // The length the `GET` would send: the edge has it set from the body there (the bytes
-        // served; an empty body for a 416; none at all for a 304).
-        let length = match plan.body {
-            Some((_, length)) => Some(length),
-            None if plan.status == 304 => None,
-            None => Some(0),
-        };
-        if let Some(length) = length {
-            headers.push(("content-length", length.to_string()));
-        }
-        None
-    } else {
-        plan.body.map(|(offset, length)| (key.to_owned(), offset, length))
-    };
-    Ok(Response {
-        no_store: false,
-        headers,
-        object: body,
-        ..Response::raw(plan.status, "application/octet-stream", String::new())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn upload_rules_read_their_settings() {
-        let default = UploadRules::from_settings(None, None);
-        assert_eq!(default.max_bytes, 52_428_800, "50 MiB");
-        assert_eq!(default.body_limit(), 52_428_800 + 65_536, "the file and 64 KiB of form framing");
-        assert_eq!(UploadRules::from_settings(Some(" 1000 "), None).max_bytes, 1000);
-        assert_eq!(UploadRules::from_settings(Some("1"), None).max_bytes, 1);
-        for bad in ["0", "-1", "x", ""] {
-            assert_eq!(UploadRules::from_settings(Some(bad), None).max_bytes, DEFAULT_MAX_UPLOAD_BYTES, "{bad}");
-        }
-        assert_eq!(UploadRules::from_settings(Some("1000"), None).body_limit(), 1000 + 65_536);
-        let pdf_only = UploadRules::from_settings(None, Some("application/pdf"));
-        assert!(pdf_only.allowed.allows("application/pdf") && !pdf_only.allowed.allows("image/png"));
-    }
-
-    #[test]
-    fn file_urls_encode_the_key_as_one_segment() {
-        assert_eq!(file_url(None, "abc.png"), "/_emdash/api/media/file/abc.png");
-        assert_eq!(file_url(None, "a b/c.png"), "/_emdash/api/media/file/a%20b%2Fc.png");
-        assert_eq!(file_url(Some("https://cdn.example/m/"), "k.png"), "https://cdn.example/m/k.png");
-        assert_eq!(file_url(Some("https://cdn.example/m"), "k~_-.png"), "https://cdn.example/m/k~_-.png");
+    fn the_body_limit_is_the_file_and_the_form_framing() {
+        let rules = UploadRules { max_bytes: 1000, allowed: Allowlist::default() };
+        assert_eq!(rules.body_limit(), 1000 + 65_536);
+        assert_eq!(UploadRules { max_bytes: u64::MAX, ..rules }.body_limit(), usize::MAX);
     }
 }

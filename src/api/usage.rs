@@ -26,7 +26,7 @@ use crate::usage::tick;
 /// Projects the entry a request just wrote, so "Used in" is current when the response returns.
 /// A failure here never fails the write: the work row stays queued for the cron tick.
 pub async fn after_write<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, content_id: &str) {
-    match project::process_next(ctx.exec, Some((&c.id, content_id)), &ctx.config.tick_budget.policy).await {
+    match project::process_next(ctx.exec, Some((&c.id, content_id)), &ctx.config.background.projection).await {
         Ok(Some(project::JobOutcome::Failed { code, .. })) => {
             ctx.log(format!("projection of {}/{content_id} failed: {code}", c.slug));
         }
@@ -38,7 +38,7 @@ pub async fn after_write<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, content_
 /// Overall coverage and the per-collection rows it was computed from.
 pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(CoverageStatus, Vec<CoverageRow>), ApiError> {
     let rows = capture::coverage_rows(ctx.exec).await?;
-    let rules = &ctx.config.tick_budget.policy.rules;
+    let rules = &ctx.config.background.projection.rules;
     let cov: Vec<CollectionCoverage> = rows.iter().map(|r| CollectionCoverage::of(r, rules)).collect();
     Ok((aggregate(&cov), rows))
 }
@@ -48,7 +48,7 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
     let collections: Vec<Json> = rows
         .iter()
         .map(|r| {
-            let effective = CollectionCoverage::of(r, &ctx.config.tick_budget.policy.rules).effective();
+            let effective = CollectionCoverage::of(r, &ctx.config.background.projection.rules).effective();
             json!({
                 "collection": r.collection,
                 "collectionId": r.collection_id,
@@ -279,7 +279,7 @@ pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
         Some((_, id)) => Some(
             id.parse::<i64>()
                 .ok()
-                .filter(|id| (0..=crate::exec::MAX_SAFE_INTEGER).contains(id))
+                .filter(|id| (0..=crate::model::MAX_SAFE_INTEGER).contains(id))
                 .ok_or_else(ApiError::invalid_cursor)?,
         ),
         None => None,
@@ -331,19 +331,19 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     // Starting the runs counts against the same budget as the work done after it.
     let metered = Metered::new(ctx.exec, clock);
     let ids: Vec<&str> = targets.iter().map(|c| c.id.as_str()).collect();
-    let started = repair_repo::begin(&metered, &ids, ctx.config.tick_budget.policy.rules.id()).await?;
+    let started = repair_repo::begin(&metered, &ids, ctx.config.background.projection.rules.id()).await?;
     if started == 0 && scope.as_deref() == Some("collection") {
         let slug = targets.first().map(|c| c.slug.as_str()).unwrap_or_default();
         return Err(ApiError::new(404, "COLLECTION_NOT_FOUND", format!("Collection '{slug}' is not actively indexed")));
     }
-    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget.clone()).await;
+    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget, &ctx.config.background).await;
     if let Some(e) = report.error {
         ctx.log(format!("repair request stopped early: {e}"));
     }
     let (_, rows) = coverage(ctx).await?;
     let mine: Vec<&CoverageRow> = rows.iter().filter(|r| ids.contains(&r.collection_id.as_str())).collect();
     let cov: Vec<CollectionCoverage> =
-        mine.iter().map(|r| CollectionCoverage::of(r, &ctx.config.tick_budget.policy.rules)).collect();
+        mine.iter().map(|r| CollectionCoverage::of(r, &ctx.config.background.projection.rules)).collect();
     let collections: Vec<Json> = mine
         .iter()
         .zip(&cov)

@@ -6,22 +6,16 @@ mod d1;
 mod http;
 mod r2;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::cell::RefCell;
 
 use worker::{event, Context, Env};
 
 use crate::api;
-use crate::api::upload::UploadRules;
 use crate::exec::fault::Faulty;
 use crate::exec::meter::Metered;
-use crate::model::auth::bootstrap_hash;
-use crate::repo::content::max_revisions_from_settings;
-use crate::storage::sweep::grace_ms_from_setting;
+use crate::settings::{Reported, Settings};
 use crate::storage::Storage;
-use crate::usage::deletion::CleanupBatch;
-use crate::usage::extract::Rules;
-use crate::usage::project::Admission;
-use crate::usage::tick::{self, Continuation, TickBudget};
+use crate::usage::tick::{self, Continuation};
 
 /// The optional queue binding (producer and consumer) that carries continuation ticks.
 const CONTINUE_BINDING: &str = "MEDIA_USAGE_CONTINUE";
@@ -29,19 +23,17 @@ const CONTINUE_BINDING: &str = "MEDIA_USAGE_CONTINUE";
 const BUCKET_BINDING: &str = "MEDIA_BUCKET";
 
 /// The media file store, when `MEDIA_BUCKET` is bound.
-fn storage(env: &Env) -> Option<r2::R2Storage> {
-    let fail_deletes = var(env, "MEDIA_USAGE_FAULT_STORAGE_DELETE").is_some();
-    env.bucket(BUCKET_BINDING).ok().map(|b| r2::R2Storage::new(b, fail_deletes))
+fn storage(env: &Env, settings: &Settings) -> Option<r2::R2Storage> {
+    env.bucket(BUCKET_BINDING).ok().map(|b| r2::R2Storage::new(b, settings.fault_storage_delete))
 }
 
 /// The executor stack every invocation uses.
 pub(crate) type EdgeExecutor = Metered<Faulty<d1::D1Executor>, clock::DateClock>;
 
-/// Builds the executor for one invocation; the fault point is read per invocation.
-fn executor(env: &Env) -> worker::Result<EdgeExecutor> {
-    let fail_from = Faulty::<d1::D1Executor>::parse_setting(var(env, "MEDIA_USAGE_FAULT_AFTER_STATEMENTS").as_deref());
+/// Builds the executor for one invocation (the fault point is a setting, read per invocation).
+fn executor(env: &Env, settings: &Settings) -> worker::Result<EdgeExecutor> {
     let d1 = d1::D1Executor::new(env.d1("DB")?);
-    Ok(Metered::new(Faulty::new(d1, fail_from), clock::DateClock))
+    Ok(Metered::new(Faulty::new(d1, settings.fault_after_statements), clock::DateClock))
 }
 
 /// A `[vars]` value or secret, if set and non-empty.
@@ -53,50 +45,19 @@ pub(crate) fn var(env: &Env, name: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// Whether this isolate has logged why `EMDASH_ADMIN_TOKEN` is ignored.
-static BOOTSTRAP_IGNORED_LOGGED: AtomicBool = AtomicBool::new(false);
-
-/// The bootstrap token's hash: `EMDASH_ADMIN_TOKEN` trimmed, if it is long enough. An ignored
-/// secret is logged (the reason, never the secret) once per isolate.
-fn bootstrap(env: &Env) -> Option<[u8; 32]> {
-    match bootstrap_hash(&var(env, "EMDASH_ADMIN_TOKEN")?) {
-        Ok(hash) => Some(hash),
-        Err(why) => {
-            if !BOOTSTRAP_IGNORED_LOGGED.swap(true, Ordering::Relaxed) {
-                worker::console_warn!("{why}");
-            }
-            None
-        }
-    }
+thread_local! {
+    /// The setting warnings this isolate has logged.
+    static REPORTED: RefCell<Reported> = RefCell::new(Reported::default());
 }
 
-fn config(env: &Env) -> api::Config {
-    api::Config {
-        admin_token_hash: bootstrap(env),
-        site_url: var(env, "SITE_URL"),
-        media_public_url: var(env, "MEDIA_PUBLIC_URL"),
-        tick_budget: budget(env),
-        clock: js_sys::Date::now,
-        max_revisions: max_revisions_from_settings(var(env, "MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY").as_deref()),
-        uploads: UploadRules::from_settings(
-            var(env, "MEDIA_MAX_UPLOAD_BYTES").as_deref(),
-            var(env, "MEDIA_ALLOWED_TYPES").as_deref(),
-        ),
+/// Reads the settings for one invocation; each distinct warning (a malformed or out-of-range
+/// value, an ignored bootstrap secret: never a secret's value) is logged once per isolate.
+fn settings(env: &Env) -> Settings {
+    let (settings, warnings) = Settings::parse(|name| var(env, name));
+    for warning in REPORTED.with(|reported| reported.borrow_mut().fresh(warnings)) {
+        worker::console_warn!("configuration: {warning}");
     }
-}
-
-fn budget(env: &Env) -> TickBudget {
-    TickBudget::from_settings(
-        var(env, "MEDIA_USAGE_TICK_MAX_QUERIES").as_deref(),
-        var(env, "MEDIA_USAGE_TICK_MAX_MS").as_deref(),
-    )
-    .with_cleanup(CleanupBatch::from_settings(
-        var(env, "MEDIA_USAGE_CLEANUP_BATCH_ROWS").as_deref(),
-        var(env, "MEDIA_USAGE_STATEMENT_TARGET_MS").as_deref(),
-    ))
-    .with_admission(Admission::from_settings(var(env, "MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY").as_deref()))
-    .with_rules(Rules::current(var(env, "MEDIA_PUBLIC_URL").as_deref()))
-    .with_storage_grace_ms(grace_ms_from_setting(var(env, "MEDIA_STORAGE_GRACE_HOURS").as_deref()))
+    settings
 }
 
 #[event(start)]
@@ -129,10 +90,11 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
 
 /// Answers a request from the core: admitted on its head, then its body is read.
 async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) -> worker::Result<worker::Response> {
-    let store = storage(env);
-    let (response, usage) = match executor(env) {
+    let settings = settings(env);
+    let store = storage(env, &settings);
+    let (response, usage) = match executor(env, &settings) {
         Ok(exec) => {
-            let config = config(env);
+            let config = settings.config(js_sys::Date::now);
             // The body is read only once the route and the caller are admitted.
             let response = match api::admit(&exec, &config, &request).await {
                 Ok(admitted) => {
@@ -206,7 +168,8 @@ struct ContinueMessage {
 /// Runs one tick; with the optional `MEDIA_USAGE_CONTINUE` queue bound, a tick that leaves due
 /// work sends one continuation message.
 async fn tick_and_continue(env: &Env, handing_on: Option<&str>) {
-    let exec = match executor(env) {
+    let settings = settings(env);
+    let exec = match executor(env, &settings) {
         Ok(exec) => exec,
         Err(e) => {
             worker::console_error!("media usage tick could not start: {e}");
@@ -215,9 +178,11 @@ async fn tick_and_continue(env: &Env, handing_on: Option<&str>) {
     };
     let queue = env.queue(CONTINUE_BINDING).ok();
     let continuation = if queue.is_some() { Continuation::On { handing_on } } else { Continuation::Off };
-    let store = storage(env);
+    let store = storage(env, &settings);
     let store: Option<&dyn Storage> = store.as_ref().map(|s| s as &dyn Storage);
-    let report = tick::run_continuing(&exec, &clock::DateClock, budget(env), continuation, store).await;
+    let report =
+        tick::run_continuing(&exec, &clock::DateClock, settings.budget(), &settings.background(), continuation, store)
+            .await;
     match &report.error {
         Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.jobs),
         None => worker::console_log!(

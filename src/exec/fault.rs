@@ -16,13 +16,9 @@ pub struct Faulty<E> {
 }
 
 impl<E: Executor> Faulty<E> {
+    /// Fails from the `fail_from`-th statement on (`MEDIA_USAGE_FAULT_AFTER_STATEMENTS`).
     pub fn new(inner: E, fail_from: Option<u64>) -> Self {
         Faulty { inner, fail_from, seen: Cell::new(0) }
-    }
-
-    /// Parses `MEDIA_USAGE_FAULT_AFTER_STATEMENTS`: unset, empty or unparsable means no faults.
-    pub fn parse_setting(raw: Option<&str>) -> Option<u64> {
-        raw.map(str::trim).filter(|s| !s.is_empty()).and_then(|s| s.parse::<u64>().ok()).filter(|n| *n > 0)
     }
 
     pub fn inner(&self) -> &E {

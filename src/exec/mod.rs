@@ -19,8 +19,8 @@ use serde::de::DeserializeOwned;
 pub const MAX_BINDS: usize = 100;
 /// D1's maximum SQL statement length in bytes.
 pub const MAX_SQL_BYTES: usize = 100_000;
-/// D1 carries integers through JS numbers: only these round-trip exactly.
-pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+/// D1 carries integers through JS numbers: only these round-trip exactly (the model's bound).
+pub use crate::model::MAX_SAFE_INTEGER;
 /// D1's largest string, BLOB or row, in bytes.
 pub const MAX_ROW_BYTES: i32 = 2_000_000;
 

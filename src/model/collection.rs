@@ -2,7 +2,6 @@
 
 use super::field::Field;
 use super::ident::Ident;
-use crate::sql::Fragment;
 
 /// A registered collection with its fields in display order. The pair (`id`, `slug`) is its
 /// exact identity: a collection deleted and created again under the same slug has a new id.
@@ -17,11 +16,6 @@ pub struct Collection {
 }
 
 impl Collection {
-    /// The collection's content table, `"ec_<slug>"`.
-    pub fn table(&self) -> Fragment {
-        Fragment::content_table(&self.slug)
-    }
-
     pub fn field(&self, slug: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.slug.as_str() == slug)
     }

@@ -1,9 +1,6 @@
-//! Content entries: statuses, slug and locale rules, and the API view of a stored row.
+//! Content entries: statuses, slug and locale rules, and the `_rev` concurrency token.
 
-use serde_json::{Map, Value as Json};
-
-use super::field::Field;
-use crate::exec::Row;
+use super::MAX_SAFE_INTEGER;
 
 /// Longest content slug.
 pub const MAX_CONTENT_SLUG: usize = 200;
@@ -75,33 +72,7 @@ pub fn parse_rev(token: &str) -> Option<i64> {
     use base64::Engine;
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).ok()?;
     let version: i64 = String::from_utf8(raw).ok()?.strip_prefix("rev:")?.parse().ok()?;
-    (0..=crate::exec::MAX_SAFE_INTEGER).contains(&version).then_some(version)
-}
-
-/// The API view of a content row: system columns in camelCase, fields under `data`.
-pub fn item_json(row: &Row, fields: &[Field]) -> Json {
-    let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
-    let mut data = Map::new();
-    for f in fields {
-        data.insert(f.slug.as_str().to_owned(), f.from_column(&get(f.slug.as_str())));
-    }
-    serde_json::json!({
-        "id": get("id"),
-        "slug": get("slug"),
-        "status": get("status"),
-        "locale": get("locale"),
-        "translationGroup": get("translation_group"),
-        "authorId": get("author_id"),
-        "version": get("version"),
-        "data": data,
-        "createdAt": get("created_at"),
-        "updatedAt": get("updated_at"),
-        "publishedAt": get("published_at"),
-        "scheduledAt": get("scheduled_at"),
-        "deletedAt": get("deleted_at"),
-        "liveRevisionId": get("live_revision_id"),
-        "draftRevisionId": get("draft_revision_id"),
-    })
+    (0..=MAX_SAFE_INTEGER).contains(&version).then_some(version)
 }
 
 #[cfg(test)]
@@ -133,5 +104,8 @@ mod tests {
         assert_eq!(parse_rev(&rev_token(7)), Some(7));
         assert_eq!(parse_rev("%%%"), None);
         assert_eq!(parse_rev("cmV2Ong"), None);
+        assert_eq!(parse_rev(&rev_token(MAX_SAFE_INTEGER)), Some(MAX_SAFE_INTEGER));
+        assert_eq!(parse_rev(&rev_token(MAX_SAFE_INTEGER + 1)), None);
+        assert_eq!(parse_rev(&rev_token(-1)), None);
     }
 }

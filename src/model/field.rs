@@ -1,10 +1,10 @@
-//! Field types, their column storage, and validation of field values on write.
+//! Field types, their column types, and validation of field values on write (`repo::encode`
+//! binds a checked value and decodes a stored one).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use super::ident::Ident;
-use crate::exec::Value;
 
 /// Columns every content table has; field slugs may not reuse them.
 pub const SYSTEM_COLUMNS: &[&str] = &[
@@ -168,65 +168,55 @@ impl Field {
             .collect()
     }
 
-    /// Checks a value written to this field and converts it to its column value.
-    pub fn to_column(&self, value: &Json) -> Result<Value, String> {
+    /// Checks a value written to this field; `Err` says what is wrong with it.
+    pub fn check(&self, value: &Json) -> Result<FieldValue, String> {
         if value.is_null() {
-            return if self.required { Err("is required".into()) } else { Ok(Value::Null) };
+            return if self.required { Err("is required".into()) } else { Ok(FieldValue::Null) };
         }
         match self.field_type {
             FieldType::String | FieldType::Text => {
-                value.as_str().map(|s| Value::Text(s.to_owned())).ok_or_else(|| "must be a string".to_owned())
+                value.as_str().map(|s| FieldValue::Text(s.to_owned())).ok_or_else(|| "must be a string".to_owned())
             }
             FieldType::Datetime => match value.as_str() {
-                Some(s) if is_iso_datetime(s) => Ok(Value::Text(s.to_owned())),
+                Some(s) if is_iso_datetime(s) => Ok(FieldValue::Text(s.to_owned())),
                 _ => Err("must be an ISO-8601 date-time string".into()),
             },
-            FieldType::Number => {
-                value.as_f64().filter(|f| f.is_finite()).map(Value::Real).ok_or_else(|| "must be a number".to_owned())
+            FieldType::Number => value
+                .as_f64()
+                .filter(|f| f.is_finite())
+                .map(FieldValue::Number)
+                .ok_or_else(|| "must be a number".to_owned()),
+            FieldType::Boolean => {
+                value.as_bool().map(FieldValue::Boolean).ok_or_else(|| "must be a boolean".to_owned())
             }
-            FieldType::Boolean => value.as_bool().map(Value::from).ok_or_else(|| "must be a boolean".to_owned()),
             FieldType::Image | FieldType::File => match value {
                 // A bare string is a legacy local media id and is stored as is.
-                Json::String(s) => Ok(Value::Text(s.clone())),
-                Json::Object(_) => Ok(Value::Text(value.to_string())),
+                Json::String(s) => Ok(FieldValue::Text(s.clone())),
+                Json::Object(_) => Ok(FieldValue::Text(value.to_string())),
                 _ => Err("must be a media id string or a media reference object".into()),
             },
             FieldType::PortableText => match value {
-                Json::Array(blocks) if blocks.iter().all(Json::is_object) => Ok(Value::Text(value.to_string())),
+                Json::Array(blocks) if blocks.iter().all(Json::is_object) => Ok(FieldValue::Text(value.to_string())),
                 _ => Err("must be an array of Portable Text blocks".into()),
             },
             FieldType::Repeater => match value {
-                Json::Array(items) if items.iter().all(Json::is_object) => Ok(Value::Text(value.to_string())),
+                Json::Array(items) if items.iter().all(Json::is_object) => Ok(FieldValue::Text(value.to_string())),
                 _ => Err("must be an array of objects".into()),
             },
-            FieldType::Json => Ok(Value::Text(value.to_string())),
-        }
-    }
-
-    /// Converts a stored column value back to the JSON the API returns.
-    pub fn from_column(&self, stored: &Json) -> Json {
-        match (self.field_type, stored) {
-            (_, Json::Null) => Json::Null,
-            (FieldType::Boolean, v) => Json::Bool(v.as_i64().is_some_and(|i| i != 0)),
-            (FieldType::Number, v) => v.clone(),
-            (FieldType::Image | FieldType::File, Json::String(s)) => parse_json_like(s),
-            (FieldType::PortableText | FieldType::Repeater | FieldType::Json, Json::String(s)) => {
-                serde_json::from_str(s).unwrap_or_else(|_| Json::String(s.clone()))
-            }
-            (_, v) => v.clone(),
+            FieldType::Json => Ok(FieldValue::Text(value.to_string())),
         }
     }
 }
 
-/// Parses a stored string as JSON when it starts with `{` or `[` (the stored form of JSON-bearing fields); otherwise it
-/// is a plain string (a legacy media id).
-pub fn parse_json_like(s: &str) -> Json {
-    let t = s.trim_start();
-    if t.starts_with('{') || t.starts_with('[') {
-        serde_json::from_str(s).unwrap_or_else(|_| Json::String(s.to_owned()))
-    } else {
-        Json::String(s.to_owned())
-    }
+/// A value that passed its field's [check](Field::check), in the form its column holds it:
+/// JSON-bearing fields (media references, Portable Text, repeaters, JSON) as their JSON text, a
+/// legacy media id as the bare string.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldValue {
+    Null,
+    Text(String),
+    Number(f64),
+    Boolean(bool),
 }
 
 /// `YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS[.fff]](Z|±HH:MM)`.
@@ -313,31 +303,10 @@ mod tests {
             (FieldType::Json, json!({"any": [1, "x"]}), true),
         ];
         for (t, v, ok) in cases {
-            assert_eq!(field(*t, false).to_column(v).is_ok(), *ok, "{t:?} {v}");
+            assert_eq!(field(*t, false).check(v).is_ok(), *ok, "{t:?} {v}");
         }
-        assert!(field(FieldType::String, true).to_column(&Json::Null).is_err());
-        assert_eq!(field(FieldType::String, false).to_column(&Json::Null), Ok(Value::Null));
-    }
-
-    #[test]
-    fn stored_values_round_trip() {
-        let cases: &[(FieldType, Json)] = &[
-            (FieldType::Image, json!("m1")),
-            (FieldType::Image, json!({"id": "m1", "provider": "local"})),
-            (FieldType::Boolean, json!(false)),
-            (FieldType::Repeater, json!([{"image": "a"}])),
-            (FieldType::Json, json!("text")),
-        ];
-        for (t, v) in cases {
-            let f = field(*t, false);
-            let stored = match f.to_column(v).unwrap() {
-                Value::Text(s) => Json::String(s),
-                Value::Integer(i) => json!(i),
-                Value::Real(r) => json!(r),
-                Value::Null => Json::Null,
-            };
-            assert_eq!(&f.from_column(&stored), v, "{t:?}");
-        }
+        assert!(field(FieldType::String, true).check(&Json::Null).is_err());
+        assert_eq!(field(FieldType::String, false).check(&Json::Null), Ok(FieldValue::Null));
     }
 
     #[test]

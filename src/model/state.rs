@@ -1,7 +1,8 @@
 //! The states and phases the index stores in TEXT columns, as enums.
 //!
 //! Each is decoded from its column (an unknown word is a decode error, never a fallback
-//! branch), written back through [`as_str`](QueueState::as_str), and pinned in the database by a
+//! branch), written back through [`as_str`](QueueState::as_str) (bound as that word by
+//! `repo::encode`), and pinned in the database by a
 //! `CHECK` constraint or a check trigger (migrations `0005` and `0006`), so neither side can
 //! drift alone.
 
@@ -9,8 +10,6 @@ use std::fmt;
 
 use serde::de::{Deserializer, Error as _};
 use serde::{Deserialize, Serialize, Serializer};
-
-use crate::exec::Value;
 
 /// Defines a fieldless enum stored as fixed lowercase words.
 macro_rules! text_enum {
@@ -58,12 +57,6 @@ macro_rules! text_enum {
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())
-            }
-        }
-
-        impl From<$name> for Value {
-            fn from(v: $name) -> Value {
-                Value::Text(v.as_str().to_owned())
             }
         }
     };

@@ -63,7 +63,7 @@ pub fn capture_statements(collection_id: &str, slug: &Ident, rules_id: &str) -> 
 /// Invalidates coverage after a schema change that matters for extraction: stale with
 /// reconciliation required when the collection has entries.
 pub fn invalidate_for_schema_change(c: &Collection) -> Statement {
-    Statement::new(render(INVALIDATE_FOR_SCHEMA_CHANGE, &[("table", &c.table())]))
+    Statement::new(render(INVALIDATE_FOR_SCHEMA_CHANGE, &[("table", &Fragment::content_table(&c.slug))]))
         .bind(c.id.as_str())
         .bind(c.slug.as_str())
 }

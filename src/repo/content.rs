@@ -44,7 +44,7 @@ pub async fn insert<E: Executor>(exec: &E, c: &Collection, new: NewEntry) -> Res
     let sql = render(
         INSERT,
         &[
-            ("table", &c.table()),
+            ("table", &Fragment::content_table(&c.slug)),
             ("columns", &Fragment::trailing_columns(new.columns.iter().map(|(k, _)| k))),
             ("placeholders", &Fragment::trailing_placeholders(7, new.columns.len())),
         ],
@@ -64,7 +64,7 @@ fn one_row(rows: Vec<Row>) -> Result<Row, Error> {
 
 /// One entry by id (trashed entries included).
 pub async fn get<E: Executor>(exec: &E, c: &Collection, id: &str) -> Result<Option<Row>, Error> {
-    let sql = render(SELECT_ONE, &[("table", &c.table())]);
+    let sql = render(SELECT_ONE, &[("table", &Fragment::content_table(&c.slug))]);
     Ok(exec.run(Statement::new(sql).bind(id)).await?.rows.into_iter().next())
 }
 
@@ -95,7 +95,7 @@ pub struct Page {
 /// [`LIST_PAGE_BYTES`].
 pub async fn list<E: Executor>(exec: &E, c: &Collection, q: &ListQuery) -> Result<Page, Error> {
     let row_bytes = Fragment::byte_sum(c.fields.iter().map(|f| &f.slug));
-    let sql = render(LIST, &[("table", &c.table()), ("row_bytes", &row_bytes)]);
+    let sql = render(LIST, &[("table", &Fragment::content_table(&c.slug)), ("row_bytes", &row_bytes)]);
     let (after_at, after_id) = q.after.clone().unzip();
     let stmt = Statement::new(sql)
         .bind(q.status.clone())
@@ -129,7 +129,10 @@ pub struct Update {
 pub async fn update<E: Executor>(exec: &E, c: &Collection, id: &str, u: Update) -> Result<Option<Row>, Error> {
     let sql = render(
         UPDATE,
-        &[("table", &c.table()), ("set", &Fragment::trailing_assignments(u.columns.iter().map(|(k, _)| k), 6))],
+        &[
+            ("table", &Fragment::content_table(&c.slug)),
+            ("set", &Fragment::trailing_assignments(u.columns.iter().map(|(k, _)| k), 6)),
+        ],
     );
     let mut stmt = Statement::new(sql).bind(id).bind(u.expected_version).bind(u.slug).bind(u.status).bind(u.only_own);
     for (_, v) in u.columns {
@@ -138,17 +141,9 @@ pub async fn update<E: Executor>(exec: &E, c: &Collection, id: &str, u: Update) 
     Ok(exec.run(stmt).await?.rows.into_iter().next())
 }
 
-/// Revisions an entry keeps at most by default (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`).
-pub const DEFAULT_MAX_REVISIONS: u32 = 20;
-/// The fewest an entry may be configured to keep: its live and its draft revision.
+/// The fewest revisions an entry may be configured to keep
+/// (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`): its live and its draft revision.
 pub const MIN_MAX_REVISIONS: u32 = 2;
-
-/// Reads `MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY` (2..=1,000; anything else is the default).
-pub fn max_revisions_from_settings(raw: Option<&str>) -> u32 {
-    raw.and_then(|s| s.trim().parse::<u32>().ok())
-        .filter(|n| (MIN_MAX_REVISIONS..=1_000).contains(n))
-        .unwrap_or(DEFAULT_MAX_REVISIONS)
-}
 
 /// Stores `data` as a new draft revision based on the version this save writes
 /// (`version + 1`) and points the entry at it, only if the entry is still at `version` (and,
@@ -164,7 +159,7 @@ pub async fn save_draft<E: Executor>(
     data: &serde_json::Value,
     max_revisions: u32,
 ) -> Result<Option<Row>, Error> {
-    let table = c.table();
+    let table = Fragment::content_table(&c.slug);
     let revision_id = ids::new_id();
     let guard = Guard::new(render(GUARD_VERSION, &[("table", &table)])).bind(id).bind(version).bind(only_own);
     let others = i64::from(max_revisions.max(MIN_MAX_REVISIONS) - MIN_MAX_REVISIONS);
@@ -225,7 +220,10 @@ pub async fn publish<E: Executor>(
 ) -> Result<Option<Row>, Error> {
     let sql = render(
         PUBLISH,
-        &[("table", &c.table()), ("set", &Fragment::trailing_assignments(columns.iter().map(|(k, _)| k), 5))],
+        &[
+            ("table", &Fragment::content_table(&c.slug)),
+            ("set", &Fragment::trailing_assignments(columns.iter().map(|(k, _)| k), 5)),
+        ],
     );
     let mut stmt = Statement::new(sql).bind(id).bind(version).bind(slug).bind(only_own);
     for (_, v) in columns {
@@ -256,13 +254,13 @@ pub async fn transition<E: Executor>(
         Transition::Trash => TRASH,
         Transition::Restore => RESTORE,
     };
-    let sql = render(template, &[("table", &c.table())]);
+    let sql = render(template, &[("table", &Fragment::content_table(&c.slug))]);
     Ok(exec.run(Statement::new(sql).bind(id).bind(only_own)).await?.rows.into_iter().next())
 }
 
 /// Deletes an entry and its revisions for good, atomically; false when it did not exist.
 pub async fn delete<E: Executor>(exec: &E, c: &Collection, id: &str) -> Result<bool, Error> {
-    let sql = render(DELETE, &[("table", &c.table())]);
+    let sql = render(DELETE, &[("table", &Fragment::content_table(&c.slug))]);
     let outcomes = exec
         .batch(vec![Statement::new(sql).bind(id), Statement::new(DELETE_REVISIONS).bind(c.slug.as_str()).bind(id)])
         .await?;

@@ -5,6 +5,7 @@ pub mod capture;
 pub mod content;
 pub mod continuation;
 pub mod deletion;
+pub mod encode;
 pub mod lease;
 pub mod media;
 pub mod projection;

@@ -1,25 +1,46 @@
-//! Projection load and publish: everything a job reads about an entry in one statement, and the
-//! one guarded batch that publishes its new projection.
+//! The projection contract: the one statement that loads a job's entries (a single job is a group
+//! of one) and the one guarded batch that publishes their new projections, with the typed rows
+//! that travel between them and SQL.
+//!
+//! What the publish asserts is what the load read: both statements embed the same fragments,
+//! `entry_source_keys.sql` (an entry's source keys, as `model::source::source_key` writes them)
+//! and `source_signature.sql` (the signature of its stored source rows). The rows bound as JSON
+//! arrays are serialized from [`SourceRow`], [`OccurrenceRow`] and [`ObservedEntry`], whose serde
+//! names are the `'$.…'` paths the statements read.
 
-use serde::Deserialize;
+use std::marker::PhantomData;
+
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
-use super::work::{completion, WorkRow};
+use super::work::WorkRow;
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Row, Statement};
 use crate::model::ident::Ident;
+use crate::model::source::SourceMeta;
 use crate::sql::{render, Fragment};
 
-const LOAD_ENTRY: &str = include_str!("../sql/usage/load_entry.sql");
-const GUARD_PUBLISH: &str = include_str!("../sql/usage/guard_publish.sql");
+const ENTRY_SOURCE_KEYS: &str = include_str!("../sql/usage/entry_source_keys.sql");
+const SOURCE_SIGNATURE: &str = include_str!("../sql/usage/source_signature.sql");
+const LOAD_GROUP: &str = include_str!("../sql/usage/load_group.sql");
+const GUARD_PUBLISH_GROUP: &str = include_str!("../sql/usage/guard_publish_group.sql");
 const INSERT_OCCURRENCES: &str = include_str!("../sql/usage/insert_occurrences.sql");
 const UPSERT_SOURCES: &str = include_str!("../sql/usage/upsert_sources.sql");
 const DELETE_SOURCES: &str = include_str!("../sql/usage/delete_sources.sql");
-const LOAD_GROUP: &str = include_str!("../sql/usage/load_group.sql");
-const GUARD_PUBLISH_GROUP: &str = include_str!("../sql/usage/guard_publish_group.sql");
 const COMPLETE_GROUP: &str = include_str!("../sql/usage/complete_group.sql");
 const RELEASE_GROUP: &str = include_str!("../sql/usage/release_group.sql");
 const RECORD_SUCCESS: &str = include_str!("../sql/usage/record_success.sql");
+
+/// Renders a projection statement: its content table and the contract fragments. The signature
+/// comes first: it embeds `{entry_source_keys}`, which `render` fills next.
+fn render_with_contract(template: &'static str, table_slug: &Ident, more: &[(&str, &Fragment)]) -> String {
+    let table = Fragment::content_table(table_slug);
+    let signature = Fragment::static_sql(SOURCE_SIGNATURE);
+    let keys = Fragment::static_sql(ENTRY_SOURCE_KEYS);
+    let mut vars = vec![("source_signature", &signature), ("entry_source_keys", &keys), ("table", &table)];
+    vars.extend_from_slice(more);
+    render(template, &vars)
+}
 
 /// A stored source as observed before projecting.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -31,7 +52,7 @@ pub struct ObservedSource {
     pub last_error_code: Option<String>,
 }
 
-/// Everything a projection job reads, in one statement.
+/// One entry as a job loaded it.
 #[derive(Debug, Clone)]
 pub struct LoadedEntry {
     /// The content row, or `None` when the entry no longer exists.
@@ -73,114 +94,19 @@ fn take_json<T: serde::de::DeserializeOwned>(row: &mut Row, key: &str) -> Result
     serde_json::from_str(&raw).map_err(|e| Error::Decode(format!("{key}: {e}")))
 }
 
-/// Loads an entry, its draft revision, its collection's fields and its observed sources.
-pub async fn load_entry<E: Executor>(
-    exec: &E,
-    table_slug: &Ident,
-    collection_id: &str,
-    content_id: &str,
-    source_keys: [&str; 2],
-) -> Result<LoadedEntry, Error> {
-    let sql = render(LOAD_ENTRY, &[("table", &Fragment::content_table(table_slug))]);
-    let stmt = Statement::new(sql).bind(collection_id).bind(content_id).bind(source_keys[0]).bind(source_keys[1]);
-    let mut row = exec
-        .run(stmt)
-        .await?
-        .rows
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::Decode("the entry load returned no row".into()))?;
-    let revision_id = take_str(&mut row, "__rev_id");
-    let revision_collection = take_str(&mut row, "__rev_collection");
-    let revision_entry_id = take_str(&mut row, "__rev_entry_id");
-    let revision_data = take_str(&mut row, "__rev_data");
-    let registry_slug = take_str(&mut row, "__registry_slug");
-    let fields = take_json(&mut row, "__fields")?;
-    let observed = take_json(&mut row, "__sources")?;
-    let sources_signature = take_str(&mut row, "__sources_sig").unwrap_or_else(|| "[]".into());
-    let present = row.get("id").is_some_and(|v| !v.is_null());
-    Ok(LoadedEntry {
-        row: present.then_some(row),
-        revision_id,
-        revision_collection,
-        revision_entry_id,
-        revision_data,
-        registry_slug,
-        fields,
-        observed,
-        sources_signature,
-    })
-}
-
-/// What a publish batch writes.
-#[derive(Debug, Clone, Default)]
-pub struct Publish {
-    /// The JSON array of occurrence objects for `insert_occurrences.sql`, if any.
-    pub occurrences: Option<String>,
-    /// The JSON array of source objects for `upsert_sources.sql`, if any.
-    pub sources: Option<String>,
-    /// Source keys to delete (their occurrences go with them).
-    pub delete_keys: Vec<String>,
-    /// A draft-revision error to record on coverage.
-    pub draft_error: Option<&'static str>,
-}
-
-/// The CAS inputs of a publish: what the job observed.
-#[derive(Debug, Clone)]
-pub struct Observed<'a> {
-    pub work: &'a WorkRow,
-    pub table_slug: &'a Ident,
-    pub content_version: Option<i64>,
-    pub content_updated_at: Option<String>,
-    pub draft_revision_id: Option<String>,
-    pub live_revision_id: Option<String>,
-    pub source_keys: [&'a str; 2],
-    pub sources_signature: &'a str,
-}
-
-/// Publishes a projection in one guarded batch: new occurrences, source rows (superseded
-/// generations go with them), deleted sources, the work row and coverage; or nothing, with
-/// [`Error::Stale`], when anything observed changed.
-pub async fn publish<E: Executor>(exec: &E, o: &Observed<'_>, p: &Publish) -> Result<(), Error> {
-    let table = Fragment::content_table(o.table_slug);
-    let guard = Guard::new(render(GUARD_PUBLISH, &[("table", &table)]))
-        .bind(o.work.collection_id.as_str())
-        .bind(o.work.content_id.as_str())
-        .bind(o.work.lease_token.clone())
-        .bind(o.work.work_version)
-        .bind(o.work.collection_slug.as_str())
-        .bind(o.content_version)
-        .bind(o.content_updated_at.clone())
-        .bind(o.draft_revision_id.clone())
-        .bind(o.live_revision_id.clone())
-        .bind(o.source_keys[0])
-        .bind(o.source_keys[1])
-        .bind(o.sources_signature);
-    let mut stmts = Vec::new();
-    if let Some(occurrences) = &p.occurrences {
-        stmts.push(Statement::new(INSERT_OCCURRENCES).bind(occurrences.as_str()));
-    }
-    if let Some(sources) = &p.sources {
-        stmts.push(Statement::new(UPSERT_SOURCES).bind(sources.as_str()));
-    }
-    if !p.delete_keys.is_empty() {
-        stmts.push(Statement::new(DELETE_SOURCES).bind(json!(p.delete_keys).to_string()));
-    }
-    stmts.extend(completion(o.work, p.draft_error));
-    guarded_batch(exec, guard, stmts).await.map(drop)
-}
-
-/// What a group load returned: the collection's registry slug and fields (read once), and each
-/// loaded entry with its content id, in the order asked; entries past the byte bound are not
-/// loaded.
+/// What a load returned: the collection's registry slug and fields (read once), and each loaded
+/// entry with its content id, in the order asked; entries past the byte bound are not loaded
+/// (the first always is).
 #[derive(Debug, Clone)]
 pub struct LoadedGroup {
     pub registry_slug: Option<String>,
     pub entries: Vec<(String, LoadedEntry)>,
 }
 
-/// Loads the entries `content_ids` of a collection in one statement, stopping once the rows read
-/// hold `max_bytes` of field values and draft data (`field_slugs` name the measured columns).
+/// Loads the entries `content_ids` of a collection, their draft revisions, the collection's
+/// fields and their stored sources in one statement, stopping once the rows read hold
+/// `max_bytes` of field values and draft data (`field_slugs` name the measured columns; a single
+/// entry needs none).
 pub async fn load_group<E: Executor>(
     exec: &E,
     table_slug: &Ident,
@@ -189,10 +115,7 @@ pub async fn load_group<E: Executor>(
     field_slugs: &[Ident],
     max_bytes: i64,
 ) -> Result<LoadedGroup, Error> {
-    let sql = render(
-        LOAD_GROUP,
-        &[("table", &Fragment::content_table(table_slug)), ("row_bytes", &Fragment::byte_sum(field_slugs))],
-    );
+    let sql = render_with_contract(LOAD_GROUP, table_slug, &[("row_bytes", &Fragment::byte_sum(field_slugs))]);
     let stmt = Statement::new(sql).bind(collection_id).bind(json!(content_ids).to_string()).bind(max_bytes);
     let rows = exec.run(stmt).await?.rows;
     let mut registry_slug = None;
@@ -236,48 +159,212 @@ pub async fn load_group<E: Executor>(
     Ok(LoadedGroup { registry_slug, entries })
 }
 
-/// A group publish: the entries published (with what was observed of each) and the group's rows
-/// handed back to single jobs.
+/// A source row as `upsert_sources.sql` reads it (`json_extract(s.value, '$.<name>')`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceRow {
+    pub source_key: String,
+    pub collection_id: String,
+    pub collection_slug: String,
+    pub content_id: String,
+    pub variant: &'static str,
+    pub locale: Option<String>,
+    pub translation_group: Option<String>,
+    pub content_slug: Option<String>,
+    pub content_title: String,
+    pub content_status: Option<String>,
+    pub content_scheduled_at: Option<String>,
+    pub content_deleted_at: Option<String>,
+    pub revision_id: Option<String>,
+    /// The new generation; `None` keeps the stored one (a failed draft).
+    pub generation: Option<String>,
+    pub schema_version: i64,
+    pub source_updated_at: Option<String>,
+    pub source_version: Option<i64>,
+    pub fingerprint: Option<String>,
+    /// The storage keys its file URLs name that the library lacks, as a JSON array; `None` for
+    /// none.
+    pub pending_keys: Option<String>,
+    pub completeness: &'static str,
+    pub error_code: Option<&'static str>,
+}
+
+impl SourceRow {
+    fn of(meta: &SourceMeta) -> SourceRow {
+        SourceRow {
+            source_key: meta.source_key.clone(),
+            collection_id: meta.collection_id.clone(),
+            collection_slug: meta.collection_slug.clone(),
+            content_id: meta.content_id.clone(),
+            variant: meta.variant.as_str(),
+            locale: meta.locale.clone(),
+            translation_group: meta.translation_group.clone(),
+            content_slug: meta.content_slug.clone(),
+            content_title: meta.content_title.clone(),
+            content_status: meta.content_status.clone(),
+            content_scheduled_at: meta.content_scheduled_at.clone(),
+            content_deleted_at: meta.content_deleted_at.clone(),
+            revision_id: meta.revision_id.clone(),
+            generation: None,
+            schema_version: meta.schema_version,
+            source_updated_at: meta.source_updated_at.clone(),
+            source_version: meta.source_version,
+            fingerprint: None,
+            pending_keys: None,
+            completeness: "complete",
+            error_code: None,
+        }
+    }
+
+    /// A source indexed completely at a new `generation`.
+    pub fn complete(meta: &SourceMeta, generation: &str, fingerprint: &str, pending_keys: &[String]) -> SourceRow {
+        SourceRow {
+            generation: Some(generation.to_owned()),
+            fingerprint: Some(fingerprint.to_owned()),
+            pending_keys: (!pending_keys.is_empty()).then(|| json!(pending_keys).to_string()),
+            ..SourceRow::of(meta)
+        }
+    }
+
+    /// A source that could not be indexed (`code`); its stored generation, if any, is kept.
+    pub fn failed(meta: &SourceMeta, code: &'static str) -> SourceRow {
+        SourceRow { completeness: "failed", error_code: Some(code), ..SourceRow::of(meta) }
+    }
+}
+
+/// An occurrence row as `insert_occurrences.sql` reads it (`json_extract(o.value, '$.<name>')`);
+/// SQL derives the media id of a local reference from its asset id.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OccurrenceRow {
+    pub source_key: String,
+    pub generation: String,
+    pub field_slug: String,
+    pub field_path: String,
+    pub occurrence_index: i64,
+    pub reference_type: &'static str,
+    pub provider: String,
+    pub provider_asset_id: String,
+    pub media_kind: Option<&'static str>,
+    pub mime_type: Option<String>,
+}
+
+/// What a job observed of one entry it publishes, as `guard_publish_group.sql` reads it
+/// (`json_extract(entry.observed, '$.<name>')`): the publish goes ahead only if all of it still
+/// holds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservedEntry {
+    pub id: String,
+    pub work_version: i64,
+    /// The entry's `version`, update time and revisions; all `None` when it did not exist.
+    pub version: Option<i64>,
+    pub updated_at: Option<String>,
+    pub draft: Option<String>,
+    pub live: Option<String>,
+    /// The signature of its stored sources (`source_signature.sql`) as loaded.
+    pub sig: String,
+}
+
+impl ObservedEntry {
+    /// What a job holding `work` observed of its loaded entry.
+    pub fn of(work: &WorkRow, loaded: &LoadedEntry) -> ObservedEntry {
+        let row = loaded.row.as_ref();
+        let text = |k: &str| row.and_then(|r| r.get(k)).and_then(Json::as_str).map(str::to_owned);
+        ObservedEntry {
+            id: work.content_id.clone(),
+            work_version: work.work_version,
+            version: row.and_then(|r| r.get("version")).and_then(Json::as_i64),
+            updated_at: text("updated_at"),
+            draft: text("draft_revision_id"),
+            live: text("live_revision_id"),
+            sig: loaded.sources_signature.clone(),
+        }
+    }
+}
+
+/// Rows bound as one JSON array value (`json_each(?n)` in SQL), serialized once so that their
+/// size can be checked against D1's bound-value limit before a batch is built.
+#[derive(Debug, Clone)]
+pub struct BoundRows<T> {
+    json: String,
+    n_rows: usize,
+    rows: PhantomData<fn() -> T>,
+}
+
+impl<T: Serialize> BoundRows<T> {
+    /// # Panics
+    /// When `T` fails to serialize, which the row types of this module (strings, numbers and
+    /// options of them) never do.
+    pub fn new(rows: &[T]) -> BoundRows<T> {
+        let json = serde_json::to_string(rows).expect("rows of strings and numbers serialize");
+        BoundRows { json, n_rows: rows.len(), rows: PhantomData }
+    }
+}
+
+impl<T> BoundRows<T> {
+    /// The bytes of the bound value.
+    pub fn bytes(&self) -> usize {
+        self.json.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n_rows == 0
+    }
+}
+
+impl<T> Default for BoundRows<T> {
+    fn default() -> BoundRows<T> {
+        BoundRows { json: "[]".to_owned(), n_rows: 0, rows: PhantomData }
+    }
+}
+
+/// A job's publish: what was observed of the entries it publishes, what it writes for them, and
+/// the rest of its rows, which go back to single jobs.
 #[derive(Debug)]
-pub struct GroupPublish<'a> {
+pub struct Publish<'a> {
     pub collection_id: &'a str,
     pub collection_slug: &'a str,
     pub table_slug: &'a Ident,
+    /// The lease token the job's work rows are held under.
     pub token: &'a str,
-    /// One `{id, workVersion, version, updatedAt, draft, live, sig}` object per published entry.
-    pub observed: Vec<Json>,
-    pub published_ids: Vec<String>,
+    /// One per published entry; their work rows go.
+    pub observed: Vec<ObservedEntry>,
+    /// The job's rows it does not publish (handed back to single jobs).
     pub released_ids: Vec<String>,
-    pub writes: Publish,
+    pub occurrences: BoundRows<OccurrenceRow>,
+    pub sources: BoundRows<SourceRow>,
+    /// Source keys to delete (their occurrences go with them).
+    pub delete_keys: Vec<String>,
+    /// A draft-revision error to record on coverage.
+    pub draft_error: Option<&'static str>,
 }
 
-/// Publishes a group in one guarded batch: everything its entries need, their work rows, the
-/// hand-back of the rest and coverage; or nothing, with [`Error::Stale`], when any observed
-/// entry, lease or source changed.
-pub async fn publish_group<E: Executor>(exec: &E, g: &GroupPublish<'_>) -> Result<(), Error> {
-    let table = Fragment::content_table(g.table_slug);
-    let guard = Guard::new(render(GUARD_PUBLISH_GROUP, &[("table", &table)]))
-        .bind(g.collection_id)
-        .bind(g.collection_slug)
-        .bind(Json::Array(g.observed.clone()).to_string())
-        .bind(g.token);
+/// Publishes in one guarded batch: new occurrences, source rows (superseded generations go with
+/// them), deleted sources, the published entries' work rows, the hand-back of the rest and
+/// coverage; or nothing, with [`Error::Stale`], when any observed entry, lease or source changed.
+pub async fn publish<E: Executor>(exec: &E, p: &Publish<'_>) -> Result<(), Error> {
+    let guard = Guard::new(render_with_contract(GUARD_PUBLISH_GROUP, p.table_slug, &[]))
+        .bind(p.collection_id)
+        .bind(p.collection_slug)
+        .bind(BoundRows::new(&p.observed).json)
+        .bind(p.token);
     let mut stmts = Vec::new();
-    if let Some(occurrences) = &g.writes.occurrences {
-        stmts.push(Statement::new(INSERT_OCCURRENCES).bind(occurrences.as_str()));
+    if !p.occurrences.is_empty() {
+        stmts.push(Statement::new(INSERT_OCCURRENCES).bind(p.occurrences.json.as_str()));
     }
-    if let Some(sources) = &g.writes.sources {
-        stmts.push(Statement::new(UPSERT_SOURCES).bind(sources.as_str()));
+    if !p.sources.is_empty() {
+        stmts.push(Statement::new(UPSERT_SOURCES).bind(p.sources.json.as_str()));
     }
-    if !g.writes.delete_keys.is_empty() {
-        stmts.push(Statement::new(DELETE_SOURCES).bind(json!(g.writes.delete_keys).to_string()));
+    if !p.delete_keys.is_empty() {
+        stmts.push(Statement::new(DELETE_SOURCES).bind(json!(p.delete_keys).to_string()));
     }
-    stmts.push(
-        Statement::new(COMPLETE_GROUP).bind(g.collection_id).bind(g.token).bind(json!(g.published_ids).to_string()),
-    );
-    if !g.released_ids.is_empty() {
-        stmts.push(release_group_statement(g.collection_id, g.token, &g.released_ids));
+    let published: Vec<&str> = p.observed.iter().map(|o| o.id.as_str()).collect();
+    stmts.push(Statement::new(COMPLETE_GROUP).bind(p.collection_id).bind(p.token).bind(json!(published).to_string()));
+    if !p.released_ids.is_empty() {
+        stmts.push(release_group_statement(p.collection_id, p.token, &p.released_ids));
     }
-    stmts.push(Statement::new(RECORD_SUCCESS).bind(g.collection_id).bind(g.writes.draft_error));
+    stmts.push(Statement::new(RECORD_SUCCESS).bind(p.collection_id).bind(p.draft_error));
     guarded_batch(exec, guard, stmts).await.map(drop)
 }
 
@@ -293,4 +380,102 @@ pub async fn release_group<E: Executor>(
     ids: &[String],
 ) -> Result<(), Error> {
     exec.execute(release_group_statement(collection_id, token, ids)).await.map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::model::source::{source_key, Variant};
+
+    /// The `'$.name'` paths a statement reads from its bound JSON rows.
+    fn json_paths(sql: &str) -> BTreeSet<String> {
+        sql.split("'$.").skip(1).filter_map(|rest| rest.split_once('\'')).map(|(name, _)| name.to_owned()).collect()
+    }
+
+    /// The keys one row serializes to.
+    fn keys_of<T: Serialize>(row: &T) -> BTreeSet<String> {
+        match serde_json::to_value(row).unwrap() {
+            Json::Object(map) => map.keys().cloned().collect(),
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    fn meta() -> SourceMeta {
+        SourceMeta {
+            source_key: source_key("c1", "e1", Variant::Columns),
+            collection_id: "c1".into(),
+            collection_slug: "posts".into(),
+            content_id: "e1".into(),
+            variant: Variant::Columns,
+            locale: None,
+            translation_group: None,
+            content_slug: None,
+            content_title: String::new(),
+            content_status: None,
+            content_scheduled_at: None,
+            content_deleted_at: None,
+            revision_id: None,
+            schema_version: 1,
+            source_updated_at: None,
+            source_version: None,
+        }
+    }
+
+    #[test]
+    fn the_keys_each_statement_reads_are_the_keys_its_row_type_writes() {
+        let occurrence = OccurrenceRow {
+            source_key: String::new(),
+            generation: String::new(),
+            field_slug: String::new(),
+            field_path: String::new(),
+            occurrence_index: 0,
+            reference_type: "image_field",
+            provider: String::new(),
+            provider_asset_id: String::new(),
+            media_kind: None,
+            mime_type: None,
+        };
+        let observed = ObservedEntry {
+            id: String::new(),
+            work_version: 0,
+            version: None,
+            updated_at: None,
+            draft: None,
+            live: None,
+            sig: String::new(),
+        };
+        let cases = [
+            ("upsert_sources.sql", UPSERT_SOURCES, keys_of(&SourceRow::complete(&meta(), "g", "f", &[]))),
+            ("upsert_sources.sql (failed)", UPSERT_SOURCES, keys_of(&SourceRow::failed(&meta(), "X"))),
+            ("insert_occurrences.sql", INSERT_OCCURRENCES, keys_of(&occurrence)),
+            ("guard_publish_group.sql", GUARD_PUBLISH_GROUP, keys_of(&observed)),
+        ];
+        for (name, sql, written) in cases {
+            let read = json_paths(sql);
+            assert!(!read.is_empty(), "{name} reads no key");
+            let unwritten: Vec<_> = read.difference(&written).collect();
+            assert!(unwritten.is_empty(), "{name} reads keys its row type does not write: {unwritten:?}");
+            let unread: Vec<_> = written.difference(&read).collect();
+            assert!(unread.is_empty(), "{name} does not read keys its row type writes: {unread:?}");
+        }
+    }
+
+    #[test]
+    fn the_load_and_the_guard_embed_the_one_source_signature() {
+        let slug = Ident::parse("posts").unwrap();
+        let keys = Fragment::static_sql(ENTRY_SOURCE_KEYS);
+        let signature = render(SOURCE_SIGNATURE, &[("entry_source_keys", &keys)]).trim_end().to_owned();
+        let load = render_with_contract(LOAD_GROUP, &slug, &[("row_bytes", &Fragment::byte_sum(&[]))]);
+        let guard = render_with_contract(GUARD_PUBLISH_GROUP, &slug, &[]);
+        for (name, sql) in [("load_group.sql", &load), ("guard_publish_group.sql", &guard)] {
+            assert_eq!(sql.matches(signature.as_str()).count(), 1, "{name} does not embed the signature once:\n{sql}");
+            assert_eq!(
+                sql.matches("json_group_array(json_array(").count(),
+                1,
+                "{name} computes another signature besides the shared one:\n{sql}"
+            );
+        }
+    }
 }

@@ -130,7 +130,7 @@ pub fn creation_guard(slug: &Ident) -> Guard {
 
 /// The statements that add a field (registry row, column, collection touch).
 pub fn add_field_statements(collection: &Collection, field: &Field) -> Vec<Statement> {
-    let table = collection.table();
+    let table = Fragment::content_table(&collection.slug);
     let column = Fragment::column_def(&field.slug, field.field_type.column_type());
     vec![
         insert_fields(&collection.id, [field]),

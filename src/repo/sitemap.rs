@@ -29,7 +29,12 @@ pub async fn published_counts<E: Executor>(exec: &E, collections: &[Collection])
         .map(|chunk| {
             let arms: Vec<String> = chunk
                 .iter()
-                .map(|c| render(COUNT_PUBLISHED_ARM, &[("name", &Fragment::literal(&c.slug)), ("table", &c.table())]))
+                .map(|c| {
+                    render(
+                        COUNT_PUBLISHED_ARM,
+                        &[("name", &Fragment::literal(&c.slug)), ("table", &Fragment::content_table(&c.slug))],
+                    )
+                })
                 .collect();
             Statement::new(arms.join("\nUNION ALL\n"))
         })
@@ -60,9 +65,10 @@ pub async fn page<E: Executor>(
     limit: u32,
     offset: u64,
 ) -> Result<(Vec<SitemapEntry>, Vec<EntryImage>), Error> {
-    let entries =
-        Statement::new(render(ENTRIES_PAGE, &[("table", &c.table())])).bind(i64::from(limit)).bind(offset as i64);
-    let images = Statement::new(render(PAGE_IMAGES, &[("table", &c.table())]))
+    let entries = Statement::new(render(ENTRIES_PAGE, &[("table", &Fragment::content_table(&c.slug))]))
+        .bind(i64::from(limit))
+        .bind(offset as i64);
+    let images = Statement::new(render(PAGE_IMAGES, &[("table", &Fragment::content_table(&c.slug))]))
         .bind(c.id.as_str())
         .bind(i64::from(limit))
         .bind(offset as i64);

@@ -9,7 +9,7 @@ use crate::exec::{Error, Executor, Statement};
 use crate::ids;
 use crate::model::collection::Collection;
 use crate::model::state::QueueState;
-use crate::sql::render;
+use crate::sql::{render, Fragment};
 
 const CLAIM_ENTRY_WORK: &str = include_str!("../sql/usage/claim_entry_work.sql");
 const COMPLETE_WORK: &str = include_str!("../sql/usage/complete_work.sql");
@@ -147,7 +147,7 @@ pub async fn list_work<E: Executor>(
     limit: u32,
 ) -> Result<Vec<ListedWork>, Error> {
     let (at, id) = after.unzip();
-    let sql = render(LIST_WORK, &[("table", &collection.table())]);
+    let sql = render(LIST_WORK, &[("table", &Fragment::content_table(&collection.slug))]);
     exec.query(
         Statement::new(sql).bind(collection.id.as_str()).bind(state).bind(at).bind(id).bind(i64::from(limit) + 1),
     )

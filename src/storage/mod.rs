@@ -1,5 +1,6 @@
 //! Media files: the object store behind `MEDIA_BUCKET` (R2 at the edge, memory in native tests),
-//! what an upload may be (`inspect`), and how a stored file is served (`serve`).
+//! what an upload may be (`inspect`), an upload's file on its way into the store (`upload`), and
+//! how a stored file is served (`serve`).
 //!
 //! The store is reached through one object-safe trait so that handlers and the tick take it as
 //! `&dyn Storage` without another type parameter. Every call is one storage operation, counted by
@@ -10,6 +11,7 @@ pub mod inspect;
 pub mod memory;
 pub mod serve;
 pub mod sweep;
+pub mod upload;
 
 use futures::future::LocalBoxFuture;
 
@@ -30,7 +32,7 @@ pub struct StoredObject {
 
 /// The custom metadata entry (name, value) every object this worker stores carries, so that it
 /// can tell its own objects from others in a shared bucket: the storage sweep deletes only marked
-/// objects and the file route serves only them (see `api::upload::file` for the one exception).
+/// objects and the file route serves only them (see `api::media::file` for the one exception).
 /// Objects stored by versions before the marker have none.
 pub const MARKER: (&str, &str) = ("emdash-media-worker", "1");
 

@@ -15,18 +15,6 @@ pub const PAGE: u32 = 100;
 /// The most a step costs: reading the cursor, checking the page's keys against the media rows
 /// and writing the cursor (statements), listing and deleting (storage operations).
 pub const STEP_MAX_OPERATIONS: u64 = 5;
-/// Default `MEDIA_STORAGE_GRACE_HOURS`.
-pub const DEFAULT_GRACE_HOURS: f64 = 24.0;
-
-/// Reads `MEDIA_STORAGE_GRACE_HOURS` (≥ 0; 0 means no grace) as milliseconds.
-pub fn grace_ms_from_setting(value: Option<&str>) -> f64 {
-    let hours = value
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|h| h.is_finite() && *h >= 0.0)
-        .unwrap_or(DEFAULT_GRACE_HOURS);
-    hours * 3_600_000.0
-}
-
 /// What a step did.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SweepStep {
@@ -65,19 +53,4 @@ pub async fn step<E: Executor>(exec: &E, storage: &dyn Storage, grace_ms: f64) -
     }
     step.pass_done = page.cursor.is_none();
     Ok(step)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::grace_ms_from_setting;
-
-    #[test]
-    fn the_grace_period_reads_hours_and_defaults_to_a_day() {
-        assert_eq!(grace_ms_from_setting(None), 86_400_000.0);
-        assert_eq!(grace_ms_from_setting(Some("0")), 0.0, "no grace");
-        assert_eq!(grace_ms_from_setting(Some(" 1.5 ")), 5_400_000.0);
-        for bad in ["-1", "x", "inf", "NaN", ""] {
-            assert_eq!(grace_ms_from_setting(Some(bad)), 86_400_000.0, "{bad}");
-        }
-    }
 }

@@ -33,7 +33,8 @@ pub const START_BATCH_ROWS: u32 = 50;
 pub const MIN_BATCH_ROWS: u32 = 50;
 /// Nor grows beyond this.
 pub const MAX_BATCH_ROWS: u32 = 10_000;
-/// Default statement-duration target of the adaptive batch.
+/// Default statement-duration target of the adaptive batch (`MEDIA_USAGE_STATEMENT_TARGET_MS`),
+/// also the target a tick sizes its groups of projection jobs by when the batch is fixed.
 pub const DEFAULT_TARGET_MS: f64 = 200.0;
 
 /// The most statements one lane step issues: a claim, then the largest phase step (the table
@@ -46,27 +47,15 @@ pub const RELEASE_STATEMENTS: u64 = 1;
 /// How many rows a cleanup statement deletes.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CleanupBatch {
-    /// Always this many (`MEDIA_USAGE_CLEANUP_BATCH_ROWS`, e.g. 50 for small, even steps).
+    /// Always this many (`MEDIA_USAGE_CLEANUP_BATCH_ROWS`, 1..=[`MAX_BATCH_ROWS`], e.g. 50 for
+    /// small, even steps).
     Fixed(u32),
-    /// Start at 50; double while statements take under half the target, halve above it.
+    /// Start at 50; double while statements take under half the target
+    /// (`MEDIA_USAGE_STATEMENT_TARGET_MS`), halve above it.
     Adaptive { target_ms: f64 },
 }
 
 impl CleanupBatch {
-    /// Reads `MEDIA_USAGE_CLEANUP_BATCH_ROWS` (1..=10,000 fixes the batch) and
-    /// `MEDIA_USAGE_STATEMENT_TARGET_MS` (positive; default 200). Anything else is the default.
-    pub fn from_settings(rows: Option<&str>, target_ms: Option<&str>) -> CleanupBatch {
-        match rows.and_then(|r| r.trim().parse::<u32>().ok()).filter(|n| (1..=MAX_BATCH_ROWS).contains(n)) {
-            Some(n) => CleanupBatch::Fixed(n),
-            None => CleanupBatch::Adaptive {
-                target_ms: target_ms
-                    .and_then(|t| t.trim().parse::<f64>().ok())
-                    .filter(|t| t.is_finite() && *t > 0.0)
-                    .unwrap_or(DEFAULT_TARGET_MS),
-            },
-        }
-    }
-
     /// The batch a new deletion starts with.
     pub fn start(self) -> u32 {
         match self {
@@ -439,16 +428,5 @@ mod tests {
         assert_eq!(b.next(60, 900.0, 60), 50, "never below 50");
         assert_eq!(b.next(8_000, 1.0, 8_000), 10_000, "never above 10,000");
         assert_eq!(CleanupBatch::Fixed(50).next(50, 0.0, 50), 50);
-    }
-
-    #[test]
-    fn batch_settings_fix_or_tune_the_batch() {
-        assert_eq!(CleanupBatch::from_settings(Some("50"), None), CleanupBatch::Fixed(50));
-        assert_eq!(CleanupBatch::from_settings(None, None), CleanupBatch::Adaptive { target_ms: 200.0 });
-        assert_eq!(CleanupBatch::from_settings(Some(""), Some("80")), CleanupBatch::Adaptive { target_ms: 80.0 });
-        for bad in ["0", "10001", "-1", "x"] {
-            assert_eq!(CleanupBatch::from_settings(Some(bad), None), CleanupBatch::Adaptive { target_ms: 200.0 });
-        }
-        assert_eq!(CleanupBatch::from_settings(None, Some("0")), CleanupBatch::Adaptive { target_ms: 200.0 });
     }
 }

@@ -1,10 +1,13 @@
-//! The projection job: claim an entry's work row, load the entry, build its
-//! snapshots, admit the change under the per-claim limits, and publish it in one guarded batch.
-//! Every outcome leaves the index either as it was or fully at the new projection.
+//! The projection job: claim work rows, load their entries, build their snapshots, admit the
+//! changes under the per-claim limits, and publish them in one guarded batch. A single job is a
+//! group of one: both load and publish through the same path (`load_and_plan`, `Job::publish`)
+//! and differ only in what they do with an entry they cannot publish (a single job records the
+//! failure, a group hands the row back to a single job). Every outcome leaves the index either as
+//! it was or fully at the new projection.
 
 use std::collections::BTreeSet;
 
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use super::backoff::Attempts;
 use super::extract::{extract, extraction_fields, ExtractionField, Library, Rules};
@@ -14,9 +17,10 @@ use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
-use crate::model::source::{source_key, SourceMeta, Variant};
 use crate::repo::media as media_repo;
-use crate::repo::projection::{self, GroupPublish, LoadedEntry, Observed, ObservedSource, Publish};
+use crate::repo::projection::{
+    self, BoundRows, LoadedEntry, ObservedEntry, ObservedSource, OccurrenceRow, Publish, SourceRow,
+};
 use crate::repo::schema;
 use crate::repo::work::{self, WorkRow};
 
@@ -34,18 +38,12 @@ pub struct Admission {
 }
 
 impl Admission {
+    /// The default of `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY` (see [`crate::settings`]).
     pub const DEFAULT: Admission = Admission { max_occurrences: 1_000 };
     /// The largest configurable limit: 5,000 occurrences of typical size (~350 bytes each as
     /// bound JSON) in both variants stay within [`MAX_BOUND_BYTES`]; larger ones are refused by
     /// the byte bound anyway.
     pub const MAX_OCCURRENCES: usize = 5_000;
-
-    /// Reads `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY` (1..=5,000; anything else is the default).
-    pub fn from_settings(raw: Option<&str>) -> Admission {
-        raw.and_then(|s| s.trim().parse::<usize>().ok())
-            .filter(|n| (1..=Self::MAX_OCCURRENCES).contains(n))
-            .map_or(Self::DEFAULT, |max_occurrences| Admission { max_occurrences })
-    }
 }
 
 /// What a projection needs besides the data: what counts as a use, and what it may publish.
@@ -112,39 +110,6 @@ fn fields_of(loaded: &LoadedEntry) -> Result<Vec<Field>, &'static str> {
         .collect()
 }
 
-fn source_json(
-    meta: &SourceMeta,
-    generation: Option<&str>,
-    fingerprint: Option<&str>,
-    pending_keys: &[String],
-    completeness: &str,
-    error: Option<&str>,
-) -> Json {
-    json!({
-        "sourceKey": meta.source_key,
-        "collectionId": meta.collection_id,
-        "collectionSlug": meta.collection_slug,
-        "contentId": meta.content_id,
-        "variant": meta.variant.as_str(),
-        "locale": meta.locale,
-        "translationGroup": meta.translation_group,
-        "contentSlug": meta.content_slug,
-        "contentTitle": meta.content_title,
-        "contentStatus": meta.content_status,
-        "contentScheduledAt": meta.content_scheduled_at,
-        "contentDeletedAt": meta.content_deleted_at,
-        "revisionId": meta.revision_id,
-        "generation": generation,
-        "schemaVersion": meta.schema_version,
-        "sourceUpdatedAt": meta.source_updated_at,
-        "sourceVersion": meta.source_version,
-        "fingerprint": fingerprint,
-        "pendingKeys": (!pending_keys.is_empty()).then(|| json!(pending_keys).to_string()),
-        "completeness": completeness,
-        "errorCode": error,
-    })
-}
-
 /// The stored row already holds exactly this projection.
 fn is_noop(s: &Snapshot, observed: Option<&ObservedSource>) -> bool {
     observed.is_some_and(|o| {
@@ -158,8 +123,8 @@ fn is_noop(s: &Snapshot, observed: Option<&ObservedSource>) -> bool {
 /// The writes an entry's new projection needs, before they are bound to statements.
 #[derive(Debug, Default)]
 struct Writes {
-    occurrences: Vec<Json>,
-    sources: Vec<Json>,
+    occurrences: Vec<OccurrenceRow>,
+    sources: Vec<SourceRow>,
     delete_keys: Vec<String>,
     draft_error: Option<&'static str>,
     /// The local media the entry references (both variants): what an entry refused for its size
@@ -176,14 +141,6 @@ impl Writes {
         self.draft_error = self.draft_error.or(other.draft_error);
         self.referenced.extend(other.referenced);
     }
-
-    /// The bound batch, or `None` when a bound value would pass [`MAX_BOUND_BYTES`].
-    fn into_publish(self) -> Option<Publish> {
-        let (Some(occurrences), Some(sources)) = (bound_json(self.occurrences), bound_json(self.sources)) else {
-            return None;
-        };
-        Some(Publish { occurrences, sources, delete_keys: self.delete_keys, draft_error: self.draft_error })
-    }
 }
 
 /// What a job will write, or why it may not.
@@ -193,15 +150,6 @@ enum Plan {
     Unchanged,
     /// A variant passes the admission limit; the local media the entry references.
     ResourceLimit(BTreeSet<String>),
-}
-
-/// A bound JSON array of the publish batch, or `None` when it would pass [`MAX_BOUND_BYTES`].
-fn bound_json(items: Vec<Json>) -> Option<Option<String>> {
-    if items.is_empty() {
-        return Some(None);
-    }
-    let text = Json::Array(items).to_string();
-    (text.len() <= MAX_BOUND_BYTES).then_some(Some(text))
 }
 
 /// An entry read and its references extracted, before the media lookup.
@@ -351,7 +299,7 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
                     o.source_completeness == "failed" && o.last_error_code.as_deref() == Some(failure.code)
                 });
                 if !already {
-                    sources.push(source_json(&failure.meta, None, None, &[], "failed", Some(failure.code)));
+                    sources.push(SourceRow::failed(&failure.meta, failure.code));
                 }
                 draft_error = Some(failure.code);
             }
@@ -363,28 +311,19 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
             }
             let generation = ids::new_id();
             // The media id is the asset id of a local reference; SQL derives it.
-            occurrences.extend(s.occurrences.iter().map(|o| {
-                json!({
-                    "sourceKey": s.meta.source_key,
-                    "generation": generation,
-                    "fieldSlug": o.field_slug,
-                    "fieldPath": o.field_path,
-                    "occurrenceIndex": o.occurrence_index,
-                    "referenceType": o.reference_type.as_str(),
-                    "provider": o.provider,
-                    "providerAssetId": o.provider_asset_id,
-                    "mediaKind": o.media_kind,
-                    "mimeType": o.mime_type,
-                })
+            occurrences.extend(s.occurrences.iter().map(|o| OccurrenceRow {
+                source_key: s.meta.source_key.clone(),
+                generation: generation.clone(),
+                field_slug: o.field_slug.clone(),
+                field_path: o.field_path.clone(),
+                occurrence_index: o.occurrence_index,
+                reference_type: o.reference_type.as_str(),
+                provider: o.provider.clone(),
+                provider_asset_id: o.provider_asset_id.clone(),
+                media_kind: o.media_kind,
+                mime_type: o.mime_type.clone(),
             }));
-            sources.push(source_json(
-                &s.meta,
-                Some(&generation),
-                Some(&s.fingerprint),
-                &s.pending_keys,
-                "complete",
-                None,
-            ));
+            sources.push(SourceRow::complete(&s.meta, &generation, &s.fingerprint, &s.pending_keys));
         }
     }
     // Removing a source is always admitted: its occurrences go with it (a trigger), however many.
@@ -433,7 +372,99 @@ async fn obsolete<E: Executor>(exec: &E, work: &WorkRow) -> Result<JobOutcome, E
     Ok(if work::delete_obsolete(exec, work).await? { JobOutcome::Obsolete } else { JobOutcome::Conflict })
 }
 
-/// Processes one claimed work row.
+/// A job's entries after the shared load: one per loaded work row, in the order claimed.
+#[derive(Debug)]
+struct Planned<'w> {
+    work: &'w WorkRow,
+    loaded: LoadedEntry,
+    /// What to write, or the code saying why the entry's fields cannot be read.
+    plan: Result<Plan, &'static str>,
+}
+
+/// Why a job cannot go on with any of its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The collection is gone or is another one now (its content table is gone, or the registry
+    /// names another slug for its id).
+    Obsolete,
+    /// The load could not be decoded.
+    Unreadable,
+    /// The entries' candidate strings do not fit the media lookup.
+    LookupTooLarge,
+}
+
+/// Loads, reads and plans a job's work rows (all of one collection, whose content table is
+/// `slug`'s): one statement ([`projection::load_group`], bounded by the bytes of `field_slugs`
+/// and draft data), then one media lookup when the entries have candidate strings. The same for
+/// a single job (a group of one, which measures no columns: its entry is always loaded) and a
+/// group.
+async fn load_and_plan<'w, E: Executor>(
+    exec: &E,
+    slug: &Ident,
+    rows: &'w [WorkRow],
+    field_slugs: &[Ident],
+    policy: &Policy,
+) -> Result<Result<Vec<Planned<'w>>, Stop>, Error> {
+    let Some(first) = rows.first() else { return Ok(Ok(Vec::new())) };
+    let (cid, cslug) = (first.collection_id.as_str(), first.collection_slug.as_str());
+    let ids: Vec<String> = rows.iter().map(|w| w.content_id.clone()).collect();
+    let group = match projection::load_group(exec, slug, cid, &ids, field_slugs, GROUP_LOAD_BYTES).await {
+        Ok(g) => g,
+        // The content table is gone: the collection was deleted (or is being deleted).
+        Err(e) if e.is_missing_content_table() => return Ok(Err(Stop::Obsolete)),
+        Err(Error::Decode(_)) => return Ok(Err(Stop::Unreadable)),
+        Err(e) => return Err(e),
+    };
+    if group.registry_slug.as_deref() != Some(cslug) {
+        return Ok(Err(Stop::Obsolete));
+    }
+    let prepared: Vec<Result<Prepared, &'static str>> =
+        group.entries.iter().map(|(_, loaded)| prepare(cid, cslug, loaded, &policy.rules)).collect();
+    let Some(library) = lookup(exec, prepared.iter().flatten()).await? else { return Ok(Err(Stop::LookupTooLarge)) };
+    let mut planned = Vec::with_capacity(group.entries.len());
+    for ((content_id, loaded), prepared) in group.entries.into_iter().zip(prepared) {
+        let Some(work) = rows.iter().find(|w| w.content_id == content_id) else { continue };
+        let plan = prepared.map(|p| plan(&loaded, &p, policy, &library));
+        planned.push(Planned { work, loaded, plan });
+    }
+    Ok(Ok(planned))
+}
+
+/// What a job is: the collection its work rows belong to and the lease token they are held under.
+#[derive(Debug, Clone, Copy)]
+struct Job<'a> {
+    collection_id: &'a str,
+    collection_slug: &'a str,
+    slug: &'a Ident,
+    token: &'a str,
+}
+
+impl<'a> Job<'a> {
+    /// The publish of the entries `observed` with their `writes`, handing the job's other rows
+    /// `released_ids` back to single jobs; `None` when a bound value would pass
+    /// [`MAX_BOUND_BYTES`].
+    fn publish(&self, observed: Vec<ObservedEntry>, writes: Writes, released_ids: Vec<String>) -> Option<Publish<'a>> {
+        let occurrences = BoundRows::new(&writes.occurrences);
+        let sources = BoundRows::new(&writes.sources);
+        if occurrences.bytes() > MAX_BOUND_BYTES || sources.bytes() > MAX_BOUND_BYTES {
+            return None;
+        }
+        Some(Publish {
+            collection_id: self.collection_id,
+            collection_slug: self.collection_slug,
+            table_slug: self.slug,
+            token: self.token,
+            observed,
+            released_ids,
+            occurrences,
+            sources,
+            delete_keys: writes.delete_keys,
+            draft_error: writes.draft_error,
+        })
+    }
+}
+
+/// Processes one claimed work row: a group of one that records what it cannot publish.
 pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> Result<JobOutcome, Error> {
     // Claimed more often than it may be attempted: earlier holders died or lost the row without
     // recording anything (a crash, a backend error, a lost lease). Stop here, visibly.
@@ -443,55 +474,35 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> 
     let Ok(slug) = Ident::parse(&work.collection_slug) else {
         return obsolete(exec, work).await;
     };
-    let keys = [
-        source_key(&work.collection_id, &work.content_id, Variant::Columns),
-        source_key(&work.collection_id, &work.content_id, Variant::DraftOverlay),
-    ];
-    let loaded =
-        match projection::load_entry(exec, &slug, &work.collection_id, &work.content_id, [&keys[0], &keys[1]]).await {
-            Ok(l) => l,
-            // The content table is gone: the collection was deleted (or is being deleted).
-            Err(e) if e.is_missing_content_table() => return obsolete(exec, work).await,
-            Err(Error::Decode(_)) => return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await,
-            Err(e) => return Err(e),
-        };
-    if loaded.registry_slug.as_deref() != Some(work.collection_slug.as_str()) {
-        return obsolete(exec, work).await;
-    }
-    let prepared = match prepare(&work.collection_id, &work.collection_slug, &loaded, &policy.rules) {
-        Ok(p) => p,
+    let entry = match load_and_plan(exec, &slug, std::slice::from_ref(work), &[], policy).await? {
+        Ok(planned) => planned.into_iter().next(),
+        Err(Stop::Obsolete) => return obsolete(exec, work).await,
+        Err(Stop::Unreadable) => None,
+        Err(Stop::LookupTooLarge) => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
+    };
+    let Some(Planned { loaded, plan, .. }) = entry else {
+        return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await;
+    };
+    let writes = match plan {
         Err(code) => return record_failure(exec, work, code, false).await,
-    };
-    let Some(library) = lookup(exec, [&prepared]).await? else {
-        return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await;
-    };
-    let publish = match plan(&loaded, &prepared, policy, &library) {
-        Plan::ResourceLimit(referenced) => return over_limit(exec, work, &referenced).await,
-        Plan::Unchanged => {
+        Ok(Plan::ResourceLimit(referenced)) => return over_limit(exec, work, &referenced).await,
+        Ok(Plan::Unchanged) => {
             work::complete_unchanged(exec, work).await?;
             return Ok(JobOutcome::Unchanged);
         }
-        Plan::Write(writes) => {
-            let referenced = writes.referenced.clone();
-            match writes.into_publish() {
-                Some(p) => p,
-                None => return over_limit(exec, work, &referenced).await,
-            }
-        }
+        Ok(Plan::Write(writes)) => writes,
     };
-    let row = loaded.row.as_ref();
-    let text = |k: &str| row.and_then(|r| r.get(k)).and_then(Json::as_str).map(str::to_owned);
-    let observed = Observed {
-        work,
-        table_slug: &slug,
-        content_version: row.and_then(|r| r.get("version")).and_then(Json::as_i64),
-        content_updated_at: text("updated_at"),
-        draft_revision_id: text("draft_revision_id"),
-        live_revision_id: text("live_revision_id"),
-        source_keys: [&keys[0], &keys[1]],
-        sources_signature: &loaded.sources_signature,
+    let job = Job {
+        collection_id: &work.collection_id,
+        collection_slug: &work.collection_slug,
+        slug: &slug,
+        token: work.lease_token.as_deref().unwrap_or_default(),
     };
-    match projection::publish(exec, &observed, &publish).await {
+    let referenced = writes.referenced.clone();
+    let Some(publish) = job.publish(vec![ObservedEntry::of(work, &loaded)], writes, Vec::new()) else {
+        return over_limit(exec, work, &referenced).await;
+    };
+    match projection::publish(exec, &publish).await {
         Ok(()) => Ok(JobOutcome::Published),
         Err(Error::Stale) => Ok(JobOutcome::Conflict),
         // The collection's table was dropped after the load (its deletion got past `table`):
@@ -555,8 +566,9 @@ pub enum GroupOutcome {
 }
 
 /// Claims up to `limit` fresh due rows of one collection and publishes their projections in one
-/// guarded batch (or, when nothing fresh is due, runs the one due row as a single job). Whatever the group cannot publish goes back to single jobs ([`process`]), which
-/// also record failures; a lost race on any entry writes nothing.
+/// guarded batch (or, when only one row is claimed, runs it as a single job). The load and the
+/// publish are the single job's; whatever the group cannot publish goes back to single jobs
+/// ([`process`]), which record failures; a lost race on any entry writes nothing.
 pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -> Result<GroupOutcome, Error> {
     let token = ids::new_id();
     let rows = work::claim_group(exec, &token, limit).await?;
@@ -576,34 +588,22 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
         _ => return hand_back().await,
     };
     let field_slugs: Vec<Ident> = collection.fields.iter().map(|f| f.slug.clone()).collect();
-    let group = match projection::load_group(exec, &slug, cid, &ids, &field_slugs, GROUP_LOAD_BYTES).await {
-        Ok(g) => g,
-        Err(Error::Decode(_)) => return hand_back().await,
-        Err(e) if e.is_missing_content_table() => return hand_back().await,
-        Err(e) => return Err(e),
-    };
-    if group.registry_slug.as_deref() != Some(cslug) {
+    let Ok(planned) = load_and_plan(exec, &slug, &rows, &field_slugs, policy).await? else {
         return hand_back().await;
-    }
-    // Entries whose fields cannot be read are left to single jobs, which record the failure.
-    let prepared: Vec<Option<Prepared>> =
-        group.entries.iter().map(|(_, loaded)| prepare(cid, cslug, loaded, &policy.rules).ok()).collect();
-    let Some(library) = lookup(exec, prepared.iter().flatten()).await? else { return hand_back().await };
+    };
     let mut writes = Writes::default();
     let (mut occurrence_bytes, mut source_bytes) = (0usize, 0usize);
     let mut observed = Vec::new();
-    let mut published = Vec::new();
-    for ((content_id, loaded), prepared) in group.entries.iter().zip(&prepared) {
-        let Some(work) = rows.iter().find(|w| w.content_id == *content_id) else { continue };
-        let Some(prepared) = prepared else { continue };
-        let entry_writes = match plan(loaded, prepared, policy, &library) {
-            Plan::Write(w) => w,
-            Plan::Unchanged => Writes::default(),
-            // Failures are recorded by the single job that takes the row back.
-            Plan::ResourceLimit(_) => continue,
+    for Planned { work, loaded, plan } in planned {
+        let entry_writes = match plan {
+            Ok(Plan::Write(w)) => w,
+            Ok(Plan::Unchanged) => Writes::default(),
+            // Failures (fields that cannot be read, an entry over the limit) are recorded by the
+            // single job that takes the row back.
+            Ok(Plan::ResourceLimit(_)) | Err(_) => continue,
         };
-        let occ = Json::Array(entry_writes.occurrences.clone()).to_string().len();
-        let src = Json::Array(entry_writes.sources.clone()).to_string().len();
+        let occ = BoundRows::new(&entry_writes.occurrences).bytes();
+        let src = BoundRows::new(&entry_writes.sources).bytes();
         if occurrence_bytes + occ > MAX_BOUND_BYTES || source_bytes + src > MAX_BOUND_BYTES {
             // The batch is full; the rest goes to single jobs (or the next group).
             break;
@@ -611,35 +611,18 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
         occurrence_bytes += occ;
         source_bytes += src;
         writes.append(entry_writes);
-        let row = loaded.row.as_ref();
-        let text = |k: &str| row.and_then(|r| r.get(k)).and_then(Json::as_str).map(str::to_owned);
-        observed.push(json!({
-            "id": content_id,
-            "workVersion": work.work_version,
-            "version": row.and_then(|r| r.get("version")).and_then(Json::as_i64),
-            "updatedAt": text("updated_at"),
-            "draft": text("draft_revision_id"),
-            "live": text("live_revision_id"),
-            "sig": loaded.sources_signature,
-        }));
-        published.push(content_id.clone());
+        observed.push(ObservedEntry::of(work, &loaded));
     }
-    let released: Vec<String> = ids.iter().filter(|id| !published.contains(id)).cloned().collect();
-    let Some(publish) = writes.into_publish().filter(|_| !published.is_empty()) else {
+    if observed.is_empty() {
         return hand_back().await;
-    };
-    let g = GroupPublish {
-        collection_id: cid,
-        collection_slug: cslug,
-        table_slug: &slug,
-        token: &token,
-        observed,
-        published_ids: published,
-        released_ids: released,
-        writes: publish,
-    };
-    match projection::publish_group(exec, &g).await {
-        Ok(()) => Ok(GroupOutcome::Published { published: g.published_ids.len(), released: g.released_ids.len() }),
+    }
+    let released: Vec<String> = ids.iter().filter(|id| !observed.iter().any(|o| o.id == **id)).cloned().collect();
+    let job = Job { collection_id: cid, collection_slug: cslug, slug: &slug, token: &token };
+    let Some(publish) = job.publish(observed, writes, released) else { return hand_back().await };
+    match projection::publish(exec, &publish).await {
+        Ok(()) => {
+            Ok(GroupOutcome::Published { published: publish.observed.len(), released: publish.released_ids.len() })
+        }
         Err(Error::Stale) => hand_back().await,
         Err(e) if e.is_missing_content_table() => hand_back().await,
         Err(e) => Err(e),

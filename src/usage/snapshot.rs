@@ -11,6 +11,7 @@ use super::fingerprint::fingerprint;
 use crate::exec::Row;
 use crate::model::field::Field;
 use crate::model::source::{source_key, SourceMeta, Variant, MAX_TITLE_CHARS, SCHEMA_VERSION};
+use crate::repo::encode::from_column;
 
 /// A projected source: metadata, occurrences and fingerprint.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +67,10 @@ fn text(row: &Row, key: &str) -> Option<String> {
 /// field type (a `json` field holding a string is that string), text columns as written (text
 /// that looks like JSON is still text).
 fn column_data(fields: &[Field], row: &Row) -> Map<String, Json> {
-    fields.iter().filter_map(|f| Some((f.slug.as_str().to_owned(), f.from_column(row.get(f.slug.as_str())?)))).collect()
+    fields
+        .iter()
+        .filter_map(|f| Some((f.slug.as_str().to_owned(), from_column(f, row.get(f.slug.as_str())?))))
+        .collect()
 }
 
 /// The display title: the first non-blank `title`/`name`, else the slug, else the id, cut to

@@ -29,60 +29,47 @@ pub const LOG_STATEMENTS: u64 = 1;
 /// An upper bound on steps per tick, whatever the budget.
 pub const MAX_STEPS_PER_TICK: u32 = 10_000;
 
-/// A tick's budget, the cleanup batch policy of its deletion lane and the policy (reference
-/// rules, admission) of its projection jobs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TickBudget {
+/// What a tick (or a repair request running the lanes) may spend: statements and wall time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
     pub max_statements: u64,
     pub max_ms: f64,
+}
+
+impl Budget {
+    /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`.
+    pub fn new(max_statements: u64, max_ms: f64) -> Budget {
+        Budget { max_statements: max_statements.max(MIN_TICK_STATEMENTS), max_ms }
+    }
+}
+
+/// How background work is done, whoever does it (a tick, a repair request, the DELETE of a
+/// collection, the after-write projection): the cleanup batch of the deletion lane, the policy
+/// (reference rules, admission) of projection jobs, and the storage sweep's grace period. Built
+/// from the deployment's settings ([`crate::settings::Settings::background`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackgroundPolicy {
     pub cleanup: CleanupBatch,
-    pub policy: Policy,
+    pub projection: Policy,
     /// How old an unreferenced stored object must be before the storage lane deletes it.
     pub storage_grace_ms: f64,
 }
 
-impl Default for TickBudget {
-    /// The defaults of `wrangler.toml`: 40 statements, 2.5 s, an adaptive cleanup batch.
-    fn default() -> TickBudget {
-        TickBudget {
-            max_statements: 40,
-            max_ms: 2500.0,
-            cleanup: CleanupBatch::Adaptive { target_ms: deletion::DEFAULT_TARGET_MS },
-            policy: Policy::default(),
-            storage_grace_ms: sweep::DEFAULT_GRACE_HOURS * 3_600_000.0,
-        }
-    }
-}
-
-impl TickBudget {
-    /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`, with the
-    /// default cleanup batch.
-    pub fn new(max_statements: u64, max_ms: f64) -> TickBudget {
-        TickBudget { max_statements: max_statements.max(MIN_TICK_STATEMENTS), max_ms, ..Self::default() }
+impl BackgroundPolicy {
+    pub fn with_cleanup(self, cleanup: CleanupBatch) -> BackgroundPolicy {
+        BackgroundPolicy { cleanup, ..self }
     }
 
-    pub fn with_cleanup(self, cleanup: CleanupBatch) -> TickBudget {
-        TickBudget { cleanup, ..self }
+    pub fn with_admission(self, admission: Admission) -> BackgroundPolicy {
+        BackgroundPolicy { projection: Policy { admission, ..self.projection }, ..self }
     }
 
-    pub fn with_admission(self, admission: Admission) -> TickBudget {
-        TickBudget { policy: Policy { admission, ..self.policy }, ..self }
+    pub fn with_rules(self, rules: Rules) -> BackgroundPolicy {
+        BackgroundPolicy { projection: Policy { rules, ..self.projection }, ..self }
     }
 
-    pub fn with_rules(self, rules: Rules) -> TickBudget {
-        TickBudget { policy: Policy { rules, ..self.policy }, ..self }
-    }
-
-    pub fn with_storage_grace_ms(self, storage_grace_ms: f64) -> TickBudget {
-        TickBudget { storage_grace_ms, ..self }
-    }
-
-    /// Reads `MEDIA_USAGE_TICK_MAX_QUERIES` / `MEDIA_USAGE_TICK_MAX_MS`: defaults 40 and 2500,
-    /// statements raised to the supported minimum of 10.
-    pub fn from_settings(max_queries: Option<&str>, max_ms: Option<&str>) -> TickBudget {
-        let max_statements = max_queries.and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(40);
-        let max_ms = max_ms.and_then(|s| s.trim().parse::<f64>().ok()).filter(|m| *m > 0.0).unwrap_or(2500.0);
-        TickBudget::new(max_statements, max_ms)
+    pub fn with_storage_grace_ms(self, storage_grace_ms: f64) -> BackgroundPolicy {
+        BackgroundPolicy { storage_grace_ms, ..self }
     }
 }
 
@@ -218,14 +205,14 @@ impl Lane {
         exec: &E,
         clock: &K,
         storage: Option<&dyn Storage>,
-        budget: &TickBudget,
+        policy: &BackgroundPolicy,
         room: u64,
         report: &mut TickReport,
     ) -> Result<Option<Stepped>, Error> {
         match self {
             Lane::Storage { pass_done } => {
                 let Some(storage) = storage.filter(|_| !*pass_done) else { return Ok(None) };
-                let step = sweep::step(exec, storage, budget.storage_grace_ms).await;
+                let step = sweep::step(exec, storage, policy.storage_grace_ms).await;
                 report.storage_operations += match &step {
                     Ok(s) => s.operations,
                     // A failed step may have issued its list and its delete.
@@ -245,7 +232,7 @@ impl Lane {
                 if room >= GROUP_MAX_STATEMENTS {
                     let started = clock.now_ms();
                     let size = *group;
-                    match project::process_group(exec, &budget.policy, size).await? {
+                    match project::process_group(exec, &policy.projection, size).await? {
                         GroupOutcome::Nothing => return Ok(None),
                         GroupOutcome::Single(outcome) => {
                             count_job(report, &outcome);
@@ -253,7 +240,7 @@ impl Lane {
                         }
                         GroupOutcome::Published { published, .. } => {
                             report.jobs += u32::try_from(published).unwrap_or(u32::MAX);
-                            let target = match budget.cleanup {
+                            let target = match policy.cleanup {
                                 CleanupBatch::Adaptive { target_ms } => target_ms,
                                 CleanupBatch::Fixed(_) => deletion::DEFAULT_TARGET_MS,
                             };
@@ -266,13 +253,13 @@ impl Lane {
                         }
                     }
                 }
-                Ok(project::process_next(exec, None, &budget.policy).await?.map(|outcome| {
+                Ok(project::process_next(exec, None, &policy.projection).await?.map(|outcome| {
                     count_job(report, &outcome);
                     Stepped::default()
                 }))
             }
             Lane::Deletion { held } => {
-                let Some(step) = deletion::step(exec, clock, budget.cleanup, held).await? else { return Ok(None) };
+                let Some(step) = deletion::step(exec, clock, policy.cleanup, held).await? else { return Ok(None) };
                 report.deletion_steps += 1;
                 match step {
                     DeletionStep::Deleted { deleted, .. } => {
@@ -289,7 +276,7 @@ impl Lane {
             }
             Lane::Repair { barrier } => {
                 let only = barrier.take();
-                let Some(step) = repair::step_next(exec, only.as_deref(), &budget.policy.rules).await? else {
+                let Some(step) = repair::step_next(exec, only.as_deref(), &policy.projection.rules).await? else {
                     // The run it waited for is not due any more (someone else has it); other
                     // runs may be.
                     return Ok(only.map(|_| Stepped::default()));
@@ -358,9 +345,10 @@ fn wake_waiters(slots: &mut [Slot]) {
 pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
-    budget: TickBudget,
+    budget: Budget,
+    policy: &BackgroundPolicy,
 ) -> TickReport {
-    run_lanes_with(exec, clock, budget, None).await
+    run_lanes_with(exec, clock, budget, policy, None).await
 }
 
 /// [`run_lanes`] with the object store, whose sweep is then one more lane. Storage operations
@@ -368,7 +356,8 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
 pub async fn run_lanes_with<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
-    budget: TickBudget,
+    budget: Budget,
+    policy: &BackgroundPolicy,
     storage: Option<&dyn Storage>,
 ) -> TickReport {
     let started = clock.now_ms();
@@ -406,7 +395,7 @@ pub async fn run_lanes_with<E: Executor, C: Clock, K: Clock>(
         }
         let slot = &mut slots[k];
         let room = budget.max_statements.saturating_sub(spent + held + LOG_STATEMENTS);
-        match slot.lane.step_next(exec, clock, storage, &budget, room, &mut report).await {
+        match slot.lane.step_next(exec, clock, storage, policy, room, &mut report).await {
             Ok(None) => {
                 slot.idle = true;
                 // The work lane ran out of due work: whoever waited for it looks again.
@@ -474,8 +463,13 @@ pub enum Continuation<'a> {
 pub const CONTINUATION_STATEMENTS: u64 = 1;
 
 /// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`.
-pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &K, budget: TickBudget) -> TickReport {
-    run_continuing(exec, clock, budget, Continuation::Off, None).await
+pub async fn run<E: Executor, C: Clock, K: Clock>(
+    exec: &Metered<E, C>,
+    clock: &K,
+    budget: Budget,
+    policy: &BackgroundPolicy,
+) -> TickReport {
+    run_continuing(exec, clock, budget, policy, Continuation::Off, None).await
 }
 
 /// Runs one tick like [`run`]; with a continuation queue, a tick that ends with due work left
@@ -485,18 +479,17 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(exec: &Metered<E, C>, clock: &
 pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
-    budget: TickBudget,
+    budget: Budget,
+    policy: &BackgroundPolicy,
     continuation: Continuation<'_>,
     storage: Option<&dyn Storage>,
 ) -> TickReport {
     let started = clock.now_ms();
     let lanes_budget = match continuation {
         Continuation::Off => budget,
-        Continuation::On { .. } => {
-            TickBudget { max_statements: budget.max_statements - CONTINUATION_STATEMENTS, ..budget }
-        }
+        Continuation::On { .. } => Budget { max_statements: budget.max_statements - CONTINUATION_STATEMENTS, ..budget },
     };
-    let mut report = run_lanes_with(exec, clock, lanes_budget, storage).await;
+    let mut report = run_lanes_with(exec, clock, lanes_budget, policy, storage).await;
     if let Continuation::On { handing_on } = continuation {
         let decided = if report.outcome == TickOutcome::Budget {
             let token = ids::new_id();
@@ -557,12 +550,13 @@ pub async fn run_continuing<E: Executor, C: Clock, K: Clock>(
 pub async fn drain<E: Executor, C: Clock>(
     exec: &E,
     clock: &C,
-    budget: TickBudget,
+    budget: Budget,
+    policy: &BackgroundPolicy,
     max_ticks: u32,
 ) -> Result<u32, Error> {
     for n in 0..max_ticks {
         let metered = Metered::new(exec, clock);
-        let report = run(&metered, clock, budget.clone()).await;
+        let report = run(&metered, clock, budget, policy).await;
         if let Some(e) = report.error {
             return Err(Error::Backend(e));
         }
@@ -578,11 +572,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn budgets_default_and_clamp() {
-        assert_eq!(TickBudget::from_settings(None, None), TickBudget::default());
-        assert_eq!(TickBudget::from_settings(Some("3"), Some("x")).max_statements, 11);
-        let b = TickBudget::from_settings(Some("1000"), Some("100"));
-        assert_eq!((b.max_statements, b.max_ms), (1000, 100.0));
+    fn a_budget_is_raised_to_the_smallest_tick() {
+        assert_eq!(Budget::new(3, 100.0), Budget { max_statements: MIN_TICK_STATEMENTS, max_ms: 100.0 });
+        assert_eq!(Budget::new(1000, 100.0), Budget { max_statements: 1000, max_ms: 100.0 });
     }
 
     #[test]

@@ -19,7 +19,7 @@ fn scalar(api: &Api, sql: &str) -> i64 {
 /// `posts` (a title, a hero image and a JSON field), admitting `max` references per variant.
 fn setup(max: usize) -> Api {
     let mut api = Api::new();
-    api.config.tick_budget = api.config.tick_budget.clone().with_admission(Admission { max_occurrences: max });
+    api.config.background = api.config.background.clone().with_admission(Admission { max_occurrences: max });
     let fields = json!([
         {"slug": "title", "type": "string"},
         {"slug": "hero", "type": "image"},
@@ -35,7 +35,8 @@ fn media(api: &Api, key: &str) -> String {
 }
 
 fn drain(api: &Api) {
-    block_on(tick::drain(&api.db, &MonotonicClock::default(), api.config.tick_budget.clone(), 100)).unwrap();
+    block_on(tick::drain(&api.db, &MonotonicClock::default(), api.config.tick_budget, &api.config.background, 100))
+        .unwrap();
 }
 
 fn coverage(api: &Api) -> String {
@@ -79,7 +80,7 @@ fn every_content_write_is_admitted_before_anything_is_written() {
     refused(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": a}})), 3, 2);
     data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": a, "extra": [b]}})));
     // Publishing makes the draft live: refused if the limit was lowered since it was saved.
-    api.config.tick_budget = api.config.tick_budget.clone().with_admission(Admission { max_occurrences: 1 });
+    api.config.background = api.config.background.clone().with_admission(Admission { max_occurrences: 1 });
     refused(&api.call("POST", &format!("/content/posts/{id}/publish"), Some(ADMIN), None), 2, 1);
     assert_eq!(data(&api.get(&format!("/content/posts/{id}")))["item"]["status"], "draft");
     drain(&api);

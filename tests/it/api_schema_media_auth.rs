@@ -340,7 +340,7 @@ fn a_job_facing_a_missing_system_table_fails_and_keeps_its_work() {
         &json!({"slug": "x", "label": "X", "fields": [{"slug": "title", "type": "string"}]}),
     ));
     data(&api.post("/content/x", &json!({"slug": "a", "data": {"title": "A"}})));
-    let policy = api.config.tick_budget.policy.clone();
+    let policy = api.config.background.projection.clone();
     let queue = |api: &Api| {
         // A write outside the API: the capture trigger queues the entry.
         api.db.connection().execute_batch("UPDATE ec_x SET title = 'B'").unwrap();

@@ -16,7 +16,7 @@ use media_usage_worker::model::state::DeletionPhase;
 use media_usage_worker::repo::deletion::{self as repo, Fence, Lease, Rows};
 use media_usage_worker::repo::lease::Failure;
 use media_usage_worker::usage::deletion::{self, CleanupBatch, Held, StepOutcome};
-use media_usage_worker::usage::tick::{self, TickBudget, TickReport};
+use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, config, data, now, Api, ADMIN};
@@ -163,15 +163,18 @@ fn tombstone(db: &SqliteExecutor, slug: &str) -> Option<(String, String, i64, Op
         .ok()
 }
 
-fn budget() -> TickBudget {
-    TickBudget::new(40, 60_000.0).with_rules(crate::support::rules()).with_cleanup(CleanupBatch::Fixed(50))
+/// What a tick may spend, and how it does the work.
+type Tick = (Budget, BackgroundPolicy);
+
+fn budget() -> Tick {
+    (Budget::new(40, 60_000.0), crate::support::policy().with_cleanup(CleanupBatch::Fixed(50)))
 }
 
 /// One recorded cron tick.
-fn tick_with<E: Executor>(exec: &E, budget: TickBudget) -> TickReport {
+fn tick_with<E: Executor>(exec: &E, (budget, policy): Tick) -> TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(exec, &clock);
-    let report = block_on(tick::run(&metered, &clock, budget.clone()));
+    let report = block_on(tick::run(&metered, &clock, budget, &policy));
     assert!(report.statements <= budget.max_statements, "a tick issued {} statements", report.statements);
     report
 }
@@ -179,18 +182,18 @@ fn tick_with<E: Executor>(exec: &E, budget: TickBudget) -> TickReport {
 /// Like [`tick_with`] on a clock that stands still: what it does depends on statements only,
 /// not on how busy the machine is (the cleanup batch also adapts to measured statement time;
 /// that rule has its own tests).
-fn tick_counting_statements<E: Executor>(exec: &E, budget: TickBudget) -> TickReport {
+fn tick_counting_statements<E: Executor>(exec: &E, (budget, policy): Tick) -> TickReport {
     let clock = FnClock(|| 0.0);
     let metered = Metered::new(exec, &clock);
-    let report = block_on(tick::run(&metered, &clock, budget.clone()));
+    let report = block_on(tick::run(&metered, &clock, budget, &policy));
     assert!(report.statements <= budget.max_statements, "a tick issued {} statements", report.statements);
     report
 }
 
 /// Ticks (letting time pass in between) until the slug's tombstone is gone; returns the ticks.
-fn tick_until_gone(db: &SqliteExecutor, slug: &str, budget: TickBudget) -> u32 {
+fn tick_until_gone(db: &SqliteExecutor, slug: &str, tick: Tick) -> u32 {
     for n in 1..=100 {
-        let report = tick_with(db, budget.clone());
+        let report = tick_with(db, tick.clone());
         assert!(report.error.is_none() || report.deletion_failures > 0, "{:?}", report.error);
         if tombstone(db, slug).is_none() {
             return n;
@@ -1135,8 +1138,8 @@ fn assert_end_state(api: &Api, e: &Expected, what: &str) {
 
 /// Small batches so every cleanup phase takes several statements, and a small tick budget so
 /// the cleanup spans several ticks.
-fn crash_budget() -> TickBudget {
-    TickBudget::new(11, 60_000.0).with_rules(crate::support::rules()).with_cleanup(CleanupBatch::Fixed(2))
+fn crash_budget() -> Tick {
+    (Budget::new(11, 60_000.0), crate::support::policy().with_cleanup(CleanupBatch::Fixed(2)))
 }
 
 #[test]
@@ -1231,7 +1234,7 @@ fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_t
     assert_eq!(r.status, 200, "{}", r.body);
     let mut ticks = Vec::new();
     while tombstone(&api.db, "posts").is_some() {
-        let report = tick_counting_statements(&api.db, TickBudget::default().with_rules(crate::support::rules()));
+        let report = tick_counting_statements(&api.db, (crate::support::budget(), crate::support::policy()));
         assert!(report.error.is_none(), "{:?}", report.error);
         // The work lane takes its turns too: it drops work rows of the vanished collection.
         ticks.push((report.statements, report.deleted_rows + u64::from(report.jobs)));
@@ -1243,10 +1246,7 @@ fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_t
 
 #[test]
 fn every_tick_of_a_deletion_stays_within_the_smallest_budget_and_the_batch_stays_bounded() {
-    for budget in [
-        TickBudget::new(11, 60_000.0).with_rules(crate::support::rules()),
-        TickBudget::default().with_rules(crate::support::rules()),
-    ] {
+    for budget in [Budget::new(11, 60_000.0), crate::support::budget()] {
         let api = Api::new();
         let id = big_collection(&api, 300);
         assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
@@ -1254,7 +1254,7 @@ fn every_tick_of_a_deletion_stays_within_the_smallest_budget_and_the_batch_stays
         while tombstone(&api.db, "posts").is_some() {
             let clock = MonotonicClock::default();
             let metered = Metered::new(&api.db, &clock);
-            let report = block_on(tick::run(&metered, &clock, budget.clone()));
+            let report = block_on(tick::run(&metered, &clock, budget, &crate::support::policy()));
             let usage = metered.usage();
             assert_eq!(report.statements, usage.statements, "the log write is counted");
             assert!(usage.statements <= budget.max_statements, "{} > {}", usage.statements, budget.max_statements);

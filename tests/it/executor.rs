@@ -97,16 +97,6 @@ fn a_batch_reaching_the_fault_point_applies_nothing() {
 }
 
 #[test]
-fn the_fault_setting_parses_like_the_env_var() {
-    type F = Faulty<media_usage_worker::exec::sqlite::SqliteExecutor>;
-    assert_eq!(F::parse_setting(None), None);
-    assert_eq!(F::parse_setting(Some("")), None);
-    assert_eq!(F::parse_setting(Some(" 7 ")), Some(7));
-    assert_eq!(F::parse_setting(Some("0")), None);
-    assert_eq!(F::parse_setting(Some("x")), None);
-}
-
-#[test]
 fn the_meter_counts_statements_binds_bytes_and_rows() {
     let exec = Metered::new(db(), MonotonicClock::default());
     block_on(exec.run(insert_media("a"))).unwrap();

@@ -7,7 +7,7 @@ use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::storage::memory::MemoryStorage;
-use media_usage_worker::usage::tick::{self, TickBudget};
+use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, Api, ADMIN};
@@ -223,7 +223,7 @@ fn refused_uploads_say_why_and_leave_nothing_behind() {
     let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
     assert_eq!((r.status, code(&r).as_str()), (413, "PAYLOAD_TOO_LARGE"), "{}", r.body);
     // A configured allowlist.
-    api.config.uploads = media_usage_worker::api::upload::UploadRules::from_settings(None, Some("application/pdf"));
+    api.config.uploads = crate::support::settings_with(&[("MEDIA_ALLOWED_TYPES", "application/pdf")]).uploads();
     let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
     assert_eq!((r.status, code(&r).as_str()), (400, "INVALID_TYPE"));
     assert_eq!(upload(&api, &[("file", Some("a.pdf"), None, b"%PDF-1.4 x")]).status, 201);
@@ -296,9 +296,10 @@ fn stored_files_are_served_publicly_with_caching_and_ranges() {
 fn tick(api: &Api, grace_hours: f64) -> tick::TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let budget = TickBudget::default().with_rules(crate::support::rules()).with_storage_grace_ms(grace_hours * HOUR_MS);
+    let policy = crate::support::policy().with_storage_grace_ms(grace_hours * HOUR_MS);
     let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
-    let report = block_on(tick::run_continuing(&metered, &clock, budget, tick::Continuation::Off, storage));
+    let budget = crate::support::budget();
+    let report = block_on(tick::run_continuing(&metered, &clock, budget, &policy, tick::Continuation::Off, storage));
     assert!(report.statements + report.storage_operations <= 40, "{report:?}");
     report
 }
@@ -385,7 +386,8 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
     let r = block_on(tick::run_continuing(
         &metered,
         &clock,
-        TickBudget::default().with_rules(crate::support::rules()),
+        crate::support::budget(),
+        &crate::support::policy(),
         on,
         storage,
     ));

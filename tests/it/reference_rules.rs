@@ -77,7 +77,7 @@ fn occurrences_of_entry(api: &Api, id: &str) -> i64 {
 
 fn drain(api: &Api) {
     let clock = MonotonicClock::default();
-    block_on(tick::drain(&api.db, &clock, api.config.tick_budget.clone(), 200)).unwrap();
+    block_on(tick::drain(&api.db, &clock, api.config.tick_budget, &api.config.background, 200)).unwrap();
 }
 
 fn status(api: &Api) -> Json {
@@ -214,7 +214,7 @@ fn strings_that_name_no_media_item_add_nothing_and_cost_nothing() {
 fn an_index_built_under_the_first_rules_is_stale_until_the_ticks_reproject_it() {
     let mut api = Api::new();
     let current = api.config.clone();
-    api.config.tick_budget = api.config.tick_budget.clone().with_rules(Rules::v1());
+    api.config.background = api.config.background.clone().with_rules(Rules::v1());
     let m = library(&api);
     collection(&api, "empty");
     let unused = media(&api, "unused.png", "image/png");
@@ -230,7 +230,7 @@ fn an_index_built_under_the_first_rules_is_stale_until_the_ticks_reproject_it() 
 
     // The new rules are deployed: nothing is trusted until re-projected.
     api.config = current;
-    let rules = api.config.tick_budget.policy.rules.id().to_owned();
+    let rules = api.config.background.projection.rules.id().to_owned();
     assert_eq!(status(&api)["status"], "stale");
     assert_eq!(collection_status(&api, "posts")["status"], "stale");
     assert_eq!(collection_status(&api, "empty")["status"], "stale", "proven under the old rules too");
@@ -284,7 +284,7 @@ fn coverage_that_failed_or_never_existed_waits_for_an_operator_under_new_rules()
     drain(&api);
     let st = status(&api);
     assert_eq!(st["status"], "complete", "{st}");
-    assert_eq!(collection_status(&api, "posts")["rulesVersion"], api.config.tick_budget.policy.rules.id());
+    assert_eq!(collection_status(&api, "posts")["rulesVersion"], api.config.background.projection.rules.id());
 }
 
 #[test]
@@ -298,7 +298,7 @@ fn a_run_under_other_rules_is_restarted_under_the_deployed_ones() {
     assert_eq!(collection_status(&api, "posts")["status"], "running");
     drain(&api);
     assert_eq!(collection_status(&api, "posts")["status"], "complete");
-    assert_eq!(collection_status(&api, "posts")["rulesVersion"], api.config.tick_budget.policy.rules.id());
+    assert_eq!(collection_status(&api, "posts")["rulesVersion"], api.config.background.projection.rules.id());
     assert_eq!(occurrences_of_entry(&api, &id), 0);
 }
 
@@ -393,7 +393,7 @@ fn a_megabyte_of_portable_text_and_five_thousand_json_strings_index_in_one_job()
     insert_raw(&api, "big", &body, &extra);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let outcome = block_on(project::process_next(&metered, None, &api.config.tick_budget.policy)).unwrap();
+    let outcome = block_on(project::process_next(&metered, None, &api.config.background.projection)).unwrap();
     assert_eq!(outcome, Some(JobOutcome::Published));
     let usage = metered.usage();
     assert!(usage.statements <= JOB_MAX_STATEMENTS, "{usage:?}");
@@ -411,14 +411,14 @@ fn a_job_without_candidate_strings_issues_no_lookup() {
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
     assert_eq!(
-        block_on(project::process_next(&metered, None, &api.config.tick_budget.policy)).unwrap(),
+        block_on(project::process_next(&metered, None, &api.config.background.projection)).unwrap(),
         Some(JobOutcome::Published)
     );
     let with_lookup = metered.usage().statements;
     insert_raw(&api, "named", &json!([{"_type": "image", "asset": {"_ref": m.a}}]), &json!({"n": m.c}));
     let metered = Metered::new(&api.db, &clock);
     assert_eq!(
-        block_on(project::process_next(&metered, None, &api.config.tick_budget.policy)).unwrap(),
+        block_on(project::process_next(&metered, None, &api.config.background.projection)).unwrap(),
         Some(JobOutcome::Published)
     );
     assert_eq!(metered.usage().statements, with_lookup + 1, "a candidate string costs one lookup statement");
@@ -430,7 +430,7 @@ fn a_run_under_the_deployed_rules_is_left_to_finish_while_it_waits() {
     library(&api);
     entry(&api, "posts", "p", "published", &json!({"title": "p"}));
     let cid = text(&api.db, "SELECT id FROM _emdash_collections WHERE slug = 'posts'").unwrap();
-    let rules = api.config.tick_budget.policy.rules.clone();
+    let rules = api.config.background.projection.rules.clone();
     api.db.connection().execute_batch("UPDATE _emdash_media_usage_index_status SET rules_version = '1'").unwrap();
     block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], rules.id())).unwrap();
     // The run waits (not due): a look for collections needing the rules must not restart it.
@@ -500,7 +500,7 @@ fn the_lookup_and_the_re_queue_read_no_table_that_grows_with_content() {
 fn admission_counts_resolved_references_only() {
     let mut api = Api::new();
     let admission = media_usage_worker::usage::project::Admission { max_occurrences: 2 };
-    api.config.tick_budget = api.config.tick_budget.clone().with_admission(admission);
+    api.config.background = api.config.background.clone().with_admission(admission);
     let m = library(&api);
     // Two uses and a hundred strings that look like ids or file URLs but name nothing.
     let decoys: Vec<String> = (0..100)
@@ -538,7 +538,7 @@ fn strings_that_name_nothing_never_make_an_entry_unindexable() {
     insert_raw(&api, "huge", &json!([]), &Json::Array(ids));
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let outcome = block_on(project::process_next(&metered, None, &api.config.tick_budget.policy)).unwrap();
+    let outcome = block_on(project::process_next(&metered, None, &api.config.background.projection)).unwrap();
     assert_eq!(outcome, Some(JobOutcome::Published));
     assert!(metered.usage().statements <= JOB_MAX_STATEMENTS);
     assert_eq!(used_in(&api, &m.c).0[0].1, [("extra[50000]".to_owned(), "embedded_id".to_owned())]);

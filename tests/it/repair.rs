@@ -7,7 +7,7 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::usage::repair::{self, StepOutcome as RepairStep};
-use media_usage_worker::usage::tick::{self, TickBudget};
+use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, Api, ADMIN};
@@ -19,12 +19,12 @@ fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
 /// Runs ticks until the queue and every repair run are done; a waiting run's barrier is made
 /// due at once instead of after its poll delay.
 fn drain(db: &SqliteExecutor) {
-    drain_with(db, TickBudget::new(40, 60_000.0).with_rules(crate::support::rules()));
+    drain_with(db, Budget::new(40, 60_000.0));
 }
 
-fn drain_with(db: &SqliteExecutor, budget: TickBudget) {
+fn drain_with(db: &SqliteExecutor, budget: Budget) {
     for _ in 0..100 {
-        block_on(tick::drain(db, &MonotonicClock::default(), budget.clone(), 500)).unwrap();
+        block_on(tick::drain(db, &MonotonicClock::default(), budget, &crate::support::policy(), 500)).unwrap();
         if scalar(db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") == 0 {
             return;
         }
@@ -163,8 +163,7 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         let faulty = Faulty::new(&api.db, Some(fail_at));
         let clock = MonotonicClock::default();
         let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
-        let _ =
-            block_on(tick::run(&metered, &clock, TickBudget::new(40, 60_000.0).with_rules(crate::support::rules())));
+        let _ = block_on(tick::run(&metered, &clock, Budget::new(40, 60_000.0), &crate::support::policy()));
         // The crashed isolate's leases run out; later ticks finish the run.
         drain(&api.db);
         assert_eq!(status(&api)["status"], "complete", "fail_at {fail_at}");
@@ -211,7 +210,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
         ));
     }
     api.db.connection().execute_batch(&orphans).unwrap();
-    let budget = TickBudget::new(1000, 60_000.0).with_rules(crate::support::rules());
+    let budget = Budget::new(1000, 60_000.0);
     data(&api.post("/admin/media-usage/repair", &json!({"scope": "all"})));
     drain_with(&api.db, budget);
     assert_eq!(status(&api)["status"], "complete");
@@ -407,9 +406,9 @@ fn the_barrier_waits_only_as_long_as_the_earliest_unfinished_work() {
     assert_eq!(status(&api)["status"], "partial");
 }
 
-fn one_tick(api: &Api, budget: TickBudget) -> tick::TickReport {
+fn one_tick(api: &Api, budget: Budget) -> tick::TickReport {
     let clock = MonotonicClock::default();
-    block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget))
+    block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget, &crate::support::policy()))
 }
 
 #[test]
@@ -420,7 +419,7 @@ fn a_run_waiting_for_due_work_sleeps_until_the_work_lane_has_run_it() {
     run_at_barrier(&api, 2);
     // Attempted before: single jobs, one per step (fresh rows would go in one group).
     api.db.connection().execute_batch("UPDATE _emdash_media_usage_work SET attempt_count = 1").unwrap();
-    let report = one_tick(&api, TickBudget::default().with_rules(crate::support::rules()));
+    let report = one_tick(&api, crate::support::budget());
     assert_eq!((report.jobs, report.repair_steps), (2, 2), "{report:?}");
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
     assert_eq!(status(&api)["status"], "complete");
@@ -492,14 +491,14 @@ fn a_repair_of_10000_entries_finishes_in_at_most_40_default_ticks() {
     );
     let r = data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
     assert!(r["statements"].as_u64().unwrap() <= 40);
-    let budget = TickBudget::new(40, 600_000.0).with_rules(crate::support::rules());
+    let budget = Budget::new(40, 600_000.0);
     let mut ticks = 1; // the request did one tick's worth
     while scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") > 0 {
         // A clock that stands still: the count depends on statements, not on how busy the
         // machine is (the group size also adapts to measured statement time; that rule has its
         // own tests).
         let clock = FnClock(|| 0.0);
-        let report = block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget.clone()));
+        let report = block_on(tick::run(&Metered::new(&api.db, &clock), &clock, budget, &crate::support::policy()));
         assert!(report.statements <= 40, "{report:?}");
         ticks += 1;
         assert!(ticks <= 200, "the repair does not finish");

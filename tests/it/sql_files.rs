@@ -28,6 +28,8 @@ fn instantiate(sql: &str) -> String {
         .replace("{set_leased}", SET_LEASED)
         .replace("{fail}", FAIL)
         .replace("{reset_pending}", RESET_PENDING)
+        .replace("{source_signature}", SOURCE_SIGNATURE)
+        .replace("{entry_source_keys}", ENTRY_SOURCE_KEYS)
         .replace("{row_bytes}", "0 + coalesce(length(CAST(e.\"title\" AS BLOB)), 0)")
 }
 
@@ -37,6 +39,10 @@ const SET_LEASED: &str = include_str!("../../src/sql/lease/set_leased.sql");
 const FAIL: &str = include_str!("../../src/sql/lease/fail.sql");
 const RESET_PENDING: &str = include_str!("../../src/sql/lease/reset_pending.sql");
 const REQUEUE_WORK: &str = include_str!("../../src/sql/usage/requeue_work.sql");
+/// The projection's fragments: an entry's source signature (which embeds its source keys) and
+/// its source keys, both over the enclosing statement's `entry` row.
+const SOURCE_SIGNATURE: &str = include_str!("../../src/sql/usage/source_signature.sql");
+const ENTRY_SOURCE_KEYS: &str = include_str!("../../src/sql/usage/entry_source_keys.sql");
 
 #[test]
 fn every_sql_file_prepares_against_the_migrated_schema() {
@@ -74,6 +80,12 @@ fn every_sql_file_prepares_against_the_migrated_schema() {
             // The work queue's upsert clause.
             let conflict = instantiate(&raw);
             format!("INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('c', 'e', 's') {conflict}")
+        } else if name == "source_signature.sql" || name == "entry_source_keys.sql" {
+            // Expressions over an `entry` row: they must prepare inside a statement that has one.
+            format!(
+                "SELECT json_array({}) FROM (SELECT 'c1' AS collection_id, 'e1' AS content_id) AS entry",
+                instantiate(&raw)
+            )
         } else {
             instantiate(&raw)
         };

@@ -3,11 +3,11 @@
 use futures::executor::block_on;
 use media_usage_worker::api::{self, Config, Request, Response};
 use media_usage_worker::exec::sqlite::SqliteExecutor;
-use media_usage_worker::model::auth::hash_token;
+use media_usage_worker::settings::Settings;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::storage::Storage;
 use media_usage_worker::usage::extract::Rules;
-use media_usage_worker::usage::tick::TickBudget;
+use media_usage_worker::usage::tick::{BackgroundPolicy, Budget};
 use serde_json::Value as Json;
 
 /// The bootstrap secret (`EMDASH_ADMIN_TOKEN`) of the native tests: at least 32 characters, as
@@ -26,19 +26,36 @@ pub fn rules() -> Rules {
     Rules::current(Some(MEDIA_PUBLIC_URL))
 }
 
-/// The deployment settings of the native tests: the admin token, a site and media origin, the
-/// default tick budget (under the deployment's reference rules), and a clock that never advances
+/// The environment of the native tests' deployment: the admin token, a site and a media origin;
+/// everything else at its default.
+pub fn settings() -> Settings {
+    settings_with(&[])
+}
+
+/// [`settings`] with `vars` set too (each accepted without a warning).
+pub fn settings_with(vars: &[(&str, &str)]) -> Settings {
+    let deployment =
+        [("EMDASH_ADMIN_TOKEN", ADMIN), ("SITE_URL", "https://site.example"), ("MEDIA_PUBLIC_URL", MEDIA_PUBLIC_URL)];
+    let (settings, warnings) =
+        Settings::parse(|name| vars.iter().chain(&deployment).find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()));
+    assert_eq!(warnings, vec![]);
+    settings
+}
+
+/// The deployment settings the handlers take: [`settings`], and a clock that never advances
 /// (budgets count statements only).
 pub fn config() -> Config {
-    Config {
-        admin_token_hash: Some(hash_token(ADMIN)),
-        site_url: Some("https://site.example".into()),
-        media_public_url: Some(MEDIA_PUBLIC_URL.into()),
-        tick_budget: TickBudget::default().with_rules(rules()),
-        clock: || 0.0,
-        max_revisions: media_usage_worker::repo::content::DEFAULT_MAX_REVISIONS,
-        uploads: Default::default(),
-    }
+    settings().config(|| 0.0)
+}
+
+/// The default tick budget.
+pub fn budget() -> Budget {
+    settings().budget()
+}
+
+/// The default background policy, under the deployment's reference rules ([`rules`]).
+pub fn policy() -> BackgroundPolicy {
+    settings().background()
 }
 
 /// Calls the API handlers directly, as the edge would.

@@ -48,6 +48,191 @@ fn no_sql_keywords_in_rust_string_literals_outside_the_repository_and_tests() {
     }
 }
 
+#[test]
+fn the_source_signature_is_written_once_in_its_fragment() {
+    // The load and the guarded publish compare it: a second copy could drift from the first.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let needle = "json_group_array(json_array(s.source_key";
+    let holders: Vec<String> = files_with_extension(&root.join("src/sql"), "sql")
+        .into_iter()
+        .filter(|f| fs::read_to_string(f).unwrap().contains(needle))
+        .map(|f| f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"))
+        .collect();
+    assert_eq!(holders, ["src/sql/usage/source_signature.sql"], "the source signature is written out in {holders:?}");
+    let fragment = fs::read_to_string(root.join("src/sql/usage/source_signature.sql")).unwrap();
+    assert_eq!(fragment.matches(needle).count(), 1, "the fragment writes the signature more than once");
+}
+
+/// The source files of the crate's modules under `src/`, each with its module path (`src/api/media.rs`
+/// is `["api", "media"]`, `src/api/mod.rs` is `["api"]`).
+fn modules() -> Vec<(Vec<String>, PathBuf)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    files_with_extension(&src, "rs")
+        .into_iter()
+        .map(|file| {
+            let rel = file.strip_prefix(&src).unwrap().with_extension("");
+            let mut path: Vec<String> =
+                rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+            if matches!(path.last().map(String::as_str), Some("mod" | "lib")) {
+                path.pop();
+            }
+            (path, file)
+        })
+        .collect()
+}
+
+/// The leading identifier of `s`.
+fn ident(s: &str) -> &str {
+    let end = s.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// `s` without its leading whitespace, and how much was skipped.
+fn skip_space(s: &str) -> (&str, usize) {
+    let t = s.trim_start();
+    (t, s.len() - t.len())
+}
+
+/// The paths a use tree (or a path in code) at the start of `s` names, and the bytes it took:
+/// `a::b::{c, d::{self, e}}` names `a::b::c`, `a::b::d` and `a::b::d::e`; `a::b(…)` names `a::b`.
+fn use_tree(s: &str) -> (Vec<String>, usize) {
+    let mut segments: Vec<&str> = Vec::new();
+    let mut i = 0;
+    loop {
+        let (rest, skipped) = skip_space(&s[i..]);
+        i += skipped;
+        if rest.starts_with('{') {
+            i += 1;
+            let mut paths = Vec::new();
+            loop {
+                let (inner, used) = use_tree(&s[i..]);
+                i += used;
+                for p in inner.into_iter().filter(|p| !p.is_empty()) {
+                    let tail = if p == "self" { Vec::new() } else { vec![p.as_str()] };
+                    paths.push([segments.as_slice(), &tail].concat().join("::"));
+                }
+                let (rest, skipped) = skip_space(&s[i..]);
+                i += skipped;
+                match rest.chars().next() {
+                    Some(',') => i += 1,
+                    Some('}') => {
+                        i += 1;
+                        break;
+                    }
+                    _ => break,
+                }
+            }
+            return (paths, i);
+        }
+        let id = ident(rest);
+        if id.is_empty() {
+            break;
+        }
+        segments.push(id);
+        i += id.len();
+        if s[i..].starts_with("::") {
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    (vec![segments.join("::")], i)
+}
+
+/// The crate paths a module's code names (comments left out), resolved from `crate::`, `self::`
+/// and `super::` to absolute paths: `use super::{input, Ctx}` in `src/api/media.rs` names
+/// `api::input` and `api::Ctx`; `crate::repo::media::get(…)` names `repo::media::get`.
+fn named_paths(module: &[String], text: &str) -> Vec<String> {
+    let code: String = text.lines().map(|l| l.split("//").next().unwrap_or_default()).collect::<Vec<_>>().join("\n");
+    let starts_path = |i: usize| !code[..i].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+    let mut out = Vec::new();
+    for prefix in ["crate::", "self::", "super::"] {
+        for (i, _) in code.match_indices(prefix).filter(|(i, _)| starts_path(*i)) {
+            // Where the path starts: the crate root, this module, or an ancestor of it.
+            let (mut base, mut rest) = match prefix {
+                "crate::" => (Vec::new(), &code[i + prefix.len()..]),
+                "self::" => (module.to_vec(), &code[i + prefix.len()..]),
+                _ => (module.to_vec(), &code[i..]),
+            };
+            while let Some(r) = rest.strip_prefix("super::") {
+                base.pop();
+                rest = r;
+            }
+            for path in use_tree(rest).0 {
+                let tail: Vec<String> = path.split("::").filter(|p| !p.is_empty()).map(str::to_owned).collect();
+                out.push([base.clone(), tail].concat().join("::"));
+            }
+        }
+    }
+    out
+}
+
+/// Whether any file of `from` (a module path such as `api` or `api::media`, its submodules
+/// included) names an item at or under `to`.
+fn depends_on(from: &str, to: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (module, file) in modules() {
+        let name = module.join("::");
+        if name != from && !name.starts_with(&format!("{from}::")) {
+            continue;
+        }
+        for path in named_paths(&module, &fs::read_to_string(&file).unwrap()) {
+            if path == to || path.starts_with(&format!("{to}::")) {
+                found.push(format!("{} names {path}", file.display()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_model_names_no_layer_above_it() {
+    for above in ["exec", "sql", "repo", "api", "edge", "usage", "storage", "console", "lifecycle"] {
+        let found = depends_on("model", above);
+        assert!(found.is_empty(), "the model must stay pure: {found:#?}");
+    }
+}
+
+#[test]
+fn the_repository_names_no_policy_above_it() {
+    for above in ["usage", "api", "console", "lifecycle", "edge"] {
+        let found = depends_on("repo", above);
+        assert!(found.is_empty(), "the repository must not depend on {above}: {found:#?}");
+    }
+}
+
+#[test]
+fn no_import_circles_between_the_api_and_the_console_or_between_media_and_uploads() {
+    for (a, b) in [("api", "console"), ("api::media", "api::upload")] {
+        let (there, back) = (depends_on(a, b), depends_on(b, a));
+        assert!(there.is_empty() || back.is_empty(), "{a} and {b} name each other: {there:#?} {back:#?}");
+    }
+}
+
+#[test]
+fn the_path_reader_resolves_crate_self_and_super_paths() {
+    let code = "use super::{input::{self, json_body}, Ctx};\nuse crate::{exec, sql::render};\n\
+                use self::inner::X; use super::super::repo::{self, x}; // crate::edge in a comment\n\
+                fn f() { super::super::usage::y(); crate::storage::z(); my_crate::api::w(); }\n";
+    let mut paths = named_paths(&["api".to_owned(), "media".to_owned()], code);
+    paths.sort();
+    assert_eq!(
+        paths,
+        [
+            "api::Ctx",
+            "api::input",
+            "api::input::json_body",
+            "api::media::inner::X",
+            "exec",
+            "repo",
+            "repo::x",
+            "sql::render",
+            "storage::z",
+            "usage::y",
+        ]
+    );
+}
+
 /// A duration written into SQL as a literal date modifier (`'+60 seconds'`, `'-5 minutes'`), if
 /// the text has one. Lengths of leases, backoffs and throttles are named constants bound as
 /// parameters (`'+' || ?2 || ' seconds'`), so the number lives in one place in the code.

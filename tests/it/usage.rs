@@ -11,7 +11,7 @@ use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
 use media_usage_worker::usage::project::{self, Admission, JobOutcome};
-use media_usage_worker::usage::tick::{self, TickBudget};
+use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, Api, ADMIN};
@@ -70,7 +70,8 @@ fn create_past_api(api: &Api, slug: &str, gallery: &Json) -> String {
             [slug, &gallery.to_string()],
         )
         .unwrap();
-    block_on(tick::drain(&api.db, &MonotonicClock::default(), api.config.tick_budget.clone(), 100)).unwrap();
+    block_on(tick::drain(&api.db, &MonotonicClock::default(), api.config.tick_budget, &api.config.background, 100))
+        .unwrap();
     slug.to_owned()
 }
 
@@ -192,7 +193,7 @@ fn publishing_moves_the_draft_projection_to_live() {
 /// `posts` with projection jobs admitting at most `max` occurrences per variant.
 fn setup_admitting(max: usize) -> Api {
     let mut api = setup();
-    api.config.tick_budget = api.config.tick_budget.with_admission(Admission { max_occurrences: max });
+    api.config.background = api.config.background.with_admission(Admission { max_occurrences: max });
     api
 }
 
@@ -272,7 +273,7 @@ fn status_reports_the_configured_tick_budget() {
     let st = data(&api.get("/admin/media-usage/status"));
     assert_eq!(st["tickBudget"], json!({"maxStatements": 40, "maxMs": 2500.0}));
     let mut small = setup();
-    small.config.tick_budget = TickBudget::new(12, 900.0).with_rules(crate::support::rules());
+    small.config.tick_budget = Budget::new(12, 900.0);
     let st = data(&small.get("/admin/media-usage/status"));
     assert_eq!(st["tickBudget"], json!({"maxStatements": 12, "maxMs": 900.0}), "the configured one");
 }
@@ -336,11 +337,6 @@ fn the_limit_is_configurable() {
         text(&api.db, "SELECT group_concat(last_error_code) FROM _emdash_media_usage_work").as_deref(),
         Some("MEDIA_USAGE_RESOURCE_LIMIT")
     );
-    assert_eq!(Admission::from_settings(Some("12")), Admission { max_occurrences: 12 });
-    assert_eq!(Admission::from_settings(Some("5000")), Admission { max_occurrences: 5_000 });
-    for bad in [None, Some(""), Some("0"), Some("5001"), Some("-1"), Some("many")] {
-        assert_eq!(Admission::from_settings(bad), Admission::DEFAULT, "{bad:?}");
-    }
 }
 
 #[test]
@@ -359,7 +355,8 @@ fn a_change_whose_bound_json_passes_the_byte_bound_fails_without_a_source_row() 
         block_on(tick::drain(
             &api.db,
             &MonotonicClock::default(),
-            TickBudget::default().with_rules(crate::support::rules()),
+            crate::support::budget(),
+            &crate::support::policy(),
             5,
         ))
         .unwrap();
@@ -446,8 +443,8 @@ fn collection_id(api: &Api) -> String {
 }
 
 fn drain(db: &SqliteExecutor) -> u32 {
-    let budget = TickBudget::new(40, 60_000.0).with_rules(crate::support::rules());
-    block_on(tick::drain(db, &MonotonicClock::default(), budget, 100)).unwrap()
+    let budget = Budget::new(40, 60_000.0);
+    block_on(tick::drain(db, &MonotonicClock::default(), budget, &crate::support::policy(), 100)).unwrap()
 }
 
 #[test]
@@ -635,15 +632,13 @@ fn the_tick_drains_pending_work_within_its_budget_and_logs_itself() {
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 5);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report =
-        block_on(tick::run(&metered, &clock, TickBudget::new(11, 60_000.0).with_rules(crate::support::rules())));
+    let report = block_on(tick::run(&metered, &clock, Budget::new(11, 60_000.0), &crate::support::policy()));
     assert_eq!(report.jobs, 1, "the smallest budget, 11, admits exactly one job");
     assert!(metered.usage().statements <= 11, "{:?}", metered.usage());
     assert_eq!(report.statements, metered.usage().statements);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report =
-        block_on(tick::run(&metered, &clock, TickBudget::new(40, 60_000.0).with_rules(crate::support::rules())));
+    let report = block_on(tick::run(&metered, &clock, Budget::new(40, 60_000.0), &crate::support::policy()));
     assert!(report.jobs >= 3, "{report:?}");
     assert!(metered.usage().statements <= 40);
     drain(&api.db);
@@ -1050,11 +1045,17 @@ fn backlog(api: &Api, n: usize) {
     }
 }
 
-fn continuing_tick(api: &Api, budget: TickBudget, handing_on: Option<&str>) -> tick::TickReport {
+fn continuing_tick(api: &Api, budget: Budget, handing_on: Option<&str>) -> tick::TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
-    let report =
-        block_on(tick::run_continuing(&metered, &clock, budget.clone(), tick::Continuation::On { handing_on }, None));
+    let report = block_on(tick::run_continuing(
+        &metered,
+        &clock,
+        budget,
+        &crate::support::policy(),
+        tick::Continuation::On { handing_on },
+        None,
+    ));
     assert!(report.statements <= budget.max_statements, "{report:?}");
     report
 }
@@ -1067,21 +1068,21 @@ fn baton(api: &Api) -> Option<String> {
 fn a_tick_with_work_left_hands_on_one_continuation_and_the_chain_ends_when_nothing_is_due() {
     let api = setup();
     backlog(&api, 12);
-    let small = TickBudget::new(11, 60_000.0).with_rules(crate::support::rules());
+    let small = Budget::new(11, 60_000.0);
     // A cron tick that cannot finish takes the baton.
-    let first = continuing_tick(&api, small.clone(), None);
+    let first = continuing_tick(&api, small, None);
     let token = first.continue_with.clone().expect("work is left: a continuation is wanted");
     assert_eq!(baton(&api).as_deref(), Some(token.as_str()));
     // Another cron tick meanwhile sends nothing: one continuation is in flight.
-    let cron = continuing_tick(&api, small.clone(), None);
+    let cron = continuing_tick(&api, small, None);
     assert_eq!(cron.continue_with, None);
     // A stale message (not the holder) cannot hand on either.
-    assert_eq!(continuing_tick(&api, small.clone(), Some("stale")).continue_with, None);
+    assert_eq!(continuing_tick(&api, small, Some("stale")).continue_with, None);
     // The holder's continuation hands the baton on while work is left, then drops it.
     let mut held = token;
     let mut continuations = 0;
     loop {
-        let r = continuing_tick(&api, small.clone(), Some(&held));
+        let r = continuing_tick(&api, small, Some(&held));
         continuations += 1;
         assert!(continuations < 50, "the chain does not end");
         match r.continue_with {
@@ -1097,7 +1098,7 @@ fn a_tick_with_work_left_hands_on_one_continuation_and_the_chain_ends_when_nothi
     assert_eq!(coverage(&api), "complete");
     // An expired baton (a lost message) lets the next cron tick send again.
     backlog_more(&api);
-    let r = continuing_tick(&api, small.clone(), None);
+    let r = continuing_tick(&api, small, None);
     let lost = r.continue_with.expect("taken");
     api.db
         .connection()
@@ -1128,13 +1129,14 @@ fn without_a_queue_or_with_nothing_due_no_continuation_is_taken() {
     let r = block_on(tick::run_continuing(
         &metered,
         &clock,
-        TickBudget::new(11, 60_000.0).with_rules(crate::support::rules()),
+        Budget::new(11, 60_000.0),
+        &crate::support::policy(),
         tick::Continuation::Off,
         None,
     ));
     assert_eq!((r.continue_with, baton(&api)), (None, None));
     let api = setup();
-    let r = continuing_tick(&api, TickBudget::default().with_rules(crate::support::rules()), None);
+    let r = continuing_tick(&api, crate::support::budget(), None);
     assert_eq!((r.continue_with, baton(&api)), (None, None), "an idle tick asks for nothing");
 }
 
@@ -1148,15 +1150,9 @@ fn a_stale_continuation_with_nothing_due_leaves_the_live_baton_alone() {
              VALUES (1, 'live', '2026-01-01T00:00:00.000Z', '2999-01-01T00:00:00.000Z')",
         )
         .unwrap();
-    assert_eq!(
-        continuing_tick(&api, TickBudget::default().with_rules(crate::support::rules()), Some("stale")).continue_with,
-        None
-    );
+    assert_eq!(continuing_tick(&api, crate::support::budget(), Some("stale")).continue_with, None);
     assert_eq!(baton(&api).as_deref(), Some("live"));
-    assert_eq!(
-        continuing_tick(&api, TickBudget::default().with_rules(crate::support::rules()), Some("live")).continue_with,
-        None
-    );
+    assert_eq!(continuing_tick(&api, crate::support::budget(), Some("live")).continue_with, None);
     assert_eq!(baton(&api), None, "its holder drops it");
 }
 
@@ -1175,7 +1171,7 @@ fn queued(api: &Api, n: usize, images: usize) {
 }
 
 fn default_ticks_until_drained(api: &Api) -> u32 {
-    let budget = TickBudget::new(40, 600_000.0).with_rules(crate::support::rules());
+    let budget = Budget::new(40, 600_000.0);
     let mut ticks = 0;
     while scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state <> 'failed'") > 0 {
         // A clock that stands still: the count depends on statements, not on how busy the
@@ -1183,7 +1179,7 @@ fn default_ticks_until_drained(api: &Api) -> u32 {
         // own tests).
         let clock = FnClock(|| 0.0);
         let metered = Metered::new(&api.db, &clock);
-        let report = block_on(tick::run(&metered, &clock, budget.clone()));
+        let report = block_on(tick::run(&metered, &clock, budget, &crate::support::policy()));
         assert!(report.statements <= 40, "{report:?}");
         assert!(metered.usage().max_binds <= 100 && metered.usage().max_sql_bytes < 100_000);
         ticks += 1;
@@ -1473,7 +1469,7 @@ fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
     queued(&probe, 120, 2);
     let clock = MonotonicClock::default();
     let metered = Metered::new(&probe.db, &clock);
-    block_on(tick::run(&metered, &clock, TickBudget::new(40, 600_000.0).with_rules(crate::support::rules())));
+    block_on(tick::run(&metered, &clock, Budget::new(40, 600_000.0), &crate::support::policy()));
     let n = metered.usage().statements;
     for k in 1..=n {
         let api = setup();
@@ -1483,7 +1479,8 @@ fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
         block_on(tick::run(
             &Metered::new(&faulty, &clock),
             &clock,
-            TickBudget::new(40, 600_000.0).with_rules(crate::support::rules()),
+            Budget::new(40, 600_000.0),
+            &crate::support::policy(),
         ));
         // Leases held by the dead tick expire; later ticks finish the work.
         api.db

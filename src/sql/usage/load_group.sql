@@ -1,12 +1,13 @@
--- A group job's load: for each content id in ?2 (in order) the entry, its draft revision and its
--- stored sources with their signature, as long as the rows read so far hold fewer than ?3 bytes
--- of field values and draft data (the entry that crosses it is the last). The first row also
--- carries the registry slug of collection ?1 and its fields.
+-- A job's load (a single job is a group of one): for each content id in ?2 (in order) the entry,
+-- its draft revision and its stored sources with their signature, as long as the rows read so
+-- far hold fewer than ?3 bytes of field values and draft data (the entry that crosses it is the
+-- last; the first is always read). The first row also carries the registry slug of collection ?1
+-- and its fields.
 SELECT * FROM (
-  SELECT e.*, k.value AS __content_id,
+  SELECT e.*, entry.content_id AS __content_id,
     r.id AS __rev_id, r.collection AS __rev_collection, r.entry_id AS __rev_entry_id, r.data AS __rev_data,
-    CASE WHEN k.key = 0 THEN (SELECT slug FROM _emdash_collections WHERE id = ?1) END AS __registry_slug,
-    CASE WHEN k.key = 0 THEN (SELECT json_group_array(json_object(
+    CASE WHEN entry.idx = 0 THEN (SELECT slug FROM _emdash_collections WHERE id = ?1) END AS __registry_slug,
+    CASE WHEN entry.idx = 0 THEN (SELECT json_group_array(json_object(
         'id', f.id, 'slug', f.slug, 'label', f.label, 'type', f.type, 'required', f.required,
         'validation', f.validation, 'sort_order', f.sort_order))
       FROM (SELECT * FROM _emdash_fields WHERE collection_id = ?1 ORDER BY sort_order, slug) AS f) END AS __fields,
@@ -14,21 +15,12 @@ SELECT * FROM (
         'source_key', s.source_key, 'current_generation', s.current_generation,
         'source_fingerprint', s.source_fingerprint, 'source_completeness', s.source_completeness,
         'last_error_code', s.last_error_code))
-     FROM (SELECT * FROM _emdash_media_usage_sources
-           WHERE source_key IN ('content:' || ?1 || ':' || k.value || ':columns',
-                                'content:' || ?1 || ':' || k.value || ':draft_overlay')
+     FROM (SELECT * FROM _emdash_media_usage_sources WHERE source_key IN ({entry_source_keys})
            ORDER BY source_key) AS s) AS __sources,
-    (SELECT json_group_array(json_array(s.source_key, s.current_generation, s.updated_at, s.source_fingerprint,
-                                        s.source_completeness, s.last_error_code, s.collection_id,
-                                        s.source_updated_at, s.source_version, s.identity_version,
-                                        s.revision_id, s.last_attempted_at))
-     FROM (SELECT * FROM _emdash_media_usage_sources
-           WHERE source_key IN ('content:' || ?1 || ':' || k.value || ':columns',
-                                'content:' || ?1 || ':' || k.value || ':draft_overlay')
-           ORDER BY source_key) AS s) AS __sources_sig,
+    {source_signature} AS __sources_sig,
     sum({row_bytes} + coalesce(length(CAST(r.data AS BLOB)), 0))
-      OVER (ORDER BY k.key ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS __bytes_before
-  FROM json_each(?2) AS k
-  LEFT JOIN {table} AS e ON e.id = k.value
+      OVER (ORDER BY entry.idx ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS __bytes_before
+  FROM (SELECT k.key AS idx, ?1 AS collection_id, k.value AS content_id FROM json_each(?2) AS k) AS entry
+  LEFT JOIN {table} AS e ON e.id = entry.content_id
   LEFT JOIN revisions AS r ON r.id = e.draft_revision_id)
 WHERE coalesce(__bytes_before, 0) < ?3

@@ -4,25 +4,22 @@ use serde_json::{json, Value as Json};
 
 use super::error::ApiError;
 use super::input::{self, json_body, query, Issues, Obj};
-use super::{Ctx, Reply, Request};
+use super::{queue, Ctx, Reply, Request};
 use crate::exec::Executor;
 use crate::model::state::QueueState;
 use crate::repo::deletion::{self as repo, Tombstone};
 
-/// The operator view of a tombstone: every field always present (`null` when empty), never the
-/// lease token.
+/// The operator view of a tombstone ([`queue::row_json`] with the collection and its phase):
+/// every field always present (`null` when empty), never the lease token.
 pub fn deletion_json(t: &Tombstone) -> Json {
-    json!({
-        "collectionId": t.collection_id,
-        "collectionSlug": t.collection_slug,
-        "state": t.state,
-        "phase": t.phase,
-        "attemptCount": t.attempt_count,
-        "nextAttemptAt": t.next_attempt_at,
-        "leaseExpiresAt": t.lease_expires_at,
-        "lastErrorCode": t.last_error_code,
-        "updatedAt": t.updated_at,
-    })
+    queue::row_json(
+        t.lease_view(),
+        [
+            ("collectionId", json!(t.collection_id)),
+            ("collectionSlug", json!(t.collection_slug)),
+            ("phase", json!(t.phase)),
+        ],
+    )
 }
 
 /// `GET /admin/media-usage/collection-deletions?state=&limit=&cursor=`: deletions in one state

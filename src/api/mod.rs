@@ -8,6 +8,7 @@ pub mod deletions;
 pub mod error;
 pub mod input;
 pub mod media;
+pub mod queue;
 pub mod routes;
 pub mod schema;
 pub mod sitemap;

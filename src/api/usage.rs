@@ -5,7 +5,7 @@ use serde_json::{json, Value as Json};
 
 use super::error::ApiError;
 use super::input::{self, json_body, query, Issues, Obj};
-use super::schema;
+use super::{queue, schema};
 use super::{Ctx, Reply, Request};
 use crate::clock::FnClock;
 use crate::exec::meter::Metered;
@@ -185,20 +185,18 @@ fn group_entries(rows: Vec<UsageRow>) -> Vec<EntryUsage> {
     out
 }
 
+/// The operator view of a work row ([`queue::row_json`] with the entry and its work version).
 fn work_json(w: &WorkRow) -> Json {
-    json!({
-        "collectionId": w.collection_id,
-        "collectionSlug": w.collection_slug,
-        "contentId": w.content_id,
-        "state": w.state,
-        "attemptCount": w.attempt_count,
-        "workVersion": w.work_version,
-        "nextAttemptAt": w.next_attempt_at,
-        "leaseExpiresAt": w.lease_expires_at,
-        "lastAttemptedAt": w.last_attempted_at,
-        "lastErrorCode": w.last_error_code,
-        "updatedAt": w.updated_at,
-    })
+    queue::row_json(
+        w.lease_view(),
+        [
+            ("collectionId", json!(w.collection_id)),
+            ("collectionSlug", json!(w.collection_slug)),
+            ("contentId", json!(w.content_id)),
+            ("workVersion", json!(w.work_version)),
+            ("lastAttemptedAt", json!(w.last_attempted_at)),
+        ],
+    )
 }
 
 /// `GET /admin/media-usage/work?collection=&state=&limit=&cursor=`.

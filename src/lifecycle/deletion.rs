@@ -22,8 +22,9 @@ use crate::model::ident::Ident;
 use crate::model::state::DeletionPhase;
 use crate::repo::capture;
 use crate::repo::deletion::{self as repo, Fence, Lease, Rows, Tombstone};
+use crate::repo::lease::Failure;
 use crate::repo::schema;
-use crate::usage::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
+use crate::usage::backoff::Attempts;
 
 /// The error code recorded on a tombstone whose step failed.
 pub const FAILURE_CODE: &str = "MEDIA_USAGE_COLLECTION_DELETION_FAILED";
@@ -213,7 +214,7 @@ async fn front_step<E: Executor>(exec: &E, lease: &mut Lease, rows: u32, release
 #[derive(Debug, Clone)]
 pub struct Held {
     lease: Lease,
-    attempt_count: i64,
+    attempts: Attempts,
     batch_rows: u32,
     /// Which kind of row of the current phase is being deleted (index into its rows).
     rows_idx: usize,
@@ -224,7 +225,7 @@ impl Held {
     fn progressed(&mut self, to: DeletionPhase) {
         self.lease.phase = to;
         self.rows_idx = 0;
-        self.attempt_count = 1;
+        self.attempts = Attempts::new(1);
     }
 }
 
@@ -281,7 +282,7 @@ pub async fn step<E: Executor, K: Clock>(
         let token = ids::new_id();
         let Some(row) = repo::claim_next(exec, &token).await? else { return Ok(None) };
         let Some(lease) = Lease::of(&row) else {
-            repo::record_failure(exec, &row.collection_id, &token, true, 0, FAILURE_CODE).await?;
+            repo::record_failure(exec, &row.collection_id, &token, Failure::FINAL, FAILURE_CODE).await?;
             let reason = format!("stored slug {:?} is not an identifier", row.collection_slug);
             return Ok(Some(StepOutcome::Failed { terminal: true, reason }));
         };
@@ -289,10 +290,10 @@ pub async fn step<E: Executor, K: Clock>(
             CleanupBatch::Fixed(n) => n,
             CleanupBatch::Adaptive { .. } => u32::try_from(row.cleanup_batch_rows).unwrap_or(START_BATCH_ROWS),
         };
-        let h = Held { lease, attempt_count: row.attempt_count, batch_rows, rows_idx: 0 };
+        let h = Held { lease, attempts: Attempts::new(row.attempt_count), batch_rows, rows_idx: 0 };
         // Claimed more often than it may be attempted: earlier holders died without recording
         // anything. Stop here, visibly.
-        if h.attempt_count > MAX_ATTEMPTS {
+        if h.attempts.over_claimed() {
             let outcome = fail(exec, &h, StepFailure::Stale("its holders kept dying")).await?;
             return Ok(Some(outcome));
         }
@@ -318,11 +319,9 @@ async fn fail<E: Executor>(exec: &E, h: &Held, failure: StepFailure) -> Result<S
         StepFailure::Leftovers(l) => format!("{} at {}: rows left behind {l:?}", h.lease.slug, h.lease.phase),
         StepFailure::Error(e) => format!("{} at {}: {e}", h.lease.slug, h.lease.phase),
     };
-    let terminal = h.attempt_count >= MAX_ATTEMPTS;
-    let delay = retry_delay_seconds(h.attempt_count);
-    let recorded =
-        repo::record_failure(exec, &h.lease.collection_id, &h.lease.token, terminal, delay, FAILURE_CODE).await?;
-    Ok(if recorded { StepOutcome::Failed { terminal, reason } } else { StepOutcome::LeaseLost })
+    let failure = h.attempts.failure();
+    let recorded = repo::record_failure(exec, &h.lease.collection_id, &h.lease.token, failure, FAILURE_CODE).await?;
+    Ok(if recorded { StepOutcome::Failed { terminal: failure.terminal, reason } } else { StepOutcome::LeaseLost })
 }
 
 /// Advances a held deletion by one bounded step of its phase.

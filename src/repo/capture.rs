@@ -4,6 +4,7 @@
 use serde::{Deserialize, Deserializer};
 use sha2::{Digest, Sha256};
 
+use super::lease;
 use crate::exec::{Error, Executor, Statement};
 use crate::model::collection::Collection;
 use crate::model::ident::Ident;
@@ -42,7 +43,8 @@ pub fn capture_statements(collection_id: &str, slug: &Ident, rules_id: &str) -> 
     let mut stmts = vec![Statement::new(INSERT_STATUS).bind(slug.as_str()).bind(collection_id).bind(rules_id)];
     for (suffix, event, row) in TRIGGERS {
         let name = Fragment::digest_name(&trigger_name(collection_id, slug, suffix));
-        let sql = render(
+        // The trigger queues its entry with the work queue's upsert (`{requeue_work}`).
+        let sql = lease::render(
             CAPTURE_TRIGGER,
             &[
                 ("trigger", &name),

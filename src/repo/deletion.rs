@@ -8,6 +8,7 @@
 
 use serde::Deserialize;
 
+use super::lease::{self, Failure, LeaseView, DELETION};
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::model::ident::Ident;
@@ -40,9 +41,6 @@ const LIST_IN_PROGRESS: &str = include_str!("../sql/deletion/list_in_progress.sq
 const GET: &str = include_str!("../sql/deletion/get.sql");
 const RETRY: &str = include_str!("../sql/deletion/retry.sql");
 
-/// How long a claimed deletion is held before someone else may take it over.
-pub const LEASE_SECONDS: i64 = 300;
-
 /// A tombstone row.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 pub struct Tombstone {
@@ -59,6 +57,20 @@ pub struct Tombstone {
     pub last_error_code: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+impl Tombstone {
+    /// Its lease and attempt columns.
+    pub fn lease_view(&self) -> LeaseView<'_> {
+        LeaseView {
+            state: self.state,
+            attempt_count: self.attempt_count,
+            next_attempt_at: &self.next_attempt_at,
+            lease_expires_at: self.lease_expires_at.as_deref(),
+            last_error_code: self.last_error_code.as_deref(),
+            updated_at: &self.updated_at,
+        }
+    }
 }
 
 /// A tombstone with whether its lease is live by the database clock.
@@ -139,9 +151,10 @@ impl Lease {
     }
 }
 
-/// Inserts a new tombstone already leased at `fence` by `token`, only while the collection is
-/// registered with this exact identity and actively captured with its exact trigger set.
-/// `None` when those preconditions fail or a tombstone for the id or slug exists.
+/// Inserts a new tombstone already leased at `fence` by `token` (for [`DELETION`]'s lease
+/// length, its first attempt counted), only while the collection is registered with this exact
+/// identity and actively captured with its exact trigger set. `None` when those preconditions
+/// fail or a tombstone for the id or slug exists.
 pub async fn insert_leased<E: Executor>(
     exec: &E,
     collection_id: &str,
@@ -152,12 +165,11 @@ pub async fn insert_leased<E: Executor>(
     trigger_names: &[String; 3],
 ) -> Result<Option<Tombstone>, Error> {
     let [ai, au, ad] = trigger_names;
-    let stmt = Statement::new(INSERT_LEASED)
+    let stmt = DELETION
+        .claim(INSERT_LEASED, token)
         .bind(collection_id)
         .bind(slug.as_str())
         .bind(force)
-        .bind(token)
-        .bind(LEASE_SECONDS)
         .bind(batch_rows)
         .bind(ai.as_str())
         .bind(au.as_str())
@@ -173,14 +185,14 @@ pub async fn claim_front<E: Executor>(
     force: bool,
     token: &str,
 ) -> Result<Option<Tombstone>, Error> {
-    let stmt = Statement::new(CLAIM_FRONT).bind(collection_id).bind(token).bind(LEASE_SECONDS).bind(force);
+    let stmt = DELETION.claim(CLAIM_FRONT, token).bind(collection_id).bind(force);
     exec.query_first(stmt).await
 }
 
 /// Claims the next due tombstone (pending or retry and due, or leased with an expired lease),
 /// in due order, at whatever phase it is.
 pub async fn claim_next<E: Executor>(exec: &E, token: &str) -> Result<Option<Tombstone>, Error> {
-    exec.query_first(Statement::new(CLAIM_NEXT).bind(token).bind(LEASE_SECONDS)).await
+    exec.query_first(DELETION.claim(CLAIM_NEXT, token)).await
 }
 
 /// How a fence attempt ended.
@@ -360,18 +372,16 @@ pub async fn checkpoint<E: Executor>(
     Ok(exec.execute(checkpoint_statement(lease, to, batch_rows, release)).await? == 1)
 }
 
-/// Records a failed attempt under the live lease: `retry` after `delay_seconds`, or `failed`
-/// when `terminal`. The phase is kept. False when the lease was already lost.
+/// Records a failed attempt under the live lease: `retry` after the failure's delay, or
+/// `failed` when terminal. The phase is kept. False when the lease was already lost.
 pub async fn record_failure<E: Executor>(
     exec: &E,
     collection_id: &str,
     token: &str,
-    terminal: bool,
-    delay_seconds: i64,
+    failure: Failure,
     code: &str,
 ) -> Result<bool, Error> {
-    let stmt =
-        Statement::new(RECORD_FAILURE).bind(collection_id).bind(token).bind(terminal).bind(delay_seconds).bind(code);
+    let stmt = failure.statement(RECORD_FAILURE, code).bind(collection_id).bind(token);
     Ok(exec.execute(stmt).await? == 1)
 }
 
@@ -399,5 +409,5 @@ pub async fn get<E: Executor>(exec: &E, collection_id: &str) -> Result<Option<To
 /// Reopens a failed, retrying or expired tombstone as `pending`, due now, attempts reset, phase
 /// kept. `None` when it is in none of those states (already pending, or leased live).
 pub async fn retry<E: Executor>(exec: &E, collection_id: &str) -> Result<Option<Tombstone>, Error> {
-    exec.query_first(Statement::new(RETRY).bind(collection_id)).await
+    exec.query_first(Statement::new(lease::render(RETRY, &[])).bind(collection_id)).await
 }

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 
+use super::lease;
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
 
@@ -118,7 +119,7 @@ pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<bool, Error> {
 
 /// Queues the entries whose file URLs named `key` unresolved, or named the media item `id`.
 fn requeue_linking(key: Option<&str>, id: Option<&str>) -> Statement {
-    Statement::new(ENQUEUE_LINKING).bind(key).bind(id)
+    Statement::new(lease::render(ENQUEUE_LINKING, &[])).bind(key).bind(id)
 }
 
 fn stale_while_queued() -> Statement {

@@ -6,6 +6,7 @@ pub mod content;
 pub mod continuation;
 pub mod deletion;
 pub mod encode;
+pub mod lease;
 pub mod media;
 pub mod projection;
 pub mod reads;

@@ -3,6 +3,8 @@
 use serde::Deserialize;
 use serde_json::json;
 
+use super::lease::{self, REPAIR};
+use super::work;
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
@@ -16,7 +18,6 @@ const CLAIM_RUN: &str = include_str!("../sql/repair/claim_run.sql");
 const SCAN_PAGE: &str = include_str!("../sql/repair/scan_page.sql");
 const ORPHAN_PAGE: &str = include_str!("../sql/repair/orphan_page.sql");
 const GUARD_STEP: &str = include_str!("../sql/repair/guard_step.sql");
-const ENQUEUE_WORK: &str = include_str!("../sql/usage/enqueue_work.sql");
 const ADVANCE_RUN: &str = include_str!("../sql/repair/advance_run.sql");
 const FINALIZE_STATUS: &str = include_str!("../sql/repair/finalize_status.sql");
 const END_RUN: &str = include_str!("../sql/repair/end_run.sql");
@@ -32,7 +33,7 @@ pub async fn begin<E: Executor>(exec: &E, collection_ids: &[&str], rules_id: &st
     let ids = json!(collection_ids).to_string();
     let outcomes = exec
         .batch(vec![
-            Statement::new(UPSERT_RUNS).bind(ids.as_str()).bind(rules_id),
+            Statement::new(lease::render(UPSERT_RUNS, &[])).bind(ids.as_str()).bind(rules_id),
             Statement::new(BEGIN_STATUS).bind(ids.as_str()),
         ])
         .await?;
@@ -65,9 +66,10 @@ pub struct Run {
     pub attempt_count: i64,
 }
 
-/// Claims the next due run (or `only` that collection's, if due) with a 60 s lease.
+/// Claims the next due run (or `only` that collection's, if due) with a fresh lease of
+/// [`REPAIR`]'s length.
 pub async fn claim<E: Executor>(exec: &E, only: Option<&str>) -> Result<Option<Run>, Error> {
-    exec.query_first(Statement::new(CLAIM_RUN).bind(ids::new_id()).bind(only)).await
+    exec.query_first(REPAIR.claim(CLAIM_RUN, &ids::new_id()).bind(only)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,12 +146,7 @@ pub async fn enqueue_and_advance<E: Executor>(
         .bind(run.collection_slug.as_str());
     let mut stmts = Vec::new();
     if !content_ids.is_empty() {
-        stmts.push(
-            Statement::new(ENQUEUE_WORK)
-                .bind(run.collection_id.as_str())
-                .bind(run.collection_slug.as_str())
-                .bind(json!(content_ids).to_string()),
-        );
+        stmts.push(work::enqueue(&run.collection_id, &run.collection_slug, content_ids));
     }
     stmts.push(advance_statement(run, a));
     guarded_batch(exec, guard, stmts).await.map(drop)

@@ -94,14 +94,19 @@ pub async fn insert<E: Executor>(exec: &E, new: &NewToken<'_>) -> Result<Result<
     Ok(Err(if check.is_some_and(|c| c.future != 0) { MintRefused::MinterGone } else { MintRefused::BadExpiry }))
 }
 
+/// A token's `last_used_at` is written at most once per this many seconds (a throttle on
+/// writes, not a lease).
+pub const TOUCH_INTERVAL_SECONDS: i64 = 60;
+
 /// The live (unexpired) token with this hash.
 pub async fn find_by_hash<E: Executor>(exec: &E, hash_hex: &str) -> Result<Option<TokenRow>, Error> {
-    exec.query_first(Statement::new(FIND_BY_HASH).bind(hash_hex)).await
+    exec.query_first(Statement::new(FIND_BY_HASH).bind(hash_hex).bind(TOUCH_INTERVAL_SECONDS)).await
 }
 
-/// Records a use of the token, unless one was recorded within the last minute.
+/// Records a use of the token, unless one was recorded within the last
+/// [`TOUCH_INTERVAL_SECONDS`].
 pub async fn touch<E: Executor>(exec: &E, id: &str) -> Result<(), Error> {
-    exec.execute(Statement::new(TOUCH).bind(id)).await.map(drop)
+    exec.execute(Statement::new(TOUCH).bind(id).bind(TOUCH_INTERVAL_SECONDS)).await.map(drop)
 }
 
 /// Tokens, newest first: up to `limit` rows after the `(created_at, id)` position.

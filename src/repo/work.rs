@@ -3,6 +3,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
+use super::lease::{self, Failure, LeaseView, WORK};
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
@@ -42,20 +43,34 @@ pub struct WorkRow {
     pub updated_at: String,
 }
 
-/// Claims the next due work row (or the given entry's, if due) with a fresh 60 s lease. An
-/// expired lease counts as a due row: its holder died.
+impl WorkRow {
+    /// Its lease and attempt columns.
+    pub fn lease_view(&self) -> LeaseView<'_> {
+        LeaseView {
+            state: self.state,
+            attempt_count: self.attempt_count,
+            next_attempt_at: &self.next_attempt_at,
+            lease_expires_at: self.lease_expires_at.as_deref(),
+            last_error_code: self.last_error_code.as_deref(),
+            updated_at: &self.updated_at,
+        }
+    }
+}
+
+/// Claims the next due work row (or the given entry's, if due) with a fresh lease of
+/// [`WORK`]'s length. An expired lease counts as a due row: its holder died.
 pub async fn claim<E: Executor>(exec: &E, key: Option<(&str, &str)>) -> Result<Option<WorkRow>, Error> {
     let stmt = match key {
-        Some((cid, content)) => Statement::new(CLAIM_ENTRY_WORK).bind(ids::new_id()).bind(cid).bind(content),
+        Some((cid, content)) => WORK.claim(CLAIM_ENTRY_WORK, &ids::new_id()).bind(cid).bind(content),
         // A group of one: the earliest fresh row, else the one retry or expired lease due.
-        None => Statement::new(CLAIM_GROUP).bind(ids::new_id()).bind(1i64),
+        None => WORK.claim(CLAIM_GROUP, &ids::new_id()).bind(1i64),
     };
     exec.query_first(stmt).await
 }
 
 /// Claims up to `limit` fresh due work rows of one collection under `token` (a group job).
 pub async fn claim_group<E: Executor>(exec: &E, token: &str, limit: u32) -> Result<Vec<WorkRow>, Error> {
-    exec.query(Statement::new(CLAIM_GROUP).bind(token).bind(i64::from(limit))).await
+    exec.query(WORK.claim(CLAIM_GROUP, token).bind(i64::from(limit))).await
 }
 
 /// The statements that end a successful job: the work row goes, coverage is updated.
@@ -75,17 +90,11 @@ pub async fn complete_unchanged<E: Executor>(exec: &E, work: &WorkRow) -> Result
     exec.batch(completion(work, None).into()).await.map(drop)
 }
 
-/// Records a failed attempt: `retry` after `delay_seconds`, or `failed` when terminal (then
+/// Records a failed attempt: `retry` after the failure's delay, or `failed` when terminal (then
 /// coverage turns `partial`).
-pub async fn fail<E: Executor>(
-    exec: &E,
-    work: &WorkRow,
-    terminal: bool,
-    delay_seconds: i64,
-    code: &str,
-) -> Result<(), Error> {
-    let mut stmts = vec![fail_statement(work, terminal, delay_seconds, code, None)];
-    if terminal {
+pub async fn fail<E: Executor>(exec: &E, work: &WorkRow, failure: Failure, code: &str) -> Result<(), Error> {
+    let mut stmts = vec![fail_statement(work, failure, code, None)];
+    if failure.terminal {
         stmts.push(
             Statement::new(RECORD_FAILURE)
                 .bind(work.collection_id.as_str())
@@ -97,21 +106,13 @@ pub async fn fail<E: Executor>(
     exec.batch(stmts).await.map(drop)
 }
 
-fn fail_statement(
-    work: &WorkRow,
-    terminal: bool,
-    delay_seconds: i64,
-    code: &str,
-    unindexed: Option<&str>,
-) -> Statement {
-    Statement::new(FAIL_WORK)
+fn fail_statement(work: &WorkRow, failure: Failure, code: &str, unindexed: Option<&str>) -> Statement {
+    failure
+        .statement(FAIL_WORK, code)
         .bind(work.collection_id.as_str())
         .bind(work.content_id.as_str())
         .bind(work.lease_token.clone())
         .bind(work.work_version)
-        .bind(terminal)
-        .bind(delay_seconds)
-        .bind(code)
         .bind(unindexed)
 }
 
@@ -121,7 +122,7 @@ fn fail_statement(
 /// exactly those media instead), in one batch.
 pub async fn fail_over_limit<E: Executor>(exec: &E, work: &WorkRow, code: &str, media_ids: &str) -> Result<(), Error> {
     let stmts = vec![
-        fail_statement(work, true, 0, code, Some(media_ids)),
+        fail_statement(work, Failure::FINAL, code, Some(media_ids)),
         Statement::new(RECORD_SUCCESS).bind(work.collection_id.as_str()).bind(None::<String>),
     ];
     exec.batch(stmts).await.map(drop)
@@ -191,13 +192,18 @@ pub async fn retry_work<E: Executor>(
         .bind(content_id)
         .bind(observed.map(|w| w.work_version))
         .bind(observed.map(|w| w.state));
-    let stmts = vec![
-        Statement::new(BUMP_EPOCH).bind(c.id.as_str()),
-        Statement::new(ENQUEUE_WORK).bind(c.id.as_str()).bind(c.slug.as_str()).bind(json!([content_id]).to_string()),
-    ];
+    let stmts = vec![Statement::new(BUMP_EPOCH).bind(c.id.as_str()), enqueue(&c.id, c.slug.as_str(), &[content_id])];
     match guarded_batch(exec, guard, stmts).await {
         Ok(_) => Ok(get_work(exec, &c.id, content_id).await?.map(|w| w.row)),
         Err(Error::Stale) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Queues the entries `content_ids` of a collection for projection: a new row each, or the row
+/// an entry has queued afresh under a new work version (`{requeue_work}`). One statement
+/// whatever their number (one bound JSON array).
+pub fn enqueue(collection_id: &str, slug: &str, content_ids: &[impl AsRef<str>]) -> Statement {
+    let ids: Vec<&str> = content_ids.iter().map(AsRef::as_ref).collect();
+    Statement::new(lease::render(ENQUEUE_WORK, &[])).bind(collection_id).bind(slug).bind(json!(ids).to_string())
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value as Json;
 
-use super::backoff::{retry_delay_seconds, MAX_ATTEMPTS};
+use super::backoff::Attempts;
 use super::extract::{extract, extraction_fields, ExtractionField, Library, Rules};
 use super::fingerprint::is_v1;
 use super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
@@ -341,16 +341,18 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
     Plan::Write(Writes { occurrences, sources, delete_keys, draft_error, referenced })
 }
 
-/// Records a failed attempt; terminal after [`MAX_ATTEMPTS`] or when `always_terminal`.
+/// Records a failed attempt; terminal once the attempts are used up ([`Attempts`]) or when
+/// `always_terminal`.
 async fn record_failure<E: Executor>(
     exec: &E,
     work: &WorkRow,
     code: &'static str,
     always_terminal: bool,
 ) -> Result<JobOutcome, Error> {
-    let terminal = always_terminal || work.attempt_count >= MAX_ATTEMPTS;
-    work::fail(exec, work, terminal, retry_delay_seconds(work.attempt_count), code).await?;
-    Ok(JobOutcome::Failed { code, terminal })
+    let mut failure = Attempts::new(work.attempt_count).failure();
+    failure.terminal |= always_terminal;
+    work::fail(exec, work, failure, code).await?;
+    Ok(JobOutcome::Failed { code, terminal: failure.terminal })
 }
 
 /// Refuses an entry too large to index for good. When the media it references fit one bound
@@ -469,7 +471,7 @@ impl<'a> Job<'a> {
 pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> Result<JobOutcome, Error> {
     // Claimed more often than it may be attempted: earlier holders died or lost the row without
     // recording anything (a crash, a backend error, a lost lease). Stop here, visibly.
-    if work.attempt_count > MAX_ATTEMPTS {
+    if Attempts::new(work.attempt_count).over_claimed() {
         return record_failure(exec, work, "MEDIA_USAGE_PROCESSING_FAILED", true).await;
     }
     let Ok(slug) = Ident::parse(&work.collection_slug) else {

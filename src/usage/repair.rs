@@ -7,7 +7,7 @@
 //! `complete` (reconciliation no longer required) by one statement that requires the run token
 //! and an empty queue for the collection; a failed job finalises it `partial`.
 
-use super::backoff::MAX_ATTEMPTS;
+use super::backoff::Attempts;
 use super::extract::Rules;
 use crate::exec::{Error, Executor};
 use crate::lane::{Counter, Ctx, LaneStep};
@@ -78,7 +78,8 @@ pub async fn step_next<E: Executor>(exec: &E, only: Option<&str>, rules: &Rules)
 }
 
 async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
-    if run.attempt_count > MAX_ATTEMPTS {
+    // Claimed more often than it may be attempted (its holders kept dying): give up, visibly.
+    if Attempts::new(run.attempt_count).over_claimed() {
         repo::fail(exec, run).await?;
         return Ok(StepOutcome::Finished);
     }

@@ -403,9 +403,6 @@ pub enum Continuation<'a> {
     On { handing_on: Option<&'a str> },
 }
 
-/// How long a continuation may be in flight before another tick may send a new one (a lost
-/// message delays work by at most this, or until the next cron tick).
-pub const CONTINUATION_LEASE_SECONDS: i64 = 60;
 /// Statements the continuation decision costs (taking or dropping the baton).
 pub const CONTINUATION_STATEMENTS: u64 = 1;
 
@@ -432,9 +429,7 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(
     if let Continuation::On { handing_on } = continuation {
         let decided = if report.outcome == TickOutcome::Budget {
             let token = ids::new_id();
-            continuation_repo::claim(exec, &token, handing_on, CONTINUATION_LEASE_SECONDS)
-                .await
-                .map(|taken| taken.then_some(token))
+            continuation_repo::claim(exec, &token, handing_on).await.map(|taken| taken.then_some(token))
         } else if let Some(held) = handing_on {
             continuation_repo::release(exec, held).await.map(|()| None)
         } else {

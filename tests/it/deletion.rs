@@ -15,6 +15,7 @@ use media_usage_worker::lifecycle::deletion::{self, CleanupBatch, Held, StepOutc
 use media_usage_worker::model::ident::Ident;
 use media_usage_worker::model::state::DeletionPhase;
 use media_usage_worker::repo::deletion::{self as repo, Fence, Lease, Rows};
+use media_usage_worker::repo::lease::Failure;
 use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
 use serde_json::{json, Value as Json};
 
@@ -1313,7 +1314,8 @@ fn a_lease_guards_only_its_own_collection() {
     let confused = lease(&b, "t", DeletionPhase::Work, false);
     assert_eq!(block_on(repo::delete_rows(&api.db, &confused, Rows::Work, 50)).unwrap(), 0);
     assert!(!block_on(repo::checkpoint(&api.db, &confused, DeletionPhase::Sources, 50, false)).unwrap());
-    assert!(!block_on(repo::record_failure(&api.db, &b, "t", false, 30, "X")).unwrap());
+    let retry = Failure { terminal: false, delay_seconds: 30 };
+    assert!(!block_on(repo::record_failure(&api.db, &b, "t", retry, "X")).unwrap());
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 3);
     assert_eq!(tombstone(&api.db, "pages"), Some(("pending".into(), "work".into(), 0, None)));
 }

@@ -5,6 +5,7 @@ mod api_content;
 mod api_schema_media_auth;
 mod deletion;
 mod executor;
+mod lease;
 mod media_files;
 mod openapi;
 mod ownership;

@@ -6,6 +6,7 @@ use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::repo::lease;
 use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
 use serde_json::{json, Value as Json};
@@ -477,9 +478,11 @@ fn the_lookup_and_the_re_queue_read_no_table_that_grows_with_content() {
             })
             .collect()
     };
+    // The re-queue carries the work queue's upsert clause (a lease fragment).
+    let enqueue_linking = lease::render(include_str!("../../src/sql/media/enqueue_linking.sql"), &[]);
     for sql in [
         include_str!("../../src/sql/media/lookup.sql"),
-        include_str!("../../src/sql/media/enqueue_linking.sql"),
+        enqueue_linking.as_str(),
         include_str!("../../src/sql/media/stale_while_queued.sql"),
         include_str!("../../src/sql/repair/needs_rules.sql"),
     ] {
@@ -487,7 +490,7 @@ fn the_lookup_and_the_re_queue_read_no_table_that_grows_with_content() {
     }
     let lookup = plan(&api.db, include_str!("../../src/sql/media/lookup.sql"));
     assert!(lookup.iter().any(|d| d.contains("PRIMARY KEY") || d.contains("sqlite_autoindex_media_1")), "{lookup:#?}");
-    let requeue = plan(&api.db, include_str!("../../src/sql/media/enqueue_linking.sql"));
+    let requeue = plan(&api.db, &enqueue_linking);
     assert!(requeue.iter().any(|d| d.contains("idx__emdash_media_usage_sources_pending")), "{requeue:#?}");
     assert!(requeue.iter().any(|d| d.contains("idx__emdash_media_usage_media_source_generation")), "{requeue:#?}");
 }

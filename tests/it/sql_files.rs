@@ -23,6 +23,11 @@ fn instantiate(sql: &str) -> String {
         .replace("{name}", "'posts'")
         .replace("{collection_id}", "'c1'")
         .replace("{lease}", LEASE_GUARD)
+        // The lease fragments (`repo::lease`); `{requeue_work}` holds `{reset_pending}`.
+        .replace("{requeue_work}", REQUEUE_WORK)
+        .replace("{set_leased}", SET_LEASED)
+        .replace("{fail}", FAIL)
+        .replace("{reset_pending}", RESET_PENDING)
         .replace("{source_signature}", SOURCE_SIGNATURE)
         .replace("{entry_source_keys}", ENTRY_SOURCE_KEYS)
         .replace("{row_bytes}", "0 + coalesce(length(CAST(e.\"title\" AS BLOB)), 0)")
@@ -30,6 +35,10 @@ fn instantiate(sql: &str) -> String {
 
 /// The shared live-lease predicate that deletion statements embed as `{lease}`.
 const LEASE_GUARD: &str = include_str!("../../src/sql/deletion/lease_guard.sql");
+const SET_LEASED: &str = include_str!("../../src/sql/lease/set_leased.sql");
+const FAIL: &str = include_str!("../../src/sql/lease/fail.sql");
+const RESET_PENDING: &str = include_str!("../../src/sql/lease/reset_pending.sql");
+const REQUEUE_WORK: &str = include_str!("../../src/sql/usage/requeue_work.sql");
 /// The projection's fragments: an entry's source signature (which embeds its source keys) and
 /// its source keys, both over the enclosing statement's `entry` row.
 const SOURCE_SIGNATURE: &str = include_str!("../../src/sql/usage/source_signature.sql");
@@ -52,6 +61,25 @@ fn every_sql_file_prepares_against_the_migrated_schema() {
         } else if name == "lease_guard.sql" {
             // A predicate, not a statement: it must prepare inside one.
             format!("SELECT 1 WHERE {raw}")
+        } else if file.parent().is_some_and(|d| d.ends_with("lease")) {
+            // A SET list shared by the leased queues: it must prepare against each of them.
+            for table in [
+                "_emdash_media_usage_work",
+                "_emdash_media_usage_reconciliations",
+                "_emdash_media_usage_collection_deletions",
+            ] {
+                if name == "fail.sql" && table == "_emdash_media_usage_reconciliations" {
+                    continue; // repair runs record no failures of their own
+                }
+                if let Err(e) = conn.prepare(&format!("UPDATE {table} SET {raw}")) {
+                    panic!("{} does not prepare against {table}: {e}", file.display());
+                }
+            }
+            continue;
+        } else if name == "requeue_work.sql" {
+            // The work queue's upsert clause.
+            let conflict = instantiate(&raw);
+            format!("INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('c', 'e', 's') {conflict}")
         } else if name == "source_signature.sql" || name == "entry_source_keys.sql" {
             // Expressions over an `entry` row: they must prepare inside a statement that has one.
             format!(

@@ -1,9 +1,7 @@
+-- Claims the next due tombstone (pending or retry and due, or leased with an expired lease) under
+-- the token ?1 for ?2 seconds.
 UPDATE _emdash_media_usage_collection_deletions
-SET state = 'leased',
-    lease_token = ?1,
-    lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?2 || ' seconds'),
-    attempt_count = attempt_count + 1,
-    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+SET {set_leased}
 WHERE rowid = (
   SELECT rid FROM (
     SELECT * FROM (

@@ -1,8 +1,5 @@
+-- Records a failed attempt under the live lease (?4 collection, ?5 lease token); see the failure
+-- fragment for ?1-?3. The phase is kept.
 UPDATE _emdash_media_usage_collection_deletions
-SET state = CASE WHEN ?3 = 1 THEN 'failed' ELSE 'retry' END,
-    next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?4 || ' seconds'),
-    lease_token = NULL,
-    lease_expires_at = NULL,
-    last_error_code = ?5,
-    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-WHERE collection_id = ?1 AND lease_token = ?2 AND lease_expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+SET {fail}
+WHERE collection_id = ?4 AND lease_token = ?5 AND lease_expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')

@@ -20,12 +20,4 @@ FROM (
     AND s.source_key = u.source_key AND s.current_generation = u.generation
 ) AS t
 WHERE t.collection_id IS NOT NULL
-ON CONFLICT (collection_id, content_id) DO UPDATE SET
-  work_version = work_version + 1,
-  state = 'pending',
-  attempt_count = 0,
-  next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-  lease_token = NULL,
-  lease_expires_at = NULL,
-  last_error_code = NULL,
-  updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+{requeue_work}

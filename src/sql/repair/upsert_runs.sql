@@ -13,9 +13,4 @@ ON CONFLICT (collection_id) DO UPDATE SET
   phase = 'scan',
   scan_cursor = NULL,
   source_cursor = NULL,
-  state = 'pending',
-  attempt_count = 0,
-  next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-  lease_token = NULL,
-  lease_expires_at = NULL,
-  updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+  {reset_pending}

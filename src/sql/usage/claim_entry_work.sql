@@ -1,11 +1,9 @@
+-- Claims the work row of one entry (?3 collection, ?4 entry) under the token ?1 for ?2 seconds,
+-- when it is due or its lease expired (its holder died).
 UPDATE _emdash_media_usage_work
-SET state = 'leased',
-    lease_token = ?1,
-    lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+60 seconds'),
-    attempt_count = attempt_count + 1,
-    last_attempted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-WHERE collection_id = ?2 AND content_id = ?3
+SET {set_leased},
+    last_attempted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+WHERE collection_id = ?3 AND content_id = ?4
   AND ((state IN ('pending', 'retry') AND next_attempt_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
        OR (state = 'leased' AND lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))
 RETURNING *

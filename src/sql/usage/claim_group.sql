@@ -1,10 +1,10 @@
--- Claims work under one lease token ?1: up to ?2 group rows of one collection — the collection of
--- the earliest group row — for a group job; or, when no group row is due, the one row a single
--- job would claim (a retry that is due, or a lease that expired). A group row is a fresh due row
--- (pending, never attempted) or the row of a group or job that died on its first attempt (leased
--- once, lease expired): a dead tick's group is taken again as a group, and a row that dies twice
--- goes through single jobs, which record failures. Rows of a collection being deleted are left
--- to its deletion, which deletes them.
+-- Claims work under one lease token ?1 for ?2 seconds: up to ?3 group rows of one collection —
+-- the collection of the earliest group row — for a group job; or, when no group row is due, the
+-- one row a single job would claim (a retry that is due, or a lease that expired). A group row
+-- is a fresh due row (pending, never attempted) or the row of a group or job that died on its
+-- first attempt (leased once, lease expired): a dead tick's group is taken again as a group, and
+-- a row that dies twice goes through single jobs, which record failures. Rows of a collection
+-- being deleted are left to its deletion, which deletes them.
 WITH group_head(collection_id) AS (
   SELECT collection_id FROM (
     SELECT * FROM (
@@ -25,12 +25,8 @@ WITH group_head(collection_id) AS (
     ORDER BY due, updated_at, collection_id, content_id
     LIMIT 1))
 UPDATE _emdash_media_usage_work
-SET state = 'leased',
-    lease_token = ?1,
-    lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+60 seconds'),
-    attempt_count = attempt_count + 1,
-    last_attempted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+SET {set_leased},
+    last_attempted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE rowid IN (
   SELECT rid FROM (
     SELECT * FROM (
@@ -47,7 +43,7 @@ WHERE rowid IN (
         AND w.lease_expires_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
         AND w.collection_id = (SELECT collection_id FROM group_head))
     ORDER BY due, updated_at, content_id
-    LIMIT ?2)
+    LIMIT ?3)
   UNION ALL
   SELECT rid FROM (
     SELECT * FROM (

@@ -1,0 +1,194 @@
+//! The leased-queue idiom, written once for the four queues of the index: projection work
+//! (`_emdash_media_usage_work`), repair runs (`_emdash_media_usage_reconciliations`), collection
+//! deletion tombstones (`_emdash_media_usage_collection_deletions`) and the continuation baton
+//! (`_emdash_media_usage_continuation`).
+//!
+//! A queue row is claimed by one statement that leases it under a fresh token for the queue's
+//! lease length (measured by the database clock), counts the attempt, and is then changed only
+//! by statements that carry the token. The three row queues share their lease columns (`state`,
+//! `lease_token`, `lease_expires_at`, `attempt_count`, `next_attempt_at`, `updated_at`), so what
+//! those statements set is written once, as fragments that [`render`] fills into each queue's
+//! statements:
+//!
+//! - `{set_leased}` (`sql/lease/set_leased.sql`): the SET list of a claim, bound `?1` = token and
+//!   `?2` = lease seconds ([`Queue::claim`]);
+//! - `{fail}` (`sql/lease/fail.sql`): the SET list of a failed attempt, bound `?1` = terminal,
+//!   `?2` = backoff seconds, `?3` = error code ([`Failure::statement`]);
+//! - `{reset_pending}` (`sql/lease/reset_pending.sql`): the SET list that queues a row afresh;
+//! - `{requeue_work}` (`sql/usage/requeue_work.sql`): the work queue's upsert clause (a new work
+//!   version, queued afresh), shared by the enqueue statement, the capture triggers and the
+//!   re-queue of linking entries.
+//!
+//! What differs stays in each queue's statement: which rows are due and in what order, what a
+//! failure must still hold (a work row its version; a deletion a live lease), and each table's
+//! own columns. The continuation baton is a single row without state or attempts: its claim binds
+//! its lease length the same way but has no fragment to share.
+
+use crate::exec::Statement;
+use crate::model::state::QueueState;
+use crate::sql::{self, Fragment};
+
+const SET_LEASED: &str = include_str!("../sql/lease/set_leased.sql");
+const FAIL: &str = include_str!("../sql/lease/fail.sql");
+const RESET_PENDING: &str = include_str!("../sql/lease/reset_pending.sql");
+const REQUEUE_WORK: &str = include_str!("../sql/usage/requeue_work.sql");
+
+/// A leased queue: the table whose rows are claimed, and how long a claim holds one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queue {
+    /// The queue's table.
+    pub table: &'static str,
+    /// How long a claim holds a row before another holder may take it over (its holder is then
+    /// presumed dead). Longer than any step the holder makes under one claim.
+    pub lease_seconds: i64,
+}
+
+/// Projection work: one job (or group job) per claim.
+pub const WORK: Queue = Queue { table: "_emdash_media_usage_work", lease_seconds: 60 };
+
+/// Repair runs: one step per claim.
+pub const REPAIR: Queue = Queue { table: "_emdash_media_usage_reconciliations", lease_seconds: 60 };
+
+/// Collection deletions: a DELETE request's front phases, or a tick's steps, per claim.
+pub const DELETION: Queue = Queue { table: "_emdash_media_usage_collection_deletions", lease_seconds: 300 };
+
+/// The continuation baton: how long a continuation message may be in flight before another tick
+/// may send a new one (a lost message delays work by at most this, or until the next cron tick).
+pub const CONTINUATION: Queue = Queue { table: "_emdash_media_usage_continuation", lease_seconds: 60 };
+
+impl Queue {
+    /// A claim of this queue under `token`: `template` with the lease fragments filled, bound
+    /// `?1` = `token` and `?2` = this queue's lease length in seconds; the caller binds the rest,
+    /// from `?3`.
+    pub fn claim(&self, template: &'static str, token: &str) -> Statement {
+        Statement::new(render(template, &[])).bind(token).bind(self.lease_seconds)
+    }
+}
+
+/// How a failed attempt is recorded (`{fail}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    /// The row fails for good (`failed`, until an operator retries it); else it is retried.
+    pub terminal: bool,
+    /// When it is due again, from now (its `next_attempt_at` also when terminal).
+    pub delay_seconds: i64,
+}
+
+impl Failure {
+    /// Failed for good at once, whatever the attempts (the row can never succeed).
+    pub const FINAL: Failure = Failure { terminal: true, delay_seconds: 0 };
+
+    /// A failure statement: `template` with the lease fragments filled, bound `?1` = terminal,
+    /// `?2` = delay and `?3` = `code`; the caller binds the rest, from `?4`.
+    pub fn statement(self, template: &'static str, code: &str) -> Statement {
+        Statement::new(render(template, &[])).bind(self.terminal).bind(self.delay_seconds).bind(code)
+    }
+}
+
+/// Fills the lease fragments, then `vars`, into `template` (see [`sql::render`]).
+///
+/// # Panics
+/// When a placeholder is left unfilled (a programming error caught by the SQL-file test).
+pub fn render(template: &'static str, vars: &[(&str, &Fragment)]) -> String {
+    let requeue_work = Fragment::static_sql(REQUEUE_WORK);
+    let set_leased = Fragment::static_sql(SET_LEASED);
+    let fail = Fragment::static_sql(FAIL);
+    let reset_pending = Fragment::static_sql(RESET_PENDING);
+    // Filled in order: `{requeue_work}` itself holds `{reset_pending}`.
+    let mut all: Vec<(&str, &Fragment)> = vec![
+        ("requeue_work", &requeue_work),
+        ("set_leased", &set_leased),
+        ("fail", &fail),
+        ("reset_pending", &reset_pending),
+    ];
+    all.extend_from_slice(vars);
+    sql::render(template, &all)
+}
+
+/// The lease and attempt columns of a queue row, as operators see them (never its token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseView<'a> {
+    pub state: QueueState,
+    /// Claims counted against the row (the one under way included).
+    pub attempt_count: i64,
+    pub next_attempt_at: &'a str,
+    /// Set exactly while the row is leased.
+    pub lease_expires_at: Option<&'a str>,
+    pub last_error_code: Option<&'a str>,
+    pub updated_at: &'a str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Value;
+
+    // (Templates here are bare SET lists: rendering does not parse SQL.)
+
+    #[test]
+    fn a_claim_binds_the_token_then_its_queues_lease_length() {
+        for (queue, seconds) in [(WORK, 60i64), (REPAIR, 60), (DELETION, 300), (CONTINUATION, 60)] {
+            let stmt = queue.claim("SET {set_leased} WHERE id = ?3", "tok");
+            assert_eq!(stmt.params(), [Value::from("tok"), Value::from(seconds)], "{}", queue.table);
+        }
+    }
+
+    #[test]
+    fn a_claim_sets_the_shared_lease_columns() {
+        let stmt = WORK.claim("SET {set_leased} WHERE id = ?3", "tok");
+        let sql = stmt.sql();
+        assert!(sql.starts_with("SET -- "), "{sql}");
+        for set in [
+            "state = 'leased'",
+            "lease_token = ?1",
+            "lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?2 || ' seconds')",
+            "attempt_count = attempt_count + 1",
+        ] {
+            assert!(sql.contains(set), "{set} missing from {sql}");
+        }
+        assert!(sql.ends_with("updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?3"), "{sql}");
+    }
+
+    #[test]
+    fn a_failure_binds_terminal_delay_and_code_in_that_order() {
+        let retry = Failure { terminal: false, delay_seconds: 120 }.statement("SET {fail}", "E");
+        assert_eq!(retry.params(), [Value::from(false), Value::from(120i64), Value::from("E")]);
+        let sql = retry.sql();
+        for set in [
+            "state = CASE WHEN ?1 = 1 THEN 'failed' ELSE 'retry' END",
+            "next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?2 || ' seconds')",
+            "lease_token = NULL",
+            "lease_expires_at = NULL",
+            "last_error_code = ?3",
+        ] {
+            assert!(sql.contains(set), "{set} missing from {sql}");
+        }
+        let final_ = Failure::FINAL.statement("SET {fail}", "F");
+        assert_eq!(final_.params(), [Value::from(true), Value::from(0i64), Value::from("F")]);
+    }
+
+    #[test]
+    fn the_work_upsert_queues_a_row_afresh_under_a_new_version() {
+        let sql = render("VALUES (1) {requeue_work}, extra = 1", &[]);
+        assert!(!sql.contains('{'), "{sql}");
+        for set in [
+            "ON CONFLICT (collection_id, content_id) DO UPDATE SET",
+            "work_version = work_version + 1",
+            "last_error_code = NULL",
+            "state = 'pending'",
+            "attempt_count = 0",
+            "next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+            "lease_token = NULL",
+            "lease_expires_at = NULL",
+        ] {
+            assert!(sql.contains(set), "{set} missing from {sql}");
+        }
+        assert!(sql.ends_with("updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), extra = 1"), "{sql}");
+    }
+
+    #[test]
+    fn render_fills_the_callers_fragments_too() {
+        let table = Fragment::static_sql("x");
+        assert_eq!(render("FROM {table}", &[("table", &table)]), "FROM x");
+    }
+}

@@ -62,12 +62,12 @@ impl Bounds {
         Bounds { min, max: u64::MAX, raise_to_min: false }
     }
 
-    /// The accepted range as text: `1–10000` or `at least 11`.
+    /// The accepted range as text: `1–10,000` or `at least 11`.
     pub fn text(&self) -> String {
         if self.max == u64::MAX {
-            format!("at least {}", self.min)
+            format!("at least {}", grouped(self.min))
         } else {
-            format!("{}–{}", self.min, self.max)
+            format!("{}–{}", grouped(self.min), grouped(self.max))
         }
     }
 
@@ -83,6 +83,19 @@ impl Bounds {
             Ok(n) => Ok(n),
         }
     }
+}
+
+/// `n` with its thousands separated by commas, as README writes numbers: `10,000`.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
 }
 
 /// A variable holding a decimal number.
@@ -147,6 +160,16 @@ impl Setting {
         }
     }
 
+    /// The values it accepts, as README's meaning column writes them (`None`: any text).
+    pub fn range(&self) -> Option<String> {
+        match self {
+            Setting::Count(c) => Some(c.bounds.text()),
+            Setting::OptionalCount(c) => Some(c.bounds.text()),
+            Setting::Number(n) => Some(format!("{} {}", if n.inclusive { "≥" } else { ">" }, n.min)),
+            Setting::Plain(_) => None,
+        }
+    }
+
     /// Whether it is a secret (as opposed to a `[vars]` value).
     pub fn is_secret(&self) -> bool {
         matches!(self, Setting::Plain(Plain { kind: PlainKind::Secret, .. }))
@@ -170,7 +193,7 @@ pub const TICK_MAX_QUERIES: Count = Count {
     name: "MEDIA_USAGE_TICK_MAX_QUERIES",
     default: 40,
     bounds: Bounds { min: MIN_TICK_STATEMENTS, max: u64::MAX, raise_to_min: true },
-    meaning: "D1 statements one cron tick (or a repair request) may issue; fewer than the minimum are raised to it",
+    meaning: "D1 statements one cron tick (or a repair request) may issue",
 };
 
 pub const TICK_MAX_MS: Number = Number {
@@ -186,7 +209,7 @@ pub const CLEANUP_BATCH_ROWS: OptionalCount = OptionalCount {
     name: "MEDIA_USAGE_CLEANUP_BATCH_ROWS",
     unset: "an adaptive batch",
     bounds: Bounds::between(1, MAX_BATCH_ROWS as u64),
-    meaning: "rows per collection-cleanup statement; unset: start at 50 and adapt to statement duration",
+    meaning: "rows per collection-cleanup statement",
 };
 
 pub const STATEMENT_TARGET_MS: Number = Number {
@@ -195,7 +218,7 @@ pub const STATEMENT_TARGET_MS: Number = Number {
     min: 0.0,
     inclusive: false,
     finite: true,
-    meaning: "duration an adaptive cleanup statement aims at, in milliseconds (unused with a fixed batch)",
+    meaning: "duration a cleanup statement aims at, in milliseconds",
 };
 
 pub const MAX_OCCURRENCES_PER_ENTRY: Count = Count {
@@ -212,15 +235,14 @@ pub const MAX_REVISIONS_PER_ENTRY: Count = Count {
     meaning: "revisions an entry keeps (its live and draft ones always)",
 };
 
-pub const SITE_URL: Plain =
-    Plain { name: "SITE_URL", kind: PlainKind::Text, meaning: "public site origin; enables the sitemaps" };
-
-pub const MEDIA_PUBLIC_URL: Plain = Plain {
-    name: "MEDIA_PUBLIC_URL",
+pub const SITE_URL: Plain = Plain {
+    name: "SITE_URL",
     kind: PlainKind::Text,
-    meaning:
-        "where stored media is served (media `url`, sitemap images, file URLs in content); part of the reference rules",
+    meaning: "public site origin; enables `/sitemap.xml` and `/sitemap-<collection>.xml`",
 };
+
+pub const MEDIA_PUBLIC_URL: Plain =
+    Plain { name: "MEDIA_PUBLIC_URL", kind: PlainKind::Text, meaning: "where stored media is served" };
 
 pub const MAX_UPLOAD_BYTES: Count = Count {
     name: "MEDIA_MAX_UPLOAD_BYTES",
@@ -229,11 +251,8 @@ pub const MAX_UPLOAD_BYTES: Count = Count {
     meaning: "largest file an upload may carry, in bytes",
 };
 
-pub const ALLOWED_TYPES: Plain = Plain {
-    name: "MEDIA_ALLOWED_TYPES",
-    kind: PlainKind::Types,
-    meaning: "comma-separated types an upload may have (`type/*` allowed); unset: images, video, audio, PDF, office documents",
-};
+pub const ALLOWED_TYPES: Plain =
+    Plain { name: "MEDIA_ALLOWED_TYPES", kind: PlainKind::Types, meaning: "comma-separated types an upload may have" };
 
 pub const STORAGE_GRACE_HOURS: Number = Number {
     name: "MEDIA_STORAGE_GRACE_HOURS",
@@ -241,8 +260,7 @@ pub const STORAGE_GRACE_HOURS: Number = Number {
     min: 0.0,
     inclusive: true,
     finite: true,
-    meaning:
-        "age, in hours, an unreferenced object the worker stored must reach before the sweep deletes it (0: at once)",
+    meaning: "age, in hours, an unreferenced object the worker stored must reach before the storage sweep deletes it",
 };
 
 pub const FAULT_AFTER_STATEMENTS: OptionalCount = OptionalCount {
@@ -261,7 +279,7 @@ pub const FAULT_STORAGE_DELETE: Plain = Plain {
 pub const ADMIN_TOKEN: Plain = Plain {
     name: "EMDASH_ADMIN_TOKEN",
     kind: PlainKind::Secret,
-    meaning: "bootstrap admin token, trimmed; ignored below 32 characters or above 512 bytes",
+    meaning: "bootstrap admin token (role admin, every scope); mints other tokens",
 };
 
 /// Every variable the worker reads.

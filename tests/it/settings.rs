@@ -271,8 +271,8 @@ fn read(file: &str) -> String {
     fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
 }
 
-/// README's configuration table: (name, kind, default cell) per row.
-fn readme_rows() -> Vec<(String, String, String)> {
+/// README's configuration table: (name, kind, default cell, meaning cell) per row.
+fn readme_rows() -> Vec<(String, String, String, String)> {
     let readme = read("README.md");
     let section = readme.split("\n## Configuration\n").nth(1).expect("a Configuration section");
     let section = section.split("\n## ").next().unwrap();
@@ -282,7 +282,8 @@ fn readme_rows() -> Vec<(String, String, String)> {
         .map(|l| {
             let cells: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
             assert!(cells.len() >= 4, "a row of name, kind, default, meaning: {l}");
-            (cells[0].trim_matches('`').to_owned(), cells[1].to_owned(), cells[2].to_owned())
+            let meaning = cells[3..].join(" | ");
+            (cells[0].trim_matches('`').to_owned(), cells[1].to_owned(), cells[2].to_owned(), meaning)
         })
         .collect()
 }
@@ -300,21 +301,26 @@ fn default_of(cell: &str) -> Option<String> {
 #[test]
 fn the_readme_configuration_table_matches_the_settings_table() {
     let rows = readme_rows();
-    let variables: Vec<&(String, String, String)> =
-        rows.iter().filter(|(_, kind, _)| kind == "var" || kind == "secret").collect();
-    for (name, kind, _) in &rows {
+    let variables: Vec<&(String, String, String, String)> =
+        rows.iter().filter(|(_, kind, _, _)| kind == "var" || kind == "secret").collect();
+    for (name, kind, _, _) in &rows {
         assert!(
             kind == "var" || kind == "secret" || kind.ends_with("binding"),
             "README's {name} is a var, a secret or a binding, not {kind}"
         );
     }
     for setting in TABLE {
-        let row = variables.iter().find(|(name, _, _)| name == setting.name());
-        let (_, kind, default) = row.unwrap_or_else(|| panic!("README's table lacks {}", setting.name()));
-        assert_eq!(kind == "secret", setting.is_secret(), "{}: README says {kind}", setting.name());
-        assert_eq!(default_of(default), setting.default_text(), "README's default of {}", setting.name());
+        let name = setting.name();
+        let row = variables.iter().find(|(n, _, _, _)| n == name);
+        let (_, kind, default, meaning) = row.unwrap_or_else(|| panic!("README's table lacks {name}"));
+        assert_eq!(kind == "secret", setting.is_secret(), "{name}: README says {kind}");
+        assert_eq!(default_of(default), setting.default_text(), "README's default of {name}");
+        assert!(meaning.starts_with(setting.meaning()), "README's {name} begins {:?}", setting.meaning());
+        if let Some(range) = setting.range() {
+            assert!(meaning.contains(&range), "README's {name} says what it accepts: {range}");
+        }
     }
-    for (name, _, _) in &variables {
+    for (name, _, _, _) in &variables {
         assert!(TABLE.iter().any(|s| s.name() == name), "README names {name}, which the settings table lacks");
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use media_usage_worker::lifecycle::deletion::CleanupBatch;
 use media_usage_worker::model::auth::hash_token;
-use media_usage_worker::settings::{Reported, Setting, SettingWarning, Settings, TABLE};
+use media_usage_worker::settings::{Bounds, Reported, Setting, SettingWarning, Settings, TABLE};
 use media_usage_worker::storage::inspect::Allowlist;
 use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::project::{self, Admission};
@@ -315,6 +315,7 @@ fn the_readme_configuration_table_matches_the_settings_table() {
         let (_, kind, default, meaning) = row.unwrap_or_else(|| panic!("README's table lacks {name}"));
         assert_eq!(kind == "secret", setting.is_secret(), "{name}: README says {kind}");
         assert_eq!(default_of(default), setting.default_text(), "README's default of {name}");
+        assert!(!setting.meaning().is_empty(), "{name} says what it means");
         assert!(meaning.starts_with(setting.meaning()), "README's {name} begins {:?}", setting.meaning());
         if let Some(range) = setting.range() {
             assert!(meaning.contains(&range), "README's {name} says what it accepts: {range}");
@@ -323,6 +324,20 @@ fn the_readme_configuration_table_matches_the_settings_table() {
     for (name, _, _, _) in &variables {
         assert!(TABLE.iter().any(|s| s.name() == name), "README names {name}, which the settings table lacks");
     }
+}
+
+#[test]
+fn each_number_says_what_it_accepts_as_readme_writes_it() {
+    let range = |name: &str| TABLE.iter().find(|s| s.name() == name).and_then(|s| s.range());
+    assert_eq!(range("MEDIA_USAGE_TICK_MAX_QUERIES").as_deref(), Some("at least 11"));
+    assert_eq!(range("MEDIA_USAGE_CLEANUP_BATCH_ROWS").as_deref(), Some("1–10,000"));
+    assert_eq!(range("MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY").as_deref(), Some("2–1,000"));
+    assert_eq!(range("MEDIA_MAX_UPLOAD_BYTES").as_deref(), Some("at least 1"));
+    assert_eq!(range("MEDIA_USAGE_TICK_MAX_MS").as_deref(), Some("> 0"));
+    assert_eq!(range("MEDIA_STORAGE_GRACE_HOURS").as_deref(), Some("≥ 0"));
+    assert_eq!(range("SITE_URL"), None);
+    let bounds = Bounds { min: 100, max: 100_000_000, raise_to_min: false };
+    assert_eq!(bounds.text(), "100–100,000,000");
 }
 
 /// `wrangler.toml`'s `[vars]`: (name, value) per line.

@@ -69,7 +69,12 @@ impl SqliteExecutor {
             }
         }
         let changes = if readonly { 0 } else { self.conn.total_changes().saturating_sub(before) };
-        Ok(Outcome { rows_read: rows.len() as u64, rows, changes, rows_written: changes })
+        // D1 bills the rows a statement reads; SQLite counts the steps of its full table scans
+        // (foreign-key checks included), which is the part that grows with a table. Rows read
+        // here are the larger of those steps and the rows returned: an index lookup reads about
+        // what it returns, and a scan shows.
+        let scanned = u64::try_from(prepared.get_status(rusqlite::StatementStatus::FullscanStep)).unwrap_or(0);
+        Ok(Outcome { rows_read: (rows.len() as u64).max(scanned), rows, changes, rows_written: changes })
     }
 }
 

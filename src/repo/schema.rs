@@ -19,6 +19,14 @@ const GUARD_FIELD_ADDABLE: &str = include_str!("../sql/schema/guard_field_addabl
 const ADD_CONTENT_COLUMN: &str = include_str!("../sql/schema/add_content_column.sql");
 const TOUCH_COLLECTION: &str = include_str!("../sql/schema/touch_collection.sql");
 const CONTENT_EXISTS: &str = include_str!("../sql/schema/content_exists.sql");
+const CREATE_LIVE_REVISION_INDEX: &str = include_str!("../sql/schema/create_live_revision_index.sql");
+const CREATE_DRAFT_REVISION_INDEX: &str = include_str!("../sql/schema/create_draft_revision_index.sql");
+const OUTDATED_TABLE: &str = include_str!("../sql/schema/outdated_table.sql");
+const SET_TABLE_REVISION: &str = include_str!("../sql/schema/set_table_revision.sql");
+
+/// The revision of the content tables this code creates: 1 has the indexes on the revision
+/// columns that a revision delete's foreign-key check searches (0: without them).
+pub const TABLE_REVISION: i64 = 1;
 
 #[derive(Debug, Deserialize)]
 struct CollectionFieldRow {
@@ -114,14 +122,55 @@ pub fn create_statements(id: &str, new: &NewCollection) -> Vec<Statement> {
     let table = Fragment::content_table(&new.slug);
     let columns = Fragment::trailing_column_defs(new.fields.iter().map(|f| (&f.slug, f.field_type.column_type())));
     let index = Fragment::name("idx_ec_", &new.slug, "_list");
-    let mut stmts = vec![Statement::new(INSERT_COLLECTION).bind(id).bind(new.slug.as_str()).bind(new.label.as_str())];
+    let mut stmts = vec![Statement::new(INSERT_COLLECTION)
+        .bind(id)
+        .bind(new.slug.as_str())
+        .bind(new.label.as_str())
+        .bind(TABLE_REVISION)];
     if !new.fields.is_empty() {
         stmts.push(insert_fields(id, &new.fields));
     }
     stmts.push(Statement::new(render(CREATE_CONTENT_TABLE, &[("table", &table), ("columns", &columns)])));
     stmts.push(Statement::new(render(CREATE_CONTENT_LIST_INDEX, &[("table", &table), ("index", &index)])));
+    stmts.extend(revision_indexes(&new.slug));
     stmts
 }
+
+/// The indexes on a content table's revision columns (idempotent).
+fn revision_indexes(slug: &Ident) -> [Statement; 2] {
+    let table = Fragment::content_table(slug);
+    let live = Fragment::name("idx_ec_", slug, "_live_revision");
+    let draft = Fragment::name("idx_ec_", slug, "_draft_revision");
+    [
+        Statement::new(render(CREATE_LIVE_REVISION_INDEX, &[("table", &table), ("index", &live)])),
+        Statement::new(render(CREATE_DRAFT_REVISION_INDEX, &[("table", &table), ("index", &draft)])),
+    ]
+}
+
+/// A registered collection whose content table is older than [`TABLE_REVISION`].
+#[derive(Debug, Clone, Deserialize)]
+pub struct OutdatedTable {
+    pub id: String,
+    pub slug: String,
+}
+
+/// The next collection whose content table is older than [`TABLE_REVISION`] (one statement).
+pub async fn outdated_table<E: Executor>(exec: &E) -> Result<Option<OutdatedTable>, Error> {
+    exec.query_first(Statement::new(OUTDATED_TABLE).bind(TABLE_REVISION)).await
+}
+
+/// Brings a collection's content table to [`TABLE_REVISION`] in one atomic batch (creating a
+/// missing index reads the table once); false when the collection is no longer registered
+/// under `slug` as it was read (the batch then changed nothing it had not already done).
+pub async fn upgrade_table<E: Executor>(exec: &E, id: &str, slug: &Ident) -> Result<bool, Error> {
+    let mut stmts = revision_indexes(slug).to_vec();
+    stmts.push(Statement::new(SET_TABLE_REVISION).bind(TABLE_REVISION).bind(id).bind(slug.as_str()));
+    let outcomes = exec.batch(stmts).await?;
+    Ok(outcomes.last().is_some_and(|o| o.changes > 0))
+}
+
+/// The most statements [`outdated_table`] and [`upgrade_table`] issue together.
+pub const UPGRADE_STEP_STATEMENTS: u64 = 4;
 
 /// The guard that makes collection creation fail cleanly when the slug or table is taken.
 pub fn creation_guard(slug: &Ident) -> Guard {

@@ -17,6 +17,7 @@ use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Counts, Ctx, LaneStep};
 use crate::lifecycle::deletion::{CleanupBatch, DeletionLane};
+use crate::lifecycle::tables::TablesLane;
 use crate::model::state::TickOutcome;
 use crate::repo::continuation as continuation_repo;
 use crate::repo::ticks::{self as repo, TickLog};
@@ -173,13 +174,20 @@ pub enum Lane<'a> {
     Repair(RepairLane<'a>),
     /// The storage sweep (only with an object store).
     Storage(StorageLane<'a>),
+    /// Content tables brought up to the current table revision.
+    Tables(TablesLane),
 }
 
 impl<'a> Lane<'a> {
     /// Every kind of lane's tick-log counters, in rotation order: each is in every tick's log,
     /// the storage lane's too when there is no object store.
-    pub const COUNTERS: &'static [&'static [Counter]] =
-        &[WorkLane::COUNTERS, DeletionLane::COUNTERS, RepairLane::COUNTERS, StorageLane::COUNTERS];
+    pub const COUNTERS: &'static [&'static [Counter]] = &[
+        WorkLane::COUNTERS,
+        DeletionLane::COUNTERS,
+        RepairLane::COUNTERS,
+        StorageLane::COUNTERS,
+        TablesLane::COUNTERS,
+    ];
 
     /// The lanes of a tick under `policy`, in rotation order (the storage lane only with an
     /// object store).
@@ -192,6 +200,7 @@ impl<'a> Lane<'a> {
         if let Some(store) = storage {
             lanes.push(Lane::Storage(StorageLane::new(store, policy.storage_grace_ms)));
         }
+        lanes.push(Lane::Tables(TablesLane::new()));
         lanes
     }
 
@@ -202,6 +211,7 @@ impl<'a> Lane<'a> {
             Lane::Deletion(_) => DeletionLane::NAME,
             Lane::Repair(_) => RepairLane::NAME,
             Lane::Storage(_) => StorageLane::NAME,
+            Lane::Tables(_) => TablesLane::NAME,
         }
     }
 
@@ -212,6 +222,7 @@ impl<'a> Lane<'a> {
             Lane::Deletion(l) => l.reserve(),
             Lane::Repair(l) => l.reserve(),
             Lane::Storage(l) => l.reserve(),
+            Lane::Tables(l) => l.reserve(),
         }
     }
 
@@ -219,7 +230,7 @@ impl<'a> Lane<'a> {
     pub fn release_cost(&self) -> u64 {
         match self {
             Lane::Deletion(l) => l.release_cost(),
-            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) => 0,
+            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) | Lane::Tables(_) => 0,
         }
     }
 
@@ -230,6 +241,7 @@ impl<'a> Lane<'a> {
             Lane::Deletion(l) => l.step(ctx).await,
             Lane::Repair(l) => l.step(ctx).await,
             Lane::Storage(l) => l.step(ctx).await,
+            Lane::Tables(l) => l.step(ctx).await,
         }
     }
 
@@ -237,7 +249,7 @@ impl<'a> Lane<'a> {
     async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
         match self {
             Lane::Deletion(l) => l.finish(exec).await,
-            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) => Ok(()),
+            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) | Lane::Tables(_) => Ok(()),
         }
     }
 }
@@ -630,6 +642,7 @@ mod tests {
             "deletionFailures": 0,
             "objectsDeleted": 0,
             "storageOperations": 2,
+            "tablesUpgraded": 0,
             "continued": false,
             "d1": { "results": 4, "failed": 1, "rowsRead": 5, "rowsWritten": 6, "maxBinds": 7, "maxSqlBytes": 8 },
             "error": "see worker logs",

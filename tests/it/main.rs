@@ -13,6 +13,7 @@ mod projection;
 mod reference_rules;
 mod repair;
 mod safe_delete;
+mod scans;
 mod settings;
 mod sitemap;
 mod sql_files;

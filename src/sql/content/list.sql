@@ -11,7 +11,9 @@ SELECT * FROM (
     WHERE e.deleted_at IS NULL
       AND (?1 IS NULL OR e.status = ?1)
       AND (?2 IS NULL OR e.locale = ?2)
-      AND (?3 IS NULL OR e.created_at < ?3 OR (e.created_at = ?3 AND e.id < ?4))
+      -- After the cursor (?3, ?4) (NULL: from the newest; `~` sorts after any timestamp and id):
+      -- a row-value range, so the list index is searched from the cursor, not scanned to it.
+      AND (e.created_at, e.id) < (coalesce(?3, '~'), coalesce(?4, '~'))
     ORDER BY e.created_at DESC, e.id DESC
     LIMIT ?5) AS p)
 WHERE coalesce(__bytes_before, 0) < ?6

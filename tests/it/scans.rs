@@ -1,0 +1,264 @@
+//! No statement the product issues scans a table that grows with content: every `.sql` file's
+//! query plan, on a database with a large second collection, searches by index (or scans only
+//! what is bounded, each with its reason); and what the query plan does not show — the
+//! foreign-key checks of a revision delete — is measured from SQLite's full-scan step count.
+
+use futures::executor::block_on;
+use media_usage_worker::api::{self, Request};
+use media_usage_worker::clock::MonotonicClock;
+use media_usage_worker::exec::fault::Faulty;
+use media_usage_worker::exec::meter::{Metered, Usage};
+use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::usage::tick::{self, TickReport};
+use serde_json::json;
+
+use crate::sql_files::product_statements;
+use crate::support::{budget, data, policy, query_plan, Api, ADMIN};
+
+/// Entries in the large second collection.
+const BIG: u32 = 20_000;
+
+/// `posts` (with the `title` column the SQL files' templates name) and `big`, holding [`BIG`]
+/// entries, each with a live revision.
+fn site() -> Api {
+    let api = Api::new();
+    for slug in ["posts", "big"] {
+        data(&api.post(
+            "/schema/collections",
+            &json!({"slug": slug, "label": slug, "fields": [{"slug": "title", "type": "string"}]}),
+        ));
+    }
+    api.db
+        .connection()
+        .execute_batch(&format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {BIG})
+             INSERT INTO revisions (id, collection, entry_id, data) SELECT 'r' || i, 'big', 'e' || i, '{{}}' FROM n;
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {BIG})
+             INSERT INTO ec_big (id, slug, status, live_revision_id, title)
+             SELECT 'e' || i, 's' || i, 'published', 'r' || i, 't' FROM n;"
+        ))
+        .unwrap();
+    api
+}
+
+/// What one API call cost.
+fn metered_call(api: &Api, method: &str, path: &str, body: &serde_json::Value) -> (u16, Usage) {
+    let metered = Metered::new(&api.db, MonotonicClock::default());
+    let req = Request {
+        method: method.into(),
+        path: format!("{}{path}", api::BASE_PATH),
+        authorization: Some(format!("Bearer {ADMIN}")),
+        body: body.to_string().into_bytes(),
+        ..Request::default()
+    };
+    let r = block_on(api::handle(&metered, &api.config, &req));
+    (r.status, metered.usage())
+}
+
+/// An entry of `posts` with `saves` draft saves behind it (pruning keeps 20 revisions).
+fn entry_with_revisions(api: &Api, saves: u32) -> String {
+    let id = data(&api.post("/content/posts", &json!({"slug": "a", "data": {"title": "A"}})))["item"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for i in 0..saves {
+        data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"title": format!("v{i}")}})));
+    }
+    id
+}
+
+#[test]
+fn a_draft_save_that_prunes_revisions_reads_a_bounded_number_of_rows_beside_a_large_collection() {
+    let api = site();
+    let id = entry_with_revisions(&api, 25);
+    let save = |api: &Api| {
+        let (status, usage) =
+            metered_call(api, "PUT", &format!("/content/posts/{id}"), &json!({"draft": true, "data": {"title": "x"}}));
+        assert_eq!(status, 200);
+        usage
+    };
+    let usage = save(&api);
+    assert!(usage.rows_written > 0, "the save pruned a revision: {usage:?}");
+    assert!(usage.rows_read < 500, "a draft save read {} rows beside {BIG} entries", usage.rows_read);
+    // Without the revision indexes each pruned revision's foreign-key check scans `ec_big`.
+    api.db
+        .connection()
+        .execute_batch("DROP INDEX idx_ec_big_live_revision; DROP INDEX idx_ec_big_draft_revision")
+        .unwrap();
+    let usage = save(&api);
+    assert!(usage.rows_read > u64::from(BIG), "the scan shows: {} rows", usage.rows_read);
+}
+
+fn tick_on<E: media_usage_worker::exec::Executor>(exec: &E) -> TickReport {
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(exec, &clock);
+    block_on(tick::run(&metered, &clock, budget(), &policy(), tick::Continuation::Off, None))
+}
+
+/// Makes `big`'s table look like one created before the revision indexes.
+fn outdate(db: &SqliteExecutor) {
+    db.connection()
+        .execute_batch(
+            "DROP INDEX idx_ec_big_live_revision; DROP INDEX idx_ec_big_draft_revision;
+             UPDATE _emdash_collections SET table_revision = 0 WHERE slug = 'big'",
+        )
+        .unwrap();
+}
+
+fn revision_indexes(db: &SqliteExecutor) -> Vec<String> {
+    let conn = db.connection();
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ec_big' AND name LIKE '%revision' ORDER BY name")
+        .unwrap();
+    stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn the_tables_lane_brings_a_table_created_before_the_revision_indexes_up_to_date() {
+    let api = site();
+    let fresh = tick_on(&api.db);
+    assert_eq!(fresh.count("tablesUpgraded"), 0, "tables created now are current");
+    outdate(&api.db);
+    let report = tick_on(&api.db);
+    assert_eq!((report.count("tablesUpgraded"), report.error.as_deref()), (1, None));
+    assert_eq!(revision_indexes(&api.db), ["idx_ec_big_draft_revision", "idx_ec_big_live_revision"]);
+    assert_eq!(tick_on(&api.db).count("tablesUpgraded"), 0, "once");
+    // And the draft save beside it no longer scans.
+    let id = entry_with_revisions(&api, 21);
+    let (_, usage) =
+        metered_call(&api, "PUT", &format!("/content/posts/{id}"), &json!({"draft": true, "data": {"title": "x"}}));
+    assert!(usage.rows_read < 500, "{usage:?}");
+}
+
+#[test]
+fn a_crash_at_any_statement_of_a_table_upgrade_is_finished_by_the_next_tick() {
+    let api = site();
+    let mut n = 1;
+    loop {
+        outdate(&api.db);
+        let faulty = Faulty::new(&api.db, Some(n));
+        let crashed = tick_on(&faulty);
+        let upgraded = scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'") == 1;
+        // The upgrade is one atomic batch: all of it or none of it.
+        assert_eq!(revision_indexes(&api.db).len(), if upgraded { 2 } else { 0 }, "crash at {n}");
+        let report = tick_on(&api.db);
+        assert_eq!(report.error, None, "crash at {n}");
+        assert_eq!(revision_indexes(&api.db).len(), 2, "crash at {n}");
+        assert_eq!(scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'"), 1);
+        if crashed.error.is_none() {
+            break;
+        }
+        n += 1;
+    }
+    assert!(n > 2, "the fault reached the upgrade");
+}
+
+fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// The scans some statements do, each bounded by something other than content, with the reason.
+/// A scan of a subquery's or a CTE's own rows (`CO-ROUTINE x` … `SCAN x`) is not listed: it is
+/// bounded by what the subquery read.
+const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
+    ("schema/guard_collection_absent.sql", "SCAN sqlite_master", "the schema: a few rows per collection"),
+    ("deletion/insert_leased.sql", "SCAN sqlite_master", "the schema: a few rows per collection"),
+    ("deletion/checkpoint.sql", "SCAN sqlite_master", "the schema: a few rows per collection"),
+    ("deletion/finalize.sql", "SCAN sqlite_master", "the schema: a few rows per collection"),
+    (
+        "schema/outdated_table.sql",
+        "SCAN _emdash_collections USING INDEX sqlite_autoindex__emdash_collections_1",
+        "the registry: a row per collection",
+    ),
+    (
+        "schema/select_collections.sql",
+        "SCAN c USING INDEX sqlite_autoindex__emdash_collections_2",
+        "the registry: a row per collection",
+    ),
+    ("usage/coverage_rows.sql", "SCAN c USING INDEX sqlite_autoindex__emdash_collections_2", "a row per collection"),
+    ("usage/guard_media_unused.sql", "SCAN c", "the registry: a row per collection"),
+    ("continuation/release.sql", "SCAN _emdash_media_usage_continuation", "one row at most"),
+    ("selfcheck/count_guard_rows.sql", "SCAN _emdash_batch_guard", "a guard row lives only inside its batch"),
+    (
+        "deletion/list_in_progress.sql",
+        "SCAN _emdash_media_usage_collection_deletions",
+        "a row per collection deletion not yet finished (finalizing deletes it)",
+    ),
+    (
+        "usage/media_usage_entries.sql",
+        "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed",
+        "the partial index holds only the entries too large to index",
+    ),
+    (
+        "usage/guard_media_unused.sql",
+        "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed",
+        "the partial index holds only the entries too large to index",
+    ),
+    (
+        "usage/count_entries.sql",
+        "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed",
+        "the partial index holds only the entries too large to index",
+    ),
+    (
+        "usage/unindexed_users.sql",
+        "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed",
+        "the partial index holds only the entries too large to index",
+    ),
+    (
+        "media/enqueue_linking.sql",
+        "SCAN s USING INDEX idx__emdash_media_usage_sources_pending",
+        "the partial index holds only the entries whose file URLs name no media item",
+    ),
+    (
+        "usage/invalidate_for_schema_change.sql",
+        "SCAN ec_posts USING COVERING INDEX sqlite_autoindex_ec_posts_1",
+        "a schema change queues every entry of its own collection once, by design",
+    ),
+    ("repair/orphan_page.sql", "SCAN p", "the CTE `page`: one page of source rows"),
+];
+
+/// Files that are pieces of statements, not statements: their plans are those of the statements
+/// that embed them.
+fn fragment(label: &str) -> bool {
+    label.starts_with("lease/")
+        || ["usage/source_signature.sql", "usage/entry_source_keys.sql", "deletion/lease_guard.sql"].contains(&label)
+}
+
+#[test]
+fn no_statement_scans_a_table_that_grows_with_content() {
+    let api = site();
+    let mut unbounded = Vec::new();
+    let mut seen = Vec::new();
+    for (label, sql) in product_statements() {
+        let head = sql.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with("--")).unwrap_or_default();
+        if fragment(&label) || ["CREATE", "ALTER", "DROP"].iter().any(|ddl| head.to_ascii_uppercase().starts_with(ddl))
+        {
+            continue;
+        }
+        let plan = query_plan(&api.db, &sql);
+        let subquery =
+            |name: &str| plan.iter().any(|d| d == &format!("CO-ROUTINE {name}") || d == &format!("MATERIALIZE {name}"));
+        for d in &plan {
+            let Some(scanned) = d.strip_prefix("SCAN ") else { continue };
+            let name = scanned.split(' ').next().unwrap_or_default();
+            if scanned == "CONSTANT ROW"
+                || name.starts_with("(subquery-")
+                || scanned.contains("VIRTUAL TABLE")
+                || subquery(name)
+            {
+                continue;
+            }
+            match BOUNDED_SCANS.iter().find(|(file, detail, _)| *file == label && detail == d) {
+                Some(entry) => seen.push(entry.0.to_owned() + entry.1),
+                None => unbounded.push(format!("{label}: {d}")),
+            }
+        }
+    }
+    assert!(unbounded.is_empty(), "scans of tables that grow with content:\n{}", unbounded.join("\n"));
+    for (file, detail, _) in BOUNDED_SCANS {
+        assert!(
+            seen.contains(&(file.to_string() + detail)),
+            "{file}: {detail} is no longer a scan; drop it from the list"
+        );
+    }
+}

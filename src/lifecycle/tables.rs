@@ -33,9 +33,9 @@ impl TablesLane {
         schema::UPGRADE_STEP_STATEMENTS
     }
 
-    /// Upgrades the next outdated table; `None` when every table is current. A collection that
-    /// left the registry between the lookup and the upgrade is not progress: the next step looks
-    /// again.
+    /// Upgrades the next outdated table; `None` when every table is current. A collection
+    /// deleted between the lookup and the upgrade fails the step (its table is gone); the next
+    /// tick no longer finds it.
     pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         if self.done {
             return Ok(None);
@@ -46,9 +46,7 @@ impl TablesLane {
         };
         let slug = Ident::parse(&table.slug)
             .map_err(|e| Error::Decode(format!("stored collection slug {:?}: {e}", table.slug)))?;
-        if !schema::upgrade_table(ctx.exec, &table.id, &slug).await? {
-            return Ok(Some(LaneStep::looked()));
-        }
+        schema::upgrade_table(ctx.exec, &table.id, &slug).await?;
         ctx.count(TABLES_UPGRADED, 1);
         Ok(Some(LaneStep::progress()))
     }

@@ -160,13 +160,12 @@ pub async fn outdated_table<E: Executor>(exec: &E) -> Result<Option<OutdatedTabl
 }
 
 /// Brings a collection's content table to [`TABLE_REVISION`] in one atomic batch (creating a
-/// missing index reads the table once); false when the collection is no longer registered
-/// under `slug` as it was read (the batch then changed nothing it had not already done).
-pub async fn upgrade_table<E: Executor>(exec: &E, id: &str, slug: &Ident) -> Result<bool, Error> {
+/// missing index reads the table once). A collection deleted since it was read fails the batch
+/// (its table is gone), changing nothing.
+pub async fn upgrade_table<E: Executor>(exec: &E, id: &str, slug: &Ident) -> Result<(), Error> {
     let mut stmts = revision_indexes(slug).to_vec();
-    stmts.push(Statement::new(SET_TABLE_REVISION).bind(TABLE_REVISION).bind(id).bind(slug.as_str()));
-    let outcomes = exec.batch(stmts).await?;
-    Ok(outcomes.last().is_some_and(|o| o.changes > 0))
+    stmts.push(Statement::new(SET_TABLE_REVISION).bind(TABLE_REVISION).bind(id));
+    exec.batch(stmts).await.map(|_| ())
 }
 
 /// The most statements [`outdated_table`] and [`upgrade_table`] issue together.

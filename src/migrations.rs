@@ -34,4 +34,5 @@ pub const ALL: &[Migration] = &[
         name: "0015_content_table_revisions.sql",
         sql: include_str!("../migrations/0015_content_table_revisions.sql"),
     },
+    Migration { name: "0016_deletion_rows_kind.sql", sql: include_str!("../migrations/0016_deletion_rows_kind.sql") },
 ];

@@ -37,6 +37,12 @@ impl AdaptiveBatch {
             current
         }
     }
+
+    /// The size after a batch of `current` failed (an error, a timeout): half, within bounds.
+    /// The failed size is never tried again as it was.
+    pub fn after_failure(self, current: u32) -> u32 {
+        (current.clamp(self.min, self.max) / 2).max(self.min)
+    }
 }
 
 #[cfg(test)]
@@ -78,6 +84,14 @@ mod tests {
         assert_eq!(B.next(u32::MAX, 1.0, u64::MAX), 400, "a current size above max is max");
         assert_eq!(B.next(1, 150.0, 1), 10, "a current size below min is min");
         assert_eq!(B.next(1, 900.0, 1), 10);
+    }
+
+    #[test]
+    fn a_failed_batch_halves_within_its_bounds() {
+        assert_eq!(B.after_failure(400), 200);
+        assert_eq!(B.after_failure(15), 10, "never below min");
+        assert_eq!(B.after_failure(u32::MAX), 200, "a current size above max halves max");
+        assert_eq!(AdaptiveBatch::fixed(50).after_failure(50), 50, "a fixed batch stays");
     }
 
     #[test]

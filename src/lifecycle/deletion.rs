@@ -21,7 +21,7 @@ use crate::lane::{Counter, Ctx, LaneStep};
 use crate::model::ident::Ident;
 use crate::model::state::DeletionPhase;
 use crate::repo::capture;
-use crate::repo::deletion::{self as repo, Fence, Lease, Rows, Tombstone};
+use crate::repo::deletion::{self as repo, Batch, Fence, Lease, Rows, Tombstone};
 use crate::repo::lease::Failure;
 use crate::repo::schema;
 use crate::usage::backoff::Attempts;
@@ -221,11 +221,18 @@ pub struct Held {
 }
 
 impl Held {
-    /// A checkpoint moved the deletion to `to`: the attempt under way is now its only one.
-    fn progressed(&mut self, to: DeletionPhase) {
+    /// A checkpoint moved the deletion to `to`: the attempt under way is now its only one, and
+    /// the new phase's first kind of row starts at the batch's first size `start`.
+    fn progressed(&mut self, to: DeletionPhase, start: u32) {
         self.lease.phase = to;
         self.rows_idx = 0;
+        self.batch_rows = start;
         self.attempts = Attempts::new(1);
+    }
+
+    /// The batch to store for the next holder.
+    fn batch(&self) -> Batch {
+        Batch { rows: self.batch_rows, kind: u32::try_from(self.rows_idx).unwrap_or(0) }
     }
 }
 
@@ -282,7 +289,16 @@ pub async fn step<E: Executor, K: Clock>(
         let token = ids::new_id();
         let Some(row) = repo::claim_next(exec, &token).await? else { return Ok(None) };
         let Some(lease) = Lease::of(&row) else {
-            repo::record_failure(exec, &row.collection_id, &token, Failure::FINAL, FAILURE_CODE).await?;
+            let batch = Batch { rows: batch.start(), kind: 0 };
+            repo::record_failure(
+                exec,
+                &row.collection_id,
+                &token,
+                (Failure::FINAL, row.attempt_count),
+                batch,
+                FAILURE_CODE,
+            )
+            .await?;
             let reason = format!("stored slug {:?} is not an identifier", row.collection_slug);
             return Ok(Some(StepOutcome::Failed { terminal: true, reason }));
         };
@@ -290,11 +306,13 @@ pub async fn step<E: Executor, K: Clock>(
             CleanupBatch::Fixed(n) => n,
             CleanupBatch::Adaptive { .. } => u32::try_from(row.cleanup_batch_rows).unwrap_or(START_BATCH_ROWS),
         };
-        let h = Held { lease, attempts: Attempts::new(row.attempt_count), batch_rows, rows_idx: 0 };
+        // The kind of row the stored batch was learned on (a phase's kinds are few).
+        let rows_idx = usize::try_from(row.cleanup_rows_kind).unwrap_or(0).min(phase_rows(row.phase).len());
+        let h = Held { lease, attempts: Attempts::new(row.attempt_count), batch_rows, rows_idx };
         // Claimed more often than it may be attempted: earlier holders died without recording
         // anything. Stop here, visibly.
         if h.attempts.over_claimed() {
-            let outcome = fail(exec, &h, StepFailure::Stale("its holders kept dying")).await?;
+            let outcome = fail(exec, batch, &h, StepFailure::Stale("its holders kept dying")).await?;
             return Ok(Some(outcome));
         }
         *held = Some(h);
@@ -302,7 +320,7 @@ pub async fn step<E: Executor, K: Clock>(
     let Some(h) = held.as_mut() else { return Ok(None) };
     let res = match phase_step(exec, clock, batch, h).await {
         Ok(outcome) => Ok(outcome),
-        Err(failure) => fail(exec, h, failure).await,
+        Err(failure) => fail(exec, batch, h, failure).await,
     };
     // An error here (the database failing, or the isolate "dying" in a fault test) leaves the
     // deletion leased: a later tick takes it over once the lease expires.
@@ -312,15 +330,30 @@ pub async fn step<E: Executor, K: Clock>(
     res.map(Some)
 }
 
-/// Records a failed step under the lease (`failed` once attempts are used up).
-async fn fail<E: Executor>(exec: &E, h: &Held, failure: StepFailure) -> Result<StepOutcome, Error> {
+/// Records a failed step under the lease (`failed` once attempts are used up), with the batch
+/// halved for the next holder: a statement that failed (or timed out) is not repeated as it was.
+async fn fail<E: Executor>(
+    exec: &E,
+    batch: CleanupBatch,
+    h: &Held,
+    failure: StepFailure,
+) -> Result<StepOutcome, Error> {
     let reason = match failure {
         StepFailure::Stale(what) => format!("{} at {}: {what}", h.lease.slug, h.lease.phase),
         StepFailure::Leftovers(l) => format!("{} at {}: rows left behind {l:?}", h.lease.slug, h.lease.phase),
         StepFailure::Error(e) => format!("{} at {}: {e}", h.lease.slug, h.lease.phase),
     };
     let failure = h.attempts.failure();
-    let recorded = repo::record_failure(exec, &h.lease.collection_id, &h.lease.token, failure, FAILURE_CODE).await?;
+    let next = Batch { rows: batch.sizer().after_failure(h.batch_rows), ..h.batch() };
+    let recorded = repo::record_failure(
+        exec,
+        &h.lease.collection_id,
+        &h.lease.token,
+        (failure, h.attempts.count()),
+        next,
+        FAILURE_CODE,
+    )
+    .await?;
     Ok(if recorded { StepOutcome::Failed { terminal: failure.terminal, reason } } else { StepOutcome::LeaseLost })
 }
 
@@ -334,7 +367,7 @@ async fn phase_step<E: Executor, K: Clock>(
     match h.lease.phase {
         phase if phase.is_front() => match front_step(exec, &mut h.lease, h.batch_rows, false).await? {
             Front::Advanced => {
-                h.progressed(h.lease.phase);
+                h.progressed(h.lease.phase, batch.start());
                 Ok(StepOutcome::Advanced { to: h.lease.phase })
             }
             Front::HasContent => Ok(StepOutcome::Cancelled),
@@ -352,13 +385,19 @@ async fn phase_step<E: Executor, K: Clock>(
                 let n = repo::delete_rows(exec, &h.lease, rows, limit).await?;
                 h.batch_rows = batch.sizer().next(limit, clock.now_ms() - started, n);
                 deleted.push((rows, n));
+                if n > 0 {
+                    // Progress: the attempt under way is the only one that counts.
+                    h.attempts = Attempts::new(1);
+                }
                 if n >= u64::from(limit) {
                     return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
                 }
+                // This kind is exhausted; the next starts small (its rows may be far heavier).
                 h.rows_idx += 1;
+                h.batch_rows = batch.start();
             }
             let to = phase.next().unwrap_or(DeletionPhase::Finalize);
-            advance(exec, h, to).await?;
+            advance(exec, h, to, batch.start()).await?;
             Ok(StepOutcome::Deleted { deleted, advanced_to: Some(to) })
         }
         DeletionPhase::Status => {
@@ -369,7 +408,7 @@ async fn phase_step<E: Executor, K: Clock>(
             if !repo::clear_status(exec, &h.lease, h.batch_rows).await? {
                 return Err(StepFailure::Stale("the status checkpoint changed nothing"));
             }
-            h.progressed(DeletionPhase::Finalize);
+            h.progressed(DeletionPhase::Finalize, batch.start());
             Ok(StepOutcome::Advanced { to: DeletionPhase::Finalize })
         }
         DeletionPhase::Finalize => {
@@ -384,18 +423,18 @@ async fn phase_step<E: Executor, K: Clock>(
 }
 
 /// Checkpoints the held deletion to `to`.
-async fn advance<E: Executor>(exec: &E, h: &mut Held, to: DeletionPhase) -> Result<(), StepFailure> {
-    if !repo::checkpoint(exec, &h.lease, to, h.batch_rows, false).await? {
+async fn advance<E: Executor>(exec: &E, h: &mut Held, to: DeletionPhase, start: u32) -> Result<(), StepFailure> {
+    if !repo::checkpoint(exec, &h.lease, to, Batch { rows: start, kind: 0 }, false).await? {
         return Err(StepFailure::Stale("the checkpoint changed nothing"));
     }
-    h.progressed(to);
+    h.progressed(to, start);
     Ok(())
 }
 
 /// Releases a held deletion at the end of a tick: `pending` and due now, at its phase, with the
 /// batch size learned so far. False when the lease was lost meanwhile.
 pub async fn release<E: Executor>(exec: &E, h: &Held) -> Result<bool, Error> {
-    repo::checkpoint(exec, &h.lease, h.lease.phase, h.batch_rows, true).await
+    repo::checkpoint(exec, &h.lease, h.lease.phase, h.batch(), true).await
 }
 
 /// Deletion steps run (claims that found a deletion included).

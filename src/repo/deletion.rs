@@ -50,6 +50,9 @@ pub struct Tombstone {
     pub state: QueueState,
     pub phase: DeletionPhase,
     pub cleanup_batch_rows: i64,
+    /// Which kind of row of its phase the batch size was learned on (an index into the phase's
+    /// kinds).
+    pub cleanup_rows_kind: i64,
     pub attempt_count: i64,
     pub next_attempt_at: String,
     pub lease_token: Option<String>,
@@ -215,7 +218,7 @@ pub enum Fence {
 pub async fn fence<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32) -> Result<Fence, Error> {
     let mut stmts = vec![
         lease.guarded(FENCE).bind(lease.slug.as_str()).bind(lease.force),
-        checkpoint_statement(lease, DeletionPhase::Registry, batch_rows, false),
+        checkpoint_statement(lease, DeletionPhase::Registry, Batch { rows: batch_rows, kind: 0 }, false),
     ];
     if !lease.force {
         stmts.push(lease.guarded(CANCEL_FENCE).bind(lease.slug.as_str()));
@@ -237,7 +240,7 @@ pub async fn delete_registry<E: Executor>(exec: &E, lease: &Lease, batch_rows: u
     let outcomes = exec
         .batch(vec![
             lease.guarded(DELETE_REGISTRY).bind(lease.slug.as_str()),
-            checkpoint_statement(lease, DeletionPhase::Table, batch_rows, false),
+            checkpoint_statement(lease, DeletionPhase::Table, Batch { rows: batch_rows, kind: 0 }, false),
         ])
         .await?;
     Ok(outcomes.get(1).is_some_and(|o| o.changes == 1))
@@ -253,7 +256,7 @@ pub async fn drop_table<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32, r
         .bind(lease.slug.as_str());
     let stmts = vec![
         Statement::new(render(DROP_CONTENT_TABLE, &[("table", &lease.table())])),
-        checkpoint_statement(lease, DeletionPhase::Work, batch_rows, release),
+        checkpoint_statement(lease, DeletionPhase::Work, Batch { rows: batch_rows, kind: 0 }, release),
     ];
     let outcomes = guarded_batch(exec, guard, stmts).await?;
     if outcomes.get(1).is_some_and(|o| o.changes == 1) {
@@ -330,7 +333,7 @@ pub async fn clear_status<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32)
         .batch(vec![
             lease.guarded(DELETE_RUNS),
             lease.guarded(DELETE_STATUS),
-            checkpoint_statement(lease, DeletionPhase::Finalize, batch_rows, false),
+            checkpoint_statement(lease, DeletionPhase::Finalize, Batch { rows: batch_rows, kind: 0 }, false),
         ])
         .await?;
     Ok(outcomes.get(2).is_some_and(|o| o.changes == 1))
@@ -346,17 +349,27 @@ pub async fn finalize<E: Executor>(exec: &E, lease: &Lease) -> Result<bool, Erro
 
 /// The checkpoint statement: only the live holder moves the deletion, and a phase is left only
 /// once what it removes is gone (see `checkpoint.sql`).
-fn checkpoint_statement(lease: &Lease, to: DeletionPhase, batch_rows: u32, release: bool) -> Statement {
+fn checkpoint_statement(lease: &Lease, to: DeletionPhase, batch: Batch, release: bool) -> Statement {
     let (lo, hi) = lease.key_range();
     Statement::new(CHECKPOINT)
         .bind(lease.collection_id.as_str())
         .bind(lease.token.as_str())
         .bind(lease.phase)
         .bind(to)
-        .bind(batch_rows)
+        .bind(batch.rows)
         .bind(release)
         .bind(lo)
         .bind(hi)
+        .bind(batch.kind)
+}
+
+/// The cleanup batch a deletion stores for its next holder: rows per statement, and the kind of
+/// row of its phase they were learned on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Batch {
+    pub rows: u32,
+    /// An index into the phase's kinds of row.
+    pub kind: u32,
 }
 
 /// Moves the deletion to phase `to` (the same phase to only record the batch size), releasing
@@ -366,22 +379,30 @@ pub async fn checkpoint<E: Executor>(
     exec: &E,
     lease: &Lease,
     to: DeletionPhase,
-    batch_rows: u32,
+    batch: Batch,
     release: bool,
 ) -> Result<bool, Error> {
-    Ok(exec.execute(checkpoint_statement(lease, to, batch_rows, release)).await? == 1)
+    Ok(exec.execute(checkpoint_statement(lease, to, batch, release)).await? == 1)
 }
 
 /// Records a failed attempt under the live lease: `retry` after the failure's delay, or
-/// `failed` when terminal. The phase is kept. False when the lease was already lost.
+/// `failed` when terminal, with `attempts` counted and `batch` for the next holder. The phase is
+/// kept. False when the lease was already lost.
 pub async fn record_failure<E: Executor>(
     exec: &E,
     collection_id: &str,
     token: &str,
-    failure: Failure,
+    (failure, attempts): (Failure, i64),
+    batch: Batch,
     code: &str,
 ) -> Result<bool, Error> {
-    let stmt = failure.statement(RECORD_FAILURE, code).bind(collection_id).bind(token);
+    let stmt = failure
+        .statement(RECORD_FAILURE, code)
+        .bind(collection_id)
+        .bind(token)
+        .bind(attempts)
+        .bind(batch.rows)
+        .bind(batch.kind);
     Ok(exec.execute(stmt).await? == 1)
 }
 
@@ -407,7 +428,8 @@ pub async fn get<E: Executor>(exec: &E, collection_id: &str) -> Result<Option<To
 }
 
 /// Reopens a failed, retrying or expired tombstone as `pending`, due now, attempts reset, phase
-/// kept. `None` when it is in none of those states (already pending, or leased live).
-pub async fn retry<E: Executor>(exec: &E, collection_id: &str) -> Result<Option<Tombstone>, Error> {
-    exec.query_first(Statement::new(lease::render(RETRY, &[])).bind(collection_id)).await
+/// kept, its cleanup batch back at `batch_rows`. `None` when it is in none of those states
+/// (already pending, or leased live).
+pub async fn retry<E: Executor>(exec: &E, collection_id: &str, batch_rows: u32) -> Result<Option<Tombstone>, Error> {
+    exec.query_first(Statement::new(lease::render(RETRY, &[])).bind(collection_id).bind(batch_rows)).await
 }

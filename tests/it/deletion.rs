@@ -14,7 +14,10 @@ use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
 use media_usage_worker::lifecycle::deletion::{self, CleanupBatch, Held, StepOutcome};
 use media_usage_worker::model::ident::Ident;
 use media_usage_worker::model::state::DeletionPhase;
-use media_usage_worker::repo::deletion::{self as repo, Fence, Lease, Rows};
+use media_usage_worker::repo::deletion::{self as repo, Batch, Fence, Lease, Rows};
+
+/// A stored cleanup batch: 50 rows of the first kind.
+const BATCH: Batch = Batch { rows: 50, kind: 0 };
 use media_usage_worker::repo::lease::Failure;
 use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
 use serde_json::{json, Value as Json};
@@ -1313,9 +1316,9 @@ fn a_lease_guards_only_its_own_collection() {
     );
     let confused = lease(&b, "t", DeletionPhase::Work, false);
     assert_eq!(block_on(repo::delete_rows(&api.db, &confused, Rows::Work, 50)).unwrap(), 0);
-    assert!(!block_on(repo::checkpoint(&api.db, &confused, DeletionPhase::Sources, 50, false)).unwrap());
+    assert!(!block_on(repo::checkpoint(&api.db, &confused, DeletionPhase::Sources, BATCH, false)).unwrap());
     let retry = Failure { terminal: false, delay_seconds: 30 };
-    assert!(!block_on(repo::record_failure(&api.db, &b, "t", retry, "X")).unwrap());
+    assert!(!block_on(repo::record_failure(&api.db, &b, "t", (retry, 1), BATCH, "X")).unwrap());
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 3);
     assert_eq!(tombstone(&api.db, "pages"), Some(("pending".into(), "work".into(), 0, None)));
 }
@@ -1545,18 +1548,18 @@ fn a_checkpoint_needs_the_live_lease_of_its_own_deletion_at_its_phase() {
         ("another phase", lease(&id, "t", DeletionPhase::Sources, false)),
         ("another deletion", lease(&other, "t", DeletionPhase::Work, false)),
     ] {
-        assert!(!block_on(repo::checkpoint(&api.db, &l, DeletionPhase::Sources, 50, false)).unwrap(), "{what}");
-        assert!(!block_on(repo::checkpoint(&api.db, &l, l.phase, 50, true)).unwrap(), "{what}: release");
+        assert!(!block_on(repo::checkpoint(&api.db, &l, DeletionPhase::Sources, BATCH, false)).unwrap(), "{what}");
+        assert!(!block_on(repo::checkpoint(&api.db, &l, l.phase, BATCH, true)).unwrap(), "{what}: release");
         assert_eq!(tombstone_row(&api.db), before, "{what}");
     }
     exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE lease_token = 't'");
     let mine = lease(&id, "t", DeletionPhase::Work, false);
     assert!(
-        !block_on(repo::checkpoint(&api.db, &mine, DeletionPhase::Sources, 50, false)).unwrap(),
+        !block_on(repo::checkpoint(&api.db, &mine, DeletionPhase::Sources, BATCH, false)).unwrap(),
         "an expired lease"
     );
     exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE lease_token = 't'");
-    assert!(block_on(repo::checkpoint(&api.db, &mine, DeletionPhase::Sources, 50, false)).unwrap(), "the holder");
+    assert!(block_on(repo::checkpoint(&api.db, &mine, DeletionPhase::Sources, BATCH, false)).unwrap(), "the holder");
 }
 
 #[test]
@@ -1623,9 +1626,9 @@ fn a_phase_is_left_only_once_what_it_removes_is_gone() {
         exec_sql(&api.db, &state.replace("{id}", &id));
         let l = lease(&id, "t", phase_of(phase), false);
         let next = l.phase.next().unwrap();
-        assert!(!block_on(repo::checkpoint(&api.db, &l, next, 50, false)).unwrap(), "{phase} left before {remove}");
+        assert!(!block_on(repo::checkpoint(&api.db, &l, next, BATCH, false)).unwrap(), "{phase} left before {remove}");
         // Staying at the phase (a release) does not need its exit.
-        assert!(block_on(repo::checkpoint(&api.db, &l, l.phase, 50, false)).unwrap(), "{phase}: staying");
+        assert!(block_on(repo::checkpoint(&api.db, &l, l.phase, BATCH, false)).unwrap(), "{phase}: staying");
         exec_sql(
             &api.db,
             &remove
@@ -1648,7 +1651,7 @@ fn a_phase_is_left_only_once_what_it_removes_is_gone() {
                     &format!("DELETE FROM _emdash_media_usage_reconciliations WHERE collection_id = '{id}';"),
                 ),
         );
-        assert!(block_on(repo::checkpoint(&api.db, &l, next, 50, false)).unwrap(), "{phase} once {remove}");
+        assert!(block_on(repo::checkpoint(&api.db, &l, next, BATCH, false)).unwrap(), "{phase} once {remove}");
     }
 }
 
@@ -1861,20 +1864,25 @@ fn operators_reopen_failed_retrying_or_expired_deletions_and_nothing_else() {
     // Pending already: refused, and the repository refuses it too (the handler's read may race).
     let r = retry();
     assert_eq!((r.status, code(&r)), (409, "WORK_CHANGED".into()));
-    assert!(block_on(repo::retry(&api.db, &id)).unwrap().is_none());
+    assert!(block_on(repo::retry(&api.db, &id, 50)).unwrap().is_none());
     // Leased with a live lease: refused with its expiry; the repository refuses it as well.
     set("state = 'leased', lease_token = 'x', lease_expires_at = '2999-01-01T00:00:00.000Z'");
     let r = retry();
     assert_eq!((r.status, code(&r)), (409, "WORK_LEASE_ACTIVE".into()));
     assert_eq!(r.body_json()["error"]["details"]["leaseExpiresAt"], "2999-01-01T00:00:00.000Z");
-    assert!(block_on(repo::retry(&api.db, &id)).unwrap().is_none());
+    assert!(block_on(repo::retry(&api.db, &id, 50)).unwrap().is_none());
     for (what, sql) in [
         ("failed", "state = 'failed', lease_token = NULL, lease_expires_at = NULL"),
         ("retrying", "state = 'retry', lease_token = NULL, lease_expires_at = NULL"),
         ("expired", "state = 'leased', lease_token = 'x', lease_expires_at = '2000-01-01T00:00:00.000Z'"),
     ] {
-        set(&format!("{sql}, phase = 'sources', attempt_count = 3, last_error_code = 'X', next_attempt_at = '2999-01-01T00:00:00.000Z'"));
+        set(&format!("{sql}, phase = 'sources', attempt_count = 3, last_error_code = 'X', next_attempt_at = '2999-01-01T00:00:00.000Z', cleanup_batch_rows = 10000"));
         let item = data(&retry())["item"].clone();
+        assert_eq!(
+            scalar(&api.db, "SELECT cleanup_batch_rows FROM _emdash_media_usage_collection_deletions"),
+            50,
+            "{what}: the batch starts afresh"
+        );
         assert_eq!(
             (
                 item["state"].as_str(),
@@ -1933,4 +1941,92 @@ fn finalizing_one_deletion_leaves_another_alone_even_under_the_same_token() {
     assert!(block_on(repo::finalize(&api.db, &lease(&posts, "t", DeletionPhase::Finalize, false))).unwrap());
     assert!(tombstone(&api.db, "posts").is_none());
     assert_eq!(tombstone(&api.db, "pages").map(|t| t.1), Some("finalize".into()));
+}
+
+/// Fails every revision delete asked to remove more than 500 rows, as a statement that times
+/// out would; everything else passes through. Remembers the largest batch of work rows asked,
+/// and the batches of revisions asked, in order.
+struct LargeRevisionDeletesFail<'a>(&'a SqliteExecutor, Cell<i64>, RefCell<Vec<i64>>);
+
+impl LargeRevisionDeletesFail<'_> {
+    fn admit(&self, stmt: &Statement) -> Result<(), Error> {
+        let limit = stmt
+            .params()
+            .iter()
+            .filter_map(|p| match p {
+                media_usage_worker::exec::Value::Integer(n) => Some(*n),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
+        if stmt.sql().starts_with("DELETE FROM _emdash_media_usage_work") {
+            self.1.set(self.1.get().max(limit));
+        }
+        if stmt.sql().starts_with("DELETE FROM revisions") {
+            self.2.borrow_mut().push(limit);
+        }
+        if stmt.sql().starts_with("DELETE FROM revisions") && limit > 500 {
+            return Err(Error::Backend("D1_ERROR: statement timed out".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Executor for LargeRevisionDeletesFail<'_> {
+    async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
+        self.admit(&stmt)?;
+        self.0.run(stmt).await
+    }
+
+    async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
+        stmts.iter().try_for_each(|s| self.admit(s))?;
+        self.0.batch(stmts).await
+    }
+}
+
+#[test]
+fn a_batch_grown_on_work_rows_never_sticks_a_deletion_on_heavy_revisions() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    exec_sql(
+        &api.db,
+        &format!(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+             INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug)
+             SELECT '{id}', printf('entry-%05d', i), 'posts' FROM n;
+             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
+             INSERT INTO revisions (id, collection, entry_id, data)
+             SELECT 'r' || i, 'posts', printf('entry-%05d', i), printf('%.20000c', 'x') FROM n;"
+        ),
+    );
+    // The adaptive batch, on a clock that stands still: every full statement doubles it, so the
+    // work rows grow it to its largest size.
+    let policy = crate::support::policy().with_cleanup(CleanupBatch::Adaptive { target_ms: 200.0 });
+    let exec = LargeRevisionDeletesFail(&api.db, Cell::new(0), RefCell::new(Vec::new()));
+    let mut failures = 0;
+    for _ in 0..60 {
+        let clock = FnClock(|| 0.0);
+        let metered = Metered::new(&exec, &clock);
+        let report =
+            block_on(tick::run(&metered, &clock, Budget::new(40, 60_000.0), &policy, tick::Continuation::Off, None));
+        failures += report.count("deletionFailures");
+        assert_ne!(tombstone(&api.db, "posts").map(|t| t.0).as_deref(), Some("failed"), "the deletion got stuck");
+        if tombstone(&api.db, "posts").is_none() {
+            break;
+        }
+        time_passes(&api.db);
+    }
+    assert!(tombstone(&api.db, "posts").is_none(), "the deletion finished");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM revisions"), 0);
+    assert!(exec.1.get() >= 1_600, "the work rows grew the batch: {}", exec.1.get());
+    // Each time one failed, the next holder started from half of it; the failures (more than
+    // the attempts a deletion gets) came after progress, which resets the attempts.
+    assert!(failures > 5, "statements over 500 rows were tried, and failed: {failures}");
+    let asked = exec.2.borrow();
+    assert!(asked[0] <= 50, "the revisions started small, not at the work rows' size: {asked:?}");
+    // The next holder resumes at the revisions with half the batch that failed (the kind of row
+    // and its batch are stored together).
+    for pair in asked.windows(2).filter(|p| p[0] > 500) {
+        assert_eq!(pair[1], pair[0] / 2, "{asked:?}");
+    }
 }

@@ -115,11 +115,26 @@ impl Api {
         body: Option<&[u8]>,
         adjust: impl FnOnce(&mut Request),
     ) -> Response {
-        let req = request(method, path_and_query, token, body);
-        let mut req = req;
+        let mut req = request(method, path_and_query, token, body);
         adjust(&mut req);
+        self.request_on(&self.db, &req)
+    }
+
+    /// Sends `req` through `exec` (a faulty or metered view of [`Api::db`]) with this API's
+    /// configuration and store.
+    pub fn request_on<E: Executor>(&self, exec: &E, req: &Request) -> Response {
         let storage = self.storage.as_ref().map(|s| s as &dyn Storage);
-        block_on(api::handle_with(&self.db, &self.config, storage, &req))
+        block_on(api::handle_with(exec, &self.config, storage, req))
+    }
+
+    /// A copy of this API's database and store, with the same configuration: a fixture built
+    /// once and copied for each run of a matrix.
+    pub fn snapshot(&self) -> Api {
+        Api {
+            db: self.db.snapshot().expect("copy of the database"),
+            config: self.config.clone(),
+            storage: self.storage.as_ref().map(MemoryStorage::snapshot),
+        }
     }
 
     /// `POST /media` with a multipart body of `content_type` arriving as `body`, as the edge

@@ -24,7 +24,7 @@ use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
-use crate::support::{code, data, request, Api, ADMIN};
+use crate::support::{code, data, request, time_passes, Api, ADMIN};
 
 const HOUR_MS: f64 = 3_600_000.0;
 const T0: f64 = 1_800_000_000_000.0;
@@ -237,19 +237,6 @@ fn tick_on<E: Executor>(api: &Api, exec: &E, (budget, policy): &(Budget, Backgro
     block_on(tick::run(&Metered::new(exec, &clock), &clock, *budget, policy, tick::Continuation::Off, storage))
 }
 
-/// Leases of dead holders expire and back-offs end.
-fn time_passes(api: &Api) {
-    exec_sql(
-        api,
-        "UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-         UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-         UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
-    );
-}
-
 /// Lets time pass (two days, past the storage sweep's grace) and runs default ticks until one
 /// finds nothing to do and no queue holds anything but failed items (which wait for an
 /// operator).
@@ -258,7 +245,7 @@ fn settle(api: &Api) {
     store.now_ms.set(store.now_ms.get() + 48.0 * HOUR_MS);
     let default = (crate::support::budget(), crate::support::policy());
     for _ in 0..50 {
-        time_passes(api);
+        time_passes(&api.db);
         let report = tick_on(api, &api.db, &default);
         let queued = scalar(
             api,
@@ -811,7 +798,7 @@ fn every_lane_step_converges_after_a_commit_unknown_at_any_statement_and_the_nex
         }
         lanes.extend(report.lanes.iter().map(|l| l.to_string()));
         per_tick.push(metered.usage().statements);
-        time_passes(&probe);
+        time_passes(&probe.db);
         assert!(per_tick.len() < 60, "the background work does not finish");
     }
     assert_eq!(

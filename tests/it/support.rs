@@ -84,6 +84,21 @@ pub async fn drain<E: Executor, C: Clock>(
     Ok(max_ticks)
 }
 
+/// Time passes for the queues: dead holders' leases (work, deletions, repair runs) expire and
+/// back-offs end.
+pub fn time_passes(db: &SqliteExecutor) {
+    db.connection()
+        .execute_batch(
+            "UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+             UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+             UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+             UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+             UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+             UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
+        )
+        .unwrap();
+}
+
 /// Calls the API handlers directly, as the edge would.
 pub struct Api {
     pub db: SqliteExecutor,

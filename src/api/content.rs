@@ -43,12 +43,15 @@ fn check_owner<E>(ctx: &Ctx<'_, E>, row: &Row) -> Result<(), ApiError> {
 /// is an internal error).
 fn write_error(e: exec::Error) -> ApiError {
     match e {
-        exec::Error::Unique(msg) if msg.contains(".slug") => {
-            ApiError::conflict("An entry with this slug already exists in this locale")
-        }
+        e if is_taken_slug(&e) => ApiError::conflict("An entry with this slug already exists in this locale"),
         e if e.is_missing_content_table() => exec::Error::CaptureInactive.into(),
         other => other.into(),
     }
+}
+
+/// The write was refused because another entry holds its (slug, locale).
+fn is_taken_slug(e: &exec::Error) -> bool {
+    matches!(e, exec::Error::Unique(msg) if msg.contains(".slug"))
 }
 
 /// The API view of a content row: system columns in camelCase, fields under `data`.
@@ -168,7 +171,17 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
         author: ctx.principal.as_ref().map(|p| p.token_id.clone()),
         columns,
     };
-    let row = repo::insert(ctx.exec, &c, new).await.map_err(write_error)?;
+    let (slug, locale) = (new.slug.clone(), new.locale.clone());
+    let row = match repo::insert(ctx.exec, &c, new).await {
+        Ok(row) => row,
+        // Taken: name the entry that holds it, so that a client whose first try committed
+        // unseen (an error after the write) can recognise its own entry.
+        Err(e @ exec::Error::Unique(_)) if is_taken_slug(&e) => {
+            let existing = repo::id_by_slug(ctx.exec, &c, &slug, &locale).await?;
+            return Err(write_error(e).with_details(json!({"id": existing, "slug": slug, "locale": locale})));
+        }
+        Err(e) => return Err(write_error(e)),
+    };
     if let Some(id) = row.get("id").and_then(Json::as_str) {
         usage::after_write(ctx, &c, id).await;
     }

@@ -79,10 +79,17 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         storage_key: storage_key.unwrap_or_default(),
         content_hash: None,
     };
+    let key = new.storage_key.clone();
     // Content may link to this key already (the client chose it): the ticks re-check it all.
     match repo::insert_linkable(ctx.exec, new).await {
         Ok(m) => Ok((201, json!({"item": media_json(&m, ctx.config.media_public_url.as_deref())}))),
-        Err(exec::Error::Unique(_)) => Err(ApiError::conflict("Media with this storageKey already exists")),
+        // Name the item that holds the key, so that a client whose first try committed unseen
+        // (an error after the write) can recognise its own registration.
+        Err(exec::Error::Unique(_)) => {
+            let existing = repo::id_by_storage_key(ctx.exec, &key).await?;
+            Err(ApiError::conflict("Media with this storageKey already exists")
+                .with_details(json!({"id": existing, "storageKey": key})))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -314,7 +314,8 @@ async fn drain(body: &mut BodyStream<'_>) {
 }
 
 /// Settles a fully read upload: the existing row for the same bytes, or the file stored and its
-/// row inserted (a stored object whose row cannot be written is deleted again).
+/// row inserted (a stored object whose row was certainly not written is deleted again; an insert
+/// that may have committed is looked up first).
 async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming<'_>) -> Result<Reply, ApiError> {
     let rules = &ctx.config.uploads;
     let identified = file.identify().map_err(|e| upload_error(e, rules))?;
@@ -341,7 +342,21 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
         storage_key: key.clone(),
         content_hash: Some(hash.clone()),
     };
-    let inserted = repo::insert(ctx.exec, new).await;
+    let inserted = match repo::insert(ctx.exec, new).await {
+        // The insert may have committed before the error (D1 lost the connection after it):
+        // the row the database holds decides. Unable to tell, the object stays: the storage
+        // sweep deletes it once no row names it, and deleting it under a committed row would
+        // lose the file.
+        Err(e) if e.may_have_committed() => match repo::by_hash(ctx.exec, &hash).await {
+            Ok(Some(m)) if m.storage_key == key => Ok(m),
+            Ok(_) => Err(e),
+            Err(lookup) => {
+                ctx.log(format!("the object {key} stays for the storage sweep: its row is unknown ({lookup})"));
+                return Err(e.into());
+            }
+        },
+        other => other,
+    };
     if inserted.is_err() {
         // Nothing may stay behind that no row references.
         if let Err(e) = ctx.storage.expect("stored above").delete(std::slice::from_ref(&key)).await {

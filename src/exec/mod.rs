@@ -183,6 +183,12 @@ pub enum Error {
     /// table is a broken database.
     #[error("no such table: {0}")]
     NoSuchTable(String),
+    /// The database reported a transient failure (D1: the network connection was lost, the
+    /// storage object was reset): the statement, or the whole batch, may or may not have been
+    /// committed. D1 retries read-only queries itself; a write is never retried by D1, and this
+    /// crate retries none within an invocation (README, "Errors and retries").
+    #[error("transient database error; the write may have been committed: {0}")]
+    Transient(String),
     /// A row did not have the shape the caller expected.
     #[error("row decode failed: {0}")]
     Decode(String),
@@ -196,7 +202,19 @@ impl Error {
     pub fn is_missing_content_table(&self) -> bool {
         matches!(self, Error::NoSuchTable(table) if table.starts_with(crate::sql::CONTENT_TABLE_PREFIX))
     }
+
+    /// Whether the failed statement may nevertheless have been committed: a transient error, or
+    /// an error nobody classified. A refusal (a constraint, a failed guard, a limit, a missing
+    /// table, a statement never sent) committed nothing.
+    pub fn may_have_committed(&self) -> bool {
+        matches!(self, Error::Transient(_) | Error::Backend(_))
+    }
 }
+
+/// How D1 words the transient errors it documents as retryable (`retry-queries`): whatever the
+/// statement did may have been committed.
+const TRANSIENT_MESSAGES: &[&str] =
+    &["network connection lost", "storage caused object to be reset", "reset because its code was updated"];
 
 /// The table a "no such table" message names (without a `main.` schema prefix), if any.
 fn missing_table(message: &str) -> Option<&str> {
@@ -224,6 +242,8 @@ pub fn classify(message: &str) -> Error {
         Error::TooBig(message.to_owned())
     } else if lower.contains("no such table") {
         Error::NoSuchTable(missing_table(message).unwrap_or(message).to_owned())
+    } else if TRANSIENT_MESSAGES.iter().any(|m| lower.contains(m)) {
+        Error::Transient(message.to_owned())
     } else {
         Error::Backend(message.to_owned())
     }
@@ -298,6 +318,16 @@ mod tests {
         assert!(matches!(classify("D1_ERROR: no such table: ec_posts: SQLITE_ERROR"), Error::NoSuchTable(_)));
         assert!(matches!(classify("D1_ERROR: string or blob too big: SQLITE_TOOBIG"), Error::TooBig(_)));
         assert!(matches!(classify("no such column: x"), Error::Backend(_)));
+        for m in [
+            "D1_ERROR: Network connection lost.",
+            "D1_ERROR: Internal error while starting up D1 DB storage caused object to be reset.",
+            "Durable Object reset because its code was updated.",
+        ] {
+            let e = classify(m);
+            assert!(matches!(e, Error::Transient(_)) && e.may_have_committed(), "{m}");
+        }
+        assert!(!classify("UNIQUE constraint failed: media.storage_key").may_have_committed());
+        assert!(!Error::Fault(1).may_have_committed());
     }
 
     #[test]

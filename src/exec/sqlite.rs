@@ -35,6 +35,16 @@ impl SqliteExecutor {
         Ok(SqliteExecutor { conn })
     }
 
+    /// A copy of this database in a new in-memory database, configured alike: a fixture built
+    /// once and copied for each run of a matrix of fault tests.
+    pub fn snapshot(&self) -> Result<Self, Error> {
+        let mut copy = Self::open_in_memory_unmigrated()?;
+        rusqlite::backup::Backup::new(&self.conn, &mut copy.conn)
+            .and_then(|b| b.run_to_completion(1 << 20, std::time::Duration::ZERO, None))
+            .map_err(|e| Error::Backend(e.to_string()))?;
+        Ok(copy)
+    }
+
     /// The raw connection, for test fixtures and schema inspection.
     pub fn connection(&self) -> &Connection {
         &self.conn

@@ -292,8 +292,7 @@ pub async fn step<E: Executor, K: Clock>(
             let batch = Batch { rows: batch.start(), kind: 0 };
             repo::record_failure(
                 exec,
-                &row.collection_id,
-                &token,
+                (row.collection_id.as_str(), token.as_str(), row.phase),
                 (Failure::FINAL, row.attempt_count),
                 batch,
                 FAILURE_CODE,
@@ -347,8 +346,7 @@ async fn fail<E: Executor>(
     let next = Batch { rows: batch.sizer().after_failure(h.batch_rows), ..h.batch() };
     let recorded = repo::record_failure(
         exec,
-        &h.lease.collection_id,
-        &h.lease.token,
+        (h.lease.collection_id.as_str(), h.lease.token.as_str(), h.lease.phase),
         (failure, h.attempts.count()),
         next,
         FAILURE_CODE,

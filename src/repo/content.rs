@@ -12,6 +12,7 @@ use crate::sql::{render, Fragment};
 
 const INSERT: &str = include_str!("../sql/content/insert.sql");
 const SELECT_ONE: &str = include_str!("../sql/content/select_one.sql");
+const ID_BY_SLUG: &str = include_str!("../sql/content/id_by_slug.sql");
 const LIST: &str = include_str!("../sql/content/list.sql");
 const UPDATE: &str = include_str!("../sql/content/update.sql");
 const PUBLISH: &str = include_str!("../sql/content/publish.sql");
@@ -66,6 +67,22 @@ fn one_row(rows: Vec<Row>) -> Result<Row, Error> {
 pub async fn get<E: Executor>(exec: &E, c: &Collection, id: &str) -> Result<Option<Row>, Error> {
     let sql = render(SELECT_ONE, &[("table", &Fragment::content_table(&c.slug))]);
     Ok(exec.run(Statement::new(sql).bind(id)).await?.rows.into_iter().next())
+}
+
+/// The id of the entry holding `(slug, locale)` (trashed entries included), if any.
+pub async fn id_by_slug<E: Executor>(
+    exec: &E,
+    c: &Collection,
+    slug: &str,
+    locale: &str,
+) -> Result<Option<String>, Error> {
+    let sql = render(ID_BY_SLUG, &[("table", &Fragment::content_table(&c.slug))]);
+    Ok(exec.query_first::<IdRow>(Statement::new(sql).bind(slug).bind(locale)).await?.map(|r| r.id))
+}
+
+#[derive(Deserialize)]
+struct IdRow {
+    id: String,
 }
 
 /// List filters and the keyset position after which to continue.

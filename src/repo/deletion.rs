@@ -386,12 +386,12 @@ pub async fn checkpoint<E: Executor>(
 }
 
 /// Records a failed attempt under the live lease: `retry` after the failure's delay, or
-/// `failed` when terminal, with `attempts` counted and `batch` for the next holder. The phase is
-/// kept. False when the lease was already lost.
+/// `failed` when terminal, with `attempts` counted and, if the row is still at the holder's
+/// `phase`, `batch` for the next holder. The phase is kept. False when the lease was already
+/// lost.
 pub async fn record_failure<E: Executor>(
     exec: &E,
-    collection_id: &str,
-    token: &str,
+    (collection_id, token, phase): (&str, &str, DeletionPhase),
     (failure, attempts): (Failure, i64),
     batch: Batch,
     code: &str,
@@ -402,7 +402,8 @@ pub async fn record_failure<E: Executor>(
         .bind(token)
         .bind(attempts)
         .bind(batch.rows)
-        .bind(batch.kind);
+        .bind(batch.kind)
+        .bind(phase);
     Ok(exec.execute(stmt).await? == 1)
 }
 

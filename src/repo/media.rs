@@ -12,6 +12,7 @@ const SELECT_ONE: &str = include_str!("../sql/media/select_one.sql");
 const LIST: &str = include_str!("../sql/media/list.sql");
 const DELETE: &str = include_str!("../sql/media/delete.sql");
 const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
+const ID_BY_STORAGE_KEY: &str = include_str!("../sql/media/id_by_storage_key.sql");
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
 const UPLOADED_KEY: &str = include_str!("../sql/media/uploaded_key.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
@@ -124,6 +125,16 @@ fn requeue_linking(key: Option<&str>, id: Option<&str>) -> Statement {
 
 fn stale_while_queued() -> Statement {
     Statement::new(STALE_WHILE_QUEUED)
+}
+
+/// The id of the media row registered under `storage_key`, if any.
+pub async fn id_by_storage_key<E: Executor>(exec: &E, storage_key: &str) -> Result<Option<String>, Error> {
+    Ok(exec.query_first::<IdRow>(Statement::new(ID_BY_STORAGE_KEY).bind(storage_key)).await?.map(|r| r.id))
+}
+
+#[derive(Deserialize)]
+struct IdRow {
+    id: String,
 }
 
 /// The media row holding these bytes (by SHA-256, hex).

@@ -45,6 +45,12 @@ impl MemoryStorage {
         MemoryStorage { now_ms: Cell::new(now_ms), ..Default::default() }
     }
 
+    /// A copy of the stored objects and the clock (no open multipart upload, no switch set):
+    /// a fixture built once and copied for each run of a matrix of fault tests.
+    pub fn snapshot(&self) -> MemoryStorage {
+        MemoryStorage { objects: RefCell::new(self.objects.borrow().clone()), ..MemoryStorage::new(self.now_ms.get()) }
+    }
+
     pub fn keys(&self) -> Vec<String> {
         self.objects.borrow().keys().cloned().collect()
     }

@@ -2,6 +2,13 @@
 // local D1. Prints one table and one JSON line. BENCH_SCALE (default 1) scales every size; `npm
 // test` runs it at 0.01 so it cannot rot. Tick counts use the default statement budget with the
 // wall-time budget lifted, so they do not depend on the machine; times are this machine's.
+//
+// CPU per invocation, two ways: the workerd process's CPU (user + system, /proc) across each
+// kind of request or tick, divided by their number — an upper bound, since the same process runs
+// Miniflare's D1 (SQLite) and its plumbing; and the core's own CPU natively
+// (examples/core_cpu.rs: the same requests and ticks on in-memory SQLite, the thread's CPU
+// minus what the executor spent).
+import { execFileSync, execSync } from "node:child_process";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 import path from "node:path";
@@ -16,6 +23,55 @@ const pct = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Mat
 
 const w = await startWorker({ MEDIA_USAGE_TICK_MAX_QUERIES: "40", MEDIA_USAGE_TICK_MAX_MS: "600000" });
 const db = w.db;
+
+/** The workerd processes under this one (Miniflare starts one). */
+function workerdPids() {
+  const parent = new Map();
+  const comm = new Map();
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const close = stat.lastIndexOf(")");
+      comm.set(pid, stat.slice(stat.indexOf("(") + 1, close));
+      parent.set(pid, stat.slice(close + 2).split(" ")[1]);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const under = (pid) => {
+    for (let p = parent.get(pid); p && p !== "0"; p = parent.get(p)) if (p === String(process.pid)) return true;
+    return false;
+  };
+  return [...comm].filter(([pid, c]) => c === "workerd" && under(pid)).map(([pid]) => pid);
+}
+const PIDS = workerdPids();
+const TICKS_PER_SECOND = Number(execSync("getconf CLK_TCK").toString().trim()) || 100;
+/** CPU (user + system) of the workerd processes so far, in ms; null where /proc cannot say. */
+function workerdCpuMs() {
+  if (PIDS.length === 0) return null;
+  let ticks = 0;
+  for (const pid of PIDS) {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+  }
+  return (ticks * 1000) / TICKS_PER_SECOND;
+}
+/** Adds up the workerd CPU of the invocations `measure` wraps. */
+function cpuMeter() {
+  let ms = 0;
+  let n = 0;
+  return {
+    async measure(fn) {
+      const before = workerdCpuMs();
+      const out = await fn();
+      const after = workerdCpuMs();
+      if (before !== null) ms += after - before;
+      n += 1;
+      return out;
+    },
+    perInvocation: () => (PIDS.length === 0 || n === 0 ? null : ms / n),
+  };
+}
 const ok = (res, status = 200) => {
   if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text.slice(0, 300)}`);
   return res.json.data;
@@ -33,11 +89,12 @@ async function fill(sql, total, binds = []) {
 async function ticksUntil(done, cap) {
   let ticks = 0;
   const t0 = now();
+  const cpu = cpuMeter();
   while (!(await done()) && ticks < cap) {
-    await w.scheduled();
+    await cpu.measure(() => w.scheduled());
     ticks += 1;
   }
-  return { ticks, ms: now() - t0, finished: await done() };
+  return { ticks, ms: now() - t0, finished: await done(), cpuMsPerTick: cpu.perInvocation() };
 }
 async function tickLog(last) {
   const rows = (await db.prepare("SELECT statements, details FROM _emdash_media_usage_ticks ORDER BY id DESC LIMIT ?1").bind(last).all()).results;
@@ -57,15 +114,16 @@ for (const images of [1, 50]) {
   const ms = [];
   let statements = 0;
   const writes = n(40, 5);
+  const cpu = cpuMeter();
   for (let i = 0; i < writes; i++) {
     const gallery = Array.from({ length: images }, (_, k) => ({ image: `w${images}-${i}-${k}` }));
     const t0 = now();
-    const res = await w.post("/content/bench_posts", { slug: `w${images}-${i}`, status: "published", data: { gallery } });
+    const res = await cpu.measure(() => w.post("/content/bench_posts", { slug: `w${images}-${i}`, status: "published", data: { gallery } }));
     ms.push(now() - t0);
     ok(res, 201);
     statements = Math.max(statements, cost(res).statements);
   }
-  results[`write${images}`] = { writes, statements, p50: pct(ms, 50), p95: pct(ms, 95) };
+  results[`write${images}`] = { writes, statements, p50: pct(ms, 50), p95: pct(ms, 95), cpuMs: cpu.perInvocation() };
 }
 
 // 1b. A rich entry: references by every rule (inline images in Portable Text, a gallery block,
@@ -89,15 +147,16 @@ const richData = (i) => ({
   const ms = [];
   let statements = 0;
   const writes = n(40, 5);
+  const cpu = cpuMeter();
   for (let i = 0; i < writes; i++) {
     const t0 = now();
-    const res = await w.post("/content/bench_rich", { slug: `rich-${i}`, status: "published", data: richData(i) });
+    const res = await cpu.measure(() => w.post("/content/bench_rich", { slug: `rich-${i}`, status: "published", data: richData(i) }));
     ms.push(now() - t0);
     ok(res, 201);
     statements = Math.max(statements, cost(res).statements);
   }
   const used = ok(await w.get(`/media/${richMedia[0].id}/usage?limit=1`)).items[0]?.occurrences.length ?? 0;
-  results.writeRich = { writes, statements, p50: pct(ms, 50), p95: pct(ms, 95), occurrencesOfOneItem: used };
+  results.writeRich = { writes, statements, p50: pct(ms, 50), p95: pct(ms, 95), occurrencesOfOneItem: used, cpuMs: cpu.perInvocation() };
 }
 
 // 2. "Used in": the first page for a media used by many entries, among many occurrences.
@@ -116,15 +175,16 @@ const richData = (i) => ({
   const sql = readFileSync(path.join(ROOT, "src/sql/usage/usage_page.sql"), "utf8");
   const api = [];
   const raw = [];
+  const cpu = cpuMeter();
   for (let i = 0; i < 15; i++) {
     let t0 = now();
-    ok(await w.get(`/media/${media}/usage`));
+    ok(await cpu.measure(() => w.get(`/media/${media}/usage`)));
     api.push(now() - t0);
     t0 = now();
     await db.prepare(sql).bind(media, null, null, 51).all();
     raw.push(now() - t0);
   }
-  results.usedIn = { users, occurrences, apiMs: pct(api, 50), rawMs: pct(raw, 50), ratio: pct(api, 50) / pct(raw, 50) };
+  results.usedIn = { users, occurrences, apiMs: pct(api, 50), rawMs: pct(raw, 50), ratio: pct(api, 50) / pct(raw, 50), cpuMs: cpu.perInvocation() };
 }
 
 // 3. Repair of a collection of N entries at the default budget.
@@ -143,7 +203,7 @@ const richData = (i) => ({
   };
   const run = await ticksUntil(done, cap);
   const ticks = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n - before;
-  results.repair = { entries, ticks: run.ticks, finished: run.finished, ms: run.ms, ...(await tickLog(Math.min(ticks, 1000))) };
+  results.repair = { entries, ticks: run.ticks, finished: run.finished, ms: run.ms, cpuMsPerTick: run.cpuMsPerTick, ...(await tickLog(Math.min(ticks, 1000))) };
 }
 
 // 3b. Repair (group projection) of N rich entries: every group looks its candidates up once.
@@ -164,7 +224,7 @@ const richData = (i) => ({
   const run = await ticksUntil(done, Math.max(200, entries));
   const ticks = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_ticks").first()).n - before;
   const occurrences = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage WHERE source_key LIKE 'content:' || ?1 || ':%'").bind(await collectionId("bench_rich_repair")).first()).n;
-  results.richRepair = { entries, occurrences, ticks: run.ticks, finished: run.finished, ms: run.ms, ...(await tickLog(Math.min(ticks, 1000))) };
+  results.richRepair = { entries, occurrences, ticks: run.ticks, finished: run.finished, ms: run.ms, cpuMsPerTick: run.cpuMsPerTick, ...(await tickLog(Math.min(ticks, 1000))) };
 }
 
 // 4. Deleting a collection of N entries and 3N occurrences, vs plain bulk SQL on the same rows.
@@ -199,10 +259,20 @@ const richData = (i) => ({
     db.prepare(`DROP TABLE "ec_bench_plain"`),
   ]);
   const plainMs = now() - t1;
-  results.deletion = { entries, occurrences: 3 * entries, ticks: run.ticks, finished: run.finished, ms, plainMs, ratio: ms / plainMs, ...(await tickLog(Math.max(1, ticks))) };
+  results.deletion = { entries, occurrences: 3 * entries, ticks: run.ticks, finished: run.finished, ms, plainMs, ratio: ms / plainMs, cpuMsPerTick: run.cpuMsPerTick, ...(await tickLog(Math.max(1, ticks))) };
 }
 
-// 5. The wasm module.
+// 5. The core's own CPU, natively (release build), at the same scale.
+{
+  execFileSync("cargo", ["build", "--release", "--quiet", "--example", "core_cpu"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  const line = execFileSync(path.join(ROOT, "target/release/examples/core_cpu"), { cwd: ROOT, env: { ...process.env, BENCH_SCALE: String(SCALE) } })
+    .toString()
+    .split("\n")
+    .find((l) => l.startsWith("CORE_JSON "));
+  results.core = JSON.parse(line.slice("CORE_JSON ".length));
+}
+
+// 6. The wasm module.
 {
   const dir = path.join(ROOT, "build");
   const wasm = readdirSync(dir).find((f) => f.endsWith(".wasm"));
@@ -224,7 +294,22 @@ const table = [
   [`deletion of ${r.deletion.entries} entries / ${r.deletion.occurrences} occ.`, `${tickWord(r.deletion.ticks)}, ≤ ${r.deletion.maxStatements} statements/tick`, `≤ ${r.deletion.maxBinds} binds, ≤ ${r.deletion.maxSqlBytes} B SQL; ${f(r.deletion.ms)} ms vs plain ${f(r.deletion.plainMs)} ms (×${f(r.deletion.ratio, 2)})`],
   ["wasm", `${r.wasm.raw} B raw`, `${r.wasm.gzip} B gzip`],
 ];
+// CPU per invocation: the core natively (median, largest) and workerd's process (upper bound).
+const c = r.core;
+const ms = (x) => (x === null || x === undefined ? "n/a" : `${f(x, 2)} ms`);
+const native = (s) => `core ${ms(s.p50Ms)} (max ${ms(s.maxMs)})`;
+const cpuTable = [
+  ["content write, 1 image", native(c.write1), ms(r.write1.cpuMs)],
+  ["content write, 50 images", native(c.write50), ms(r.write50.cpuMs)],
+  ["content write, rich entry", native(c.writeRich), ms(r.writeRich.cpuMs)],
+  ['"Used in" page', native(c.usedIn), ms(r.usedIn.cpuMs)],
+  [`repair tick (${c.repairTick.entries} entries)`, native(c.repairTick.ticks), ms(r.repair.cpuMsPerTick)],
+  [`repair tick, rich (${c.richRepairTick.entries} entries)`, native(c.richRepairTick.ticks), ms(r.richRepair.cpuMsPerTick)],
+  [`deletion tick (${c.deletionTick.entries} entries)`, native(c.deletionTick.ticks), ms(r.deletion.cpuMsPerTick)],
+];
 console.log(`\nmedia-usage-worker bench (BENCH_SCALE=${SCALE})`);
 for (const [a, b, c] of table) console.log(`  ${a.padEnd(48)} ${b.padEnd(34)} ${c}`);
+console.log(`\nCPU per invocation (native core: p50, max; workerd process incl. local D1: mean, an upper bound)`);
+for (const [a, b, c] of cpuTable) console.log(`  ${a.padEnd(48)} ${b.padEnd(34)} workerd ${c}`);
 console.log(`BENCH_JSON ${JSON.stringify({ scale: SCALE, ...results })}`);
 if (!r.deletion.finished || !r.repair.finished || !r.richRepair.finished) process.exitCode = 1;

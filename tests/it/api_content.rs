@@ -101,9 +101,11 @@ fn field_values_are_validated_against_the_collection() {
 #[test]
 fn slugs_are_unique_per_locale() {
     let api = setup();
-    assert_eq!(api.post("/content/posts", &json!({"slug": "s", "data": {"title": "a"}})).status, 201);
+    let first = data(&api.post("/content/posts", &json!({"slug": "s", "data": {"title": "a"}})));
     let dup = api.post("/content/posts", &json!({"slug": "s", "data": {"title": "b"}}));
     assert_eq!((dup.status, code(&dup)), (409, "CONFLICT".into()));
+    // It names the entry holding the slug (a retry after an unseen commit finds its own).
+    assert_eq!(dup.body_json()["error"]["details"], json!({"id": first["item"]["id"], "slug": "s", "locale": "en"}));
     assert_eq!(api.post("/content/posts", &json!({"slug": "s", "locale": "de", "data": {"title": "c"}})).status, 201);
 }
 

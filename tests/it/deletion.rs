@@ -22,7 +22,7 @@ use media_usage_worker::repo::lease::Failure;
 use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, config, data, now, Api, ADMIN};
+use crate::support::{code, config, data, now, time_passes, Api, ADMIN};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -143,17 +143,6 @@ fn assert_gone(db: &SqliteExecutor, id: &str, slug: &str) {
         assert_eq!(scalar(db, &sql), 0, "{what} of {slug} left behind");
     }
     assert_eq!(scalar(db, "SELECT count(*) FROM _emdash_batch_guard"), 0, "no guard rows");
-}
-
-/// Makes every waiting deletion and work row due and every lease expired, as time passing would.
-fn time_passes(db: &SqliteExecutor) {
-    exec_sql(
-        db,
-        "UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-         UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
-    );
 }
 
 fn tombstone(db: &SqliteExecutor, slug: &str) -> Option<(String, String, i64, Option<String>)> {
@@ -1318,7 +1307,7 @@ fn a_lease_guards_only_its_own_collection() {
     assert_eq!(block_on(repo::delete_rows(&api.db, &confused, Rows::Work, 50)).unwrap(), 0);
     assert!(!block_on(repo::checkpoint(&api.db, &confused, DeletionPhase::Sources, BATCH, false)).unwrap());
     let retry = Failure { terminal: false, delay_seconds: 30 };
-    assert!(!block_on(repo::record_failure(&api.db, &b, "t", (retry, 1), BATCH, "X")).unwrap());
+    assert!(!block_on(repo::record_failure(&api.db, (&b, "t", DeletionPhase::Work), (retry, 1), BATCH, "X")).unwrap());
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 3);
     assert_eq!(tombstone(&api.db, "pages"), Some(("pending".into(), "work".into(), 0, None)));
 }

@@ -97,6 +97,26 @@ fn a_batch_reaching_the_fault_point_applies_nothing() {
 }
 
 #[test]
+fn a_commit_unknown_fault_commits_its_statement_reports_it_transient_and_passes_the_rest() {
+    let exec = Faulty::commit_unknown(db(), 2);
+    assert!(block_on(exec.run(insert_media("a"))).is_ok());
+    let e = block_on(exec.run(insert_media("b"))).unwrap_err();
+    assert!(matches!(e, Error::Transient(_)) && e.may_have_committed(), "{e:?}");
+    assert!(block_on(exec.run(insert_media("c"))).is_ok());
+    assert_eq!(media_count(exec.inner()), 3, "the faulted statement committed");
+    // A batch holding the fault point commits whole, then reports the error.
+    let exec = Faulty::commit_unknown(db(), 3);
+    assert!(block_on(exec.run(insert_media("a"))).is_ok());
+    let res = block_on(exec.batch(vec![insert_media("b"), insert_media("c")]));
+    assert!(matches!(res, Err(Error::Transient(_))), "{res:?}");
+    assert_eq!(media_count(exec.inner()), 3);
+    // A statement the database refused committed nothing and reports its own error.
+    let exec = Faulty::commit_unknown(db(), 2);
+    block_on(exec.run(insert_media("a"))).unwrap();
+    assert!(matches!(block_on(exec.run(insert_media("a"))), Err(Error::Unique(_))));
+}
+
+#[test]
 fn the_meter_counts_statements_binds_bytes_and_rows() {
     let exec = Metered::new(db(), MonotonicClock::default());
     block_on(exec.run(insert_media("a"))).unwrap();

@@ -156,8 +156,7 @@ fn a_failure_ends_the_lease_and_backs_off_the_same_way_in_both_queues() {
     assert!(
         !block_on(deletion::record_failure(
             &api.db,
-            &cid,
-            "other",
+            (&cid, "other", media_usage_worker::model::state::DeletionPhase::Fence),
             (retry, 1),
             deletion::Batch { rows: 50, kind: 0 },
             "D1"
@@ -167,8 +166,7 @@ fn a_failure_ends_the_lease_and_backs_off_the_same_way_in_both_queues() {
     );
     assert!(block_on(deletion::record_failure(
         &api.db,
-        &cid,
-        "t",
+        (&cid, "t", media_usage_worker::model::state::DeletionPhase::Fence),
         (retry, 1),
         deletion::Batch { rows: 50, kind: 0 },
         "D1"

@@ -3,6 +3,7 @@
 mod admission;
 mod api_content;
 mod api_schema_media_auth;
+mod commit_unknown;
 mod deletion;
 mod executor;
 mod lease;

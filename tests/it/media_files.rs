@@ -379,6 +379,24 @@ fn a_crash_at_any_statement_of_a_sweeping_tick_never_deletes_a_referenced_object
 }
 
 #[test]
+fn an_upload_whose_row_insert_committed_unseen_keeps_its_object_and_answers_its_row() {
+    // Regression: the object was deleted as if the row had not been written, leaving a media row
+    // whose file was gone (and a retry deduplicated onto it).
+    let api = Api::with_storage(T0);
+    let (ty, body) = form(&[("file", Some("photo.png"), Some("image/png"), &png(4, 4, 1))]);
+    let mut req = crate::support::request("POST", "/media", Some(ADMIN), Some(&body));
+    req.content_type = Some(ty);
+    // Statement 1 looks the bytes up; statement 2 inserts the row.
+    let r = api.request_on(&Faulty::commit_unknown(&api.db, 2), &req);
+    assert_eq!(r.status, 201, "{}", r.body);
+    let key = data(&r)["item"]["storageKey"].as_str().unwrap().to_owned();
+    assert_eq!(objects(&api), std::slice::from_ref(&key));
+    // The same bytes again: the row, with its object.
+    let again = api.request_on(&api.db, &req);
+    assert_eq!((again.status, data(&again)["item"]["storageKey"].as_str()), (200, Some(key.as_str())));
+}
+
+#[test]
 fn the_sweep_pages_through_a_large_bucket_within_the_tick_budget() {
     let api = Api::with_storage(T0);
     let store = api.storage.as_ref().unwrap();

@@ -84,6 +84,21 @@ pub async fn drain<E: Executor, C: Clock>(
     Ok(max_ticks)
 }
 
+/// Time passes for the queues: dead holders' leases (work, deletions, repair runs) expire and
+/// back-offs end.
+pub fn time_passes(db: &SqliteExecutor) {
+    db.connection()
+        .execute_batch(
+            "UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+             UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+             UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+             UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+             UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+             UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
+        )
+        .unwrap();
+}
+
 /// Calls the API handlers directly, as the edge would.
 pub struct Api {
     pub db: SqliteExecutor,
@@ -115,11 +130,26 @@ impl Api {
         body: Option<&[u8]>,
         adjust: impl FnOnce(&mut Request),
     ) -> Response {
-        let req = request(method, path_and_query, token, body);
-        let mut req = req;
+        let mut req = request(method, path_and_query, token, body);
         adjust(&mut req);
+        self.request_on(&self.db, &req)
+    }
+
+    /// Sends `req` through `exec` (a faulty or metered view of [`Api::db`]) with this API's
+    /// configuration and store.
+    pub fn request_on<E: Executor>(&self, exec: &E, req: &Request) -> Response {
         let storage = self.storage.as_ref().map(|s| s as &dyn Storage);
-        block_on(api::handle_with(&self.db, &self.config, storage, &req))
+        block_on(api::handle_with(exec, &self.config, storage, req))
+    }
+
+    /// A copy of this API's database and store, with the same configuration: a fixture built
+    /// once and copied for each run of a matrix.
+    pub fn snapshot(&self) -> Api {
+        Api {
+            db: self.db.snapshot().expect("copy of the database"),
+            config: self.config.clone(),
+            storage: self.storage.as_ref().map(MemoryStorage::snapshot),
+        }
     }
 
     /// `POST /media` with a multipart body of `content_type` arriving as `body`, as the edge

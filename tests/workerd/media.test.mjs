@@ -130,9 +130,10 @@ test("delete answers 200, then the media is 404 NOT_FOUND", async () => {
   assert.notEqual(again.id, m.id);
 });
 
-test("a duplicate storageKey answers 409 CONFLICT", async () => {
+test("a duplicate storageKey answers 409 CONFLICT naming the item that holds it", async () => {
   const m = await createMedia();
-  err(await w.post("/media", { filename: "other.jpg", mimeType: "image/jpeg", storageKey: m.storageKey }), 409, "CONFLICT");
+  const taken = err(await w.post("/media", { filename: "other.jpg", mimeType: "image/jpeg", storageKey: m.storageKey }), 409, "CONFLICT");
+  assert.deepEqual(taken.details, { id: m.id, storageKey: m.storageKey });
   assert.equal((await rows(w, "SELECT count(*) AS n FROM media WHERE storage_key = ?1", m.storageKey))[0].n, 1);
 });
 

@@ -1,0 +1,1 @@
+SELECT id FROM {table} WHERE slug = ?1 AND locale = ?2

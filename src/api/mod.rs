@@ -236,10 +236,14 @@ pub fn body_limit(admitted: &Admitted, config: &Config, req: &Request) -> usize 
 }
 
 /// Whether the answer to this request is a public document the edge may serve from its cache
-/// for the answer's `max-age` (the sitemaps): it is the same for every caller.
+/// for the answer's `max-age`, and keep there when its `Cache-Control` is public (a sitemap and
+/// its 404s): a sitemap's canonical URL (so every cache key is one), asked without credentials
+/// (a request with a token is answered from the database, and may learn its cost).
 pub fn is_shared_cacheable(req: &Request) -> bool {
     req.method == "GET"
+        && req.authorization.is_none()
         && matches!(routes::resolve(&req.method, &req.path), Ok((Op::SitemapIndex | Op::SitemapCollection, _)))
+        && sitemap::is_canonical(&req.path)
 }
 
 /// A request whose route and caller are settled; its body has not been needed yet.
@@ -262,8 +266,12 @@ pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Res
     let refuse = |e: ApiError| Response::error(&e);
     let (op, params) = routes::resolve(&req.method, &req.path).map_err(refuse)?;
     input::check_flags(req, routes::flags(op)).map_err(refuse)?;
-    // Public routes ignore credentials, so a stale token cannot break a health check.
+    // Public routes ignore credentials, so a stale token cannot break a health check; a valid
+    // one only lets its holder see what the request cost (an operator measuring public routes).
     let principal = match routes::access(op, req) {
+        Access::Public if req.authorization.is_some() => {
+            auth::authenticate(exec, config, req.authorization.as_deref()).await.ok().flatten()
+        }
         Access::Public => None,
         Access::Need(role, scope) => {
             let principal = auth::authenticate(exec, config, req.authorization.as_deref()).await.map_err(refuse)?;
@@ -308,8 +316,8 @@ async fn dispatch<E: Executor>(
     let (status, data) = match op {
         Op::Health => health(&ctx).await?,
         Op::OpenApi => return Ok(Response::raw(200, "application/json", OPENAPI_JSON.to_owned())),
-        Op::SitemapIndex => return sitemap::index(&ctx).await,
-        Op::SitemapCollection => return sitemap::collection(&ctx, p(0), req).await,
+        Op::SitemapIndex => return sitemap::index(&ctx, req).await,
+        Op::SitemapCollection => return sitemap::collection(&ctx, req).await,
         Op::ListCollections => schema::list(&ctx).await?,
         Op::CreateCollection => schema::create(&ctx, req).await?,
         Op::GetCollection => schema::get(&ctx, p(0)).await?,

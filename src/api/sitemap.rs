@@ -20,38 +20,71 @@ fn xml(body: String) -> Response {
     Response { no_store: false, ..Response::raw(200, "application/xml; charset=utf-8", body) }
 }
 
-/// The index: one sitemap file per 50,000 published entries of every collection that has any.
-pub async fn index<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Response, ApiError> {
+/// How long a shared cache may keep a sitemap's 404 (an unknown collection, a page without
+/// published entries): briefly, so a new collection or entry shows up soon, but repeated
+/// requests for what does not exist do not reach the database each time.
+pub const NOT_FOUND_CACHE_CONTROL: &str = "public, max-age=60";
+
+/// The one 404 of a canonical sitemap URL that names nothing: the same body whatever the
+/// reason, cacheable by shared caches for [`NOT_FOUND_CACHE_CONTROL`].
+fn cached_not_found() -> Response {
+    let mut r = Response::error(&ApiError::not_found("No such sitemap"));
+    r.no_store = false;
+    r.headers.push(("cache-control", NOT_FOUND_CACHE_CONTROL.to_owned()));
+    r
+}
+
+/// The path of `/sitemap.xml`, the index.
+pub const INDEX_PATH: &str = "/sitemap.xml";
+
+/// Whether `path` is the one canonical URL of a sitemap: `/sitemap.xml`, `/sitemap-<c>.xml` or
+/// `/sitemap-<c>-<n>.xml` with a collection slug and a page number from 2 to [`MAX_PAGE`]
+/// without leading zeros, exactly as the index lists it (no trailing slash, no
+/// percent-encoding). Only these are read from the database and cached.
+pub fn is_canonical(path: &str) -> bool {
+    path == INDEX_PATH || canonical_page(path).is_some()
+}
+
+/// The collection and page a canonical page path names.
+fn canonical_page(path: &str) -> Option<(Ident, u32)> {
+    let param = path.strip_prefix("/sitemap-")?.strip_suffix(".xml")?;
+    let (slug, page) = parse_file_param(param).filter(|(_, page)| *page <= MAX_PAGE)?;
+    let slug = Ident::parse(slug).ok()?;
+    (path == format!("/{}", file_name(slug.as_str(), page))).then_some((slug, page))
+}
+
+/// The index: the sitemap pages of every collection that hold a published entry. Each
+/// collection's pages are found by one index seek per page (no count of its entries).
+pub async fn index<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Response, ApiError> {
     let site = site_url(ctx)?;
-    let collections = schema::load(ctx.exec, None).await?;
-    let counts = repo::published_counts(ctx.exec, &collections).await?;
-    let mut files = Vec::new();
-    // A collection with nothing published has no page.
-    for c in &counts {
-        let pages = u64::try_from(c.n).unwrap_or(0).div_ceil(u64::from(MAX_URLS_PER_FILE)) as u32;
-        for page in 1..=pages {
-            files.push(format!("{}/{}", site.trim_end_matches('/'), file_name(&c.collection, page)));
-        }
+    if req.path != INDEX_PATH {
+        return Err(ApiError::not_found("No such sitemap"));
     }
+    let collections = schema::load(ctx.exec, None).await?;
+    let pages = repo::published_pages(ctx.exec, &collections, MAX_URLS_PER_FILE, MAX_PAGE).await?;
+    let files: Vec<String> = pages
+        .iter()
+        .filter_map(|p| u32::try_from(p.page).ok().map(|page| (p, page)))
+        .map(|(p, page)| format!("{}/{}", site.trim_end_matches('/'), file_name(&p.collection, page)))
+        .collect();
     Ok(xml(index_xml(&files)))
 }
 
-/// One sitemap file of a collection. An unknown collection, a collection with nothing
-/// published and a page past the last all answer the same 404; a page number past
-/// [`MAX_PAGE`] is refused before any query, and any other before the page is read.
-pub async fn collection<E: Executor>(ctx: &Ctx<'_, E>, param: &str, req: &Request) -> Result<Response, ApiError> {
+/// One sitemap page of a collection: its published entries with rowids in page `n`'s range
+/// (`((n-1)·50,000, n·50,000]`), read by keyset over the published index. A non-canonical URL
+/// is a 404 before any query; an unknown collection, a collection with nothing published and a
+/// page without published entries all answer the same cacheable 404.
+pub async fn collection<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Response, ApiError> {
     let site = site_url(ctx)?;
-    let not_found = || ApiError::not_found("No such sitemap");
-    let (slug, page) = parse_file_param(param).filter(|(_, page)| *page <= MAX_PAGE).ok_or_else(not_found)?;
-    let slug = Ident::parse(slug).map_err(|_| not_found())?;
-    let c = schema::find(ctx.exec, &slug).await?.ok_or_else(not_found)?;
-    let published = repo::published_counts(ctx.exec, std::slice::from_ref(&c)).await?;
-    let n = published.first().map_or(0, |p| u64::try_from(p.n).unwrap_or(0));
-    let offset = u64::from(page - 1) * u64::from(MAX_URLS_PER_FILE);
-    if offset >= n {
-        return Err(not_found());
+    let (slug, page) = canonical_page(&req.path).ok_or_else(|| ApiError::not_found("No such sitemap"))?;
+    let Some(c) = schema::find(ctx.exec, &slug).await? else {
+        return Ok(cached_not_found());
+    };
+    let span = i64::from(MAX_URLS_PER_FILE);
+    let (entries, found) = repo::page(ctx.exec, &c, i64::from(page - 1) * span, i64::from(page) * span).await?;
+    if entries.is_empty() {
+        return Ok(cached_not_found());
     }
-    let (entries, found) = repo::page(ctx.exec, &c, MAX_URLS_PER_FILE, offset).await?;
     // Images are at `MEDIA_PUBLIC_URL`; without it, uploaded ones at this worker's file route
     // (media registered by JSON is stored elsewhere, so it is left out).
     let (base, uploaded_only) = match (&ctx.config.media_public_url, ctx.storage, &req.origin) {

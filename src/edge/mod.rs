@@ -71,8 +71,9 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
     if !api::is_shared_cacheable(&request) {
         return answer(req, request, &env).await;
     }
-    // Public sitemaps come from the Cache API while their max-age lasts, so repeated crawls do not
-    // read D1 again. The key ignores the query string, so it cannot be used to bypass the cache.
+    // Public sitemaps, and their 404s, come from the Cache API while their max-age lasts, so
+    // repeated crawls do not read D1 again. Only canonical URLs get here, and the key ignores the
+    // query string: no other spelling of a URL can be used to bypass the cache.
     let mut key = req.url()?;
     key.set_query(None);
     let cache = worker::Cache::default();
@@ -80,7 +81,8 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
         return Ok(hit);
     }
     let mut response = answer(req, request, &env).await?;
-    if response.status_code() == 200 {
+    let public = response.headers().get("cache-control")?.is_some_and(|c| c.starts_with("public"));
+    if matches!(response.status_code(), 200 | 404) && public {
         if let Err(e) = cache.put(key.as_str(), response.cloned()?).await {
             worker::console_warn!("sitemap cache write failed: {e}");
         }

@@ -21,11 +21,13 @@ const TOUCH_COLLECTION: &str = include_str!("../sql/schema/touch_collection.sql"
 const CONTENT_EXISTS: &str = include_str!("../sql/schema/content_exists.sql");
 const CREATE_LIVE_REVISION_INDEX: &str = include_str!("../sql/schema/create_live_revision_index.sql");
 const CREATE_DRAFT_REVISION_INDEX: &str = include_str!("../sql/schema/create_draft_revision_index.sql");
+const CREATE_PUBLISHED_INDEX: &str = include_str!("../sql/schema/create_published_index.sql");
 const OUTDATED_TABLE: &str = include_str!("../sql/schema/outdated_table.sql");
 const SET_TABLE_REVISION: &str = include_str!("../sql/schema/set_table_revision.sql");
 
 /// The revision of the content tables this code creates: 1 has the indexes on the revision
-/// columns that a revision delete's foreign-key check searches (0: without them).
+/// columns that a revision delete's foreign-key check searches and the index of published
+/// entries the sitemaps page through (0: without them).
 pub const TABLE_REVISION: i64 = 1;
 
 #[derive(Debug, Deserialize)]
@@ -132,18 +134,21 @@ pub fn create_statements(id: &str, new: &NewCollection) -> Vec<Statement> {
     }
     stmts.push(Statement::new(render(CREATE_CONTENT_TABLE, &[("table", &table), ("columns", &columns)])));
     stmts.push(Statement::new(render(CREATE_CONTENT_LIST_INDEX, &[("table", &table), ("index", &index)])));
-    stmts.extend(revision_indexes(&new.slug));
+    stmts.extend(table_indexes(&new.slug));
     stmts
 }
 
-/// The indexes on a content table's revision columns (idempotent).
-fn revision_indexes(slug: &Ident) -> [Statement; 2] {
+/// The indexes of [`TABLE_REVISION`] on a content table (idempotent): its revision columns, and
+/// its published entries.
+fn table_indexes(slug: &Ident) -> [Statement; 3] {
     let table = Fragment::content_table(slug);
     let live = Fragment::name("idx_ec_", slug, "_live_revision");
     let draft = Fragment::name("idx_ec_", slug, "_draft_revision");
+    let published = Fragment::name("idx_ec_", slug, "_published");
     [
         Statement::new(render(CREATE_LIVE_REVISION_INDEX, &[("table", &table), ("index", &live)])),
         Statement::new(render(CREATE_DRAFT_REVISION_INDEX, &[("table", &table), ("index", &draft)])),
+        Statement::new(render(CREATE_PUBLISHED_INDEX, &[("table", &table), ("index", &published)])),
     ]
 }
 
@@ -163,13 +168,13 @@ pub async fn outdated_table<E: Executor>(exec: &E) -> Result<Option<OutdatedTabl
 /// missing index reads the table once). A collection deleted since it was read fails the batch
 /// (its table is gone), changing nothing.
 pub async fn upgrade_table<E: Executor>(exec: &E, id: &str, slug: &Ident) -> Result<(), Error> {
-    let mut stmts = revision_indexes(slug).to_vec();
+    let mut stmts = table_indexes(slug).to_vec();
     stmts.push(Statement::new(SET_TABLE_REVISION).bind(TABLE_REVISION).bind(id));
     exec.batch(stmts).await.map(|_| ())
 }
 
 /// The most statements [`outdated_table`] and [`upgrade_table`] issue together.
-pub const UPGRADE_STEP_STATEMENTS: u64 = 4;
+pub const UPGRADE_STEP_STATEMENTS: u64 = 5;
 
 /// The guard that makes collection creation fail cleanly when the slug or table is taken.
 pub fn creation_guard(slug: &Ident) -> Guard {

@@ -1,5 +1,5 @@
-//! Reads for the image sitemaps: published entry counts, a page of entries, and the local
-//! images their live projections use.
+//! Reads for the image sitemaps: the pages that hold published entries, a page of entries, and
+//! the local images their live projections use.
 
 use serde::Deserialize;
 
@@ -7,23 +7,31 @@ use crate::exec::{Error, Executor, Statement};
 use crate::model::collection::Collection;
 use crate::sql::{render, Fragment};
 
-const COUNT_PUBLISHED_ARM: &str = include_str!("../sql/sitemap/count_published_arm.sql");
+const PAGES_ARM: &str = include_str!("../sql/sitemap/pages_arm.sql");
 const ENTRIES_PAGE: &str = include_str!("../sql/sitemap/entries_page.sql");
 const PAGE_IMAGES: &str = include_str!("../sql/sitemap/page_images.sql");
 
+/// A sitemap page that holds at least one published entry.
 #[derive(Debug, Clone, Deserialize)]
-pub struct PublishedCount {
+pub struct PublishedPage {
     pub collection: String,
-    pub n: i64,
+    pub page: i64,
 }
 
-/// Arms per `UNION ALL` statement: SQLite allows 500 terms in a compound select, and 400 arms
-/// of ~120 bytes stay far below D1's 100 KB statement limit.
-const ARMS_PER_STATEMENT: usize = 400;
+/// Arms per `UNION ALL` statement: SQLite allows 500 terms in a compound select, and 50 arms of
+/// ~1.3 KB (the slug twice at most 63 bytes each) stay far below D1's 100 KB statement limit.
+const ARMS_PER_STATEMENT: usize = 50;
 
-/// Published, non-trashed entries per collection: one small count per collection, joined by
-/// `UNION ALL` into as few statements as the limits allow, run as one batch.
-pub async fn published_counts<E: Executor>(exec: &E, collections: &[Collection]) -> Result<Vec<PublishedCount>, Error> {
+/// The pages (rowid ranges of `span` rowids, at most `max_page`) of each collection that hold a
+/// published, non-trashed entry, in collection order then page order: one arm per collection,
+/// joined by `UNION ALL` into as few statements as the limits allow, run as one batch. Each page
+/// listed costs one index seek; nothing is counted.
+pub async fn published_pages<E: Executor>(
+    exec: &E,
+    collections: &[Collection],
+    span: u32,
+    max_page: u32,
+) -> Result<Vec<PublishedPage>, Error> {
     let stmts: Vec<Statement> = collections
         .chunks(ARMS_PER_STATEMENT)
         .map(|chunk| {
@@ -31,12 +39,12 @@ pub async fn published_counts<E: Executor>(exec: &E, collections: &[Collection])
                 .iter()
                 .map(|c| {
                     render(
-                        COUNT_PUBLISHED_ARM,
+                        PAGES_ARM,
                         &[("name", &Fragment::literal(&c.slug)), ("table", &Fragment::content_table(&c.slug))],
                     )
                 })
                 .collect();
-            Statement::new(arms.join("\nUNION ALL\n"))
+            Statement::new(arms.join("\nUNION ALL\n")).bind(i64::from(span)).bind(i64::from(max_page))
         })
         .collect();
     if stmts.is_empty() {
@@ -44,7 +52,7 @@ pub async fn published_counts<E: Executor>(exec: &E, collections: &[Collection])
     }
     let mut out = Vec::new();
     for outcome in exec.batch(stmts).await? {
-        out.extend(outcome.decode::<PublishedCount>()?);
+        out.extend(outcome.decode::<PublishedPage>()?);
     }
     Ok(out)
 }
@@ -57,21 +65,21 @@ pub struct SitemapEntry {
     pub updated_at: String,
 }
 
-/// One page of published, non-trashed entries (by id) and the local images their live
-/// (`columns`) projections use, read in one batch so both come from the same snapshot.
+/// The published, non-trashed entries whose rowid is in `(after, through]` (in rowid order) and
+/// the local images their live (`columns`) projections use, read in one batch so both come from
+/// the same snapshot. Keyset by rowid over the published index: nothing outside the range is read.
 pub async fn page<E: Executor>(
     exec: &E,
     c: &Collection,
-    limit: u32,
-    offset: u64,
+    after: i64,
+    through: i64,
 ) -> Result<(Vec<SitemapEntry>, Vec<EntryImage>), Error> {
-    let entries = Statement::new(render(ENTRIES_PAGE, &[("table", &Fragment::content_table(&c.slug))]))
-        .bind(i64::from(limit))
-        .bind(offset as i64);
+    let entries =
+        Statement::new(render(ENTRIES_PAGE, &[("table", &Fragment::content_table(&c.slug))])).bind(after).bind(through);
     let images = Statement::new(render(PAGE_IMAGES, &[("table", &Fragment::content_table(&c.slug))]))
         .bind(c.id.as_str())
-        .bind(i64::from(limit))
-        .bind(offset as i64);
+        .bind(after)
+        .bind(through);
     let outcomes = exec.batch(vec![entries, images]).await?;
     let entries = outcomes.first().map(|o| o.decode()).transpose()?.unwrap_or_default();
     let images = outcomes.get(1).map(|o| o.decode()).transpose()?.unwrap_or_default();

@@ -94,15 +94,83 @@ fn unknown_or_out_of_range_sitemaps_are_404() {
         let r = futures::executor::block_on(media_usage_worker::api::handle(&metered, &api.config, &req));
         assert_eq!((r.status, metered.usage().statements), (404, 0), "page {page}");
     }
-    // A page past the last is refused before the page is read: one count, no page query.
+    // A page without published entries is one keyset read of its range: the collection, then
+    // the page batch (entries and images), which finds nothing. Its 404 may be cached briefly.
     let metered = Metered::new(&api.db, MonotonicClock::default());
-    let req = media_usage_worker::api::Request {
-        method: "GET".into(),
-        path: "/sitemap-posts-9999.xml".into(),
-        ..Default::default()
+    let r = on(&metered, "/sitemap-posts-9999.xml");
+    assert_eq!((r.status, metered.usage().statements), (404, 3), "the collection, then the page");
+    assert!(!r.no_store);
+    assert!(r.headers.contains(&("cache-control", "public, max-age=60".to_owned())), "{:?}", r.headers);
+    assert_eq!((r.body.clone(), !empty.no_store), (unknown.body.clone(), true), "every such 404 is the same");
+}
+
+/// Answers `path` on any executor, without credentials.
+fn on<E: media_usage_worker::exec::Executor>(exec: &E, path: &str) -> media_usage_worker::api::Response {
+    let req = media_usage_worker::api::Request { method: "GET".into(), path: path.into(), ..Default::default() };
+    futures::executor::block_on(media_usage_worker::api::handle(exec, &crate::support::config(), &req))
+}
+
+#[test]
+fn every_sitemap_has_one_canonical_url_and_other_spellings_are_404_without_a_query() {
+    use media_usage_worker::api::{is_shared_cacheable, Request};
+    use media_usage_worker::clock::MonotonicClock;
+    use media_usage_worker::exec::meter::Metered;
+    let api = setup();
+    data(&api.post("/content/posts", &json!({"slug": "a", "status": "published", "data": {}})));
+    for path in ["/sitemap.xml", "/sitemap-posts.xml"] {
+        assert_eq!(on(&api.db, path).status, 200, "{path}");
+        let req = Request { method: "GET".into(), path: path.into(), ..Default::default() };
+        assert!(is_shared_cacheable(&req), "{path}");
+        let with_token = Request { authorization: Some(format!("Bearer {}", crate::support::ADMIN)), ..req };
+        assert!(!is_shared_cacheable(&with_token), "{path}: a request with credentials is not served from the cache");
+    }
+    for path in [
+        "/sitemap.xml/",
+        "/sitemap-posts.xml/",
+        "/sitemap-p%6Fsts.xml",
+        "/sitemap-posts%2D2.xml",
+        "/sitemap-posts-02.xml",
+        "/sitemap-posts-0002.xml",
+        "/sitemap-posts-1.xml",
+    ] {
+        let metered = Metered::new(&api.db, MonotonicClock::default());
+        let r = on(&metered, path);
+        assert_eq!((r.status, metered.usage().statements), (404, 0), "{path}");
+        assert!(r.no_store, "{path}: only a canonical URL's 404 is cacheable");
+        let req = Request { method: "GET".into(), path: path.into(), ..Default::default() };
+        assert!(!is_shared_cacheable(&req), "{path}");
+    }
+}
+
+#[test]
+fn pages_are_rowid_ranges_read_by_keyset_and_the_index_lists_only_pages_with_entries() {
+    let api = setup();
+    // Entries whose rowids fall in pages 1, 2 and 4 (page 3's range holds only a draft and a
+    // trashed entry).
+    api.db.connection().execute_batch(
+        "INSERT INTO ec_posts (rowid, id, slug, status) VALUES (7, 'a', 'first', 'published');
+         INSERT INTO ec_posts (rowid, id, slug, status) VALUES (50000, 'b', 'last-of-one', 'published');
+         INSERT INTO ec_posts (rowid, id, slug, status) VALUES (50001, 'c', 'first-of-two', 'published');
+         INSERT INTO ec_posts (rowid, id, slug, status) VALUES (100001, 'd', 'draft', 'draft');
+         INSERT INTO ec_posts (rowid, id, slug, status, deleted_at) VALUES (100002, 'e', 'trashed', 'published', '2026-01-01');
+         INSERT INTO ec_posts (rowid, id, slug, status) VALUES (150001, 'f', 'fourth', 'published');",
+    )
+    .unwrap();
+    let index = on(&api.db, "/sitemap.xml").body;
+    let listed: Vec<&str> = index.lines().filter_map(|l| l.trim().strip_prefix("<loc>https://site.example/")).collect();
+    assert_eq!(listed, ["sitemap-posts.xml</loc>", "sitemap-posts-2.xml</loc>", "sitemap-posts-4.xml</loc>"]);
+    let urls = |path: &str| -> Vec<String> {
+        let r = on(&api.db, path);
+        r.body.lines().filter_map(|l| l.trim().strip_prefix("<loc>").map(str::to_owned)).collect()
     };
-    let r = futures::executor::block_on(media_usage_worker::api::handle(&metered, &api.config, &req));
-    assert_eq!((r.status, metered.usage().statements), (404, 2), "the collection, then its count");
+    assert_eq!(
+        urls("/sitemap-posts.xml"),
+        ["https://site.example/posts/first</loc>", "https://site.example/posts/last-of-one</loc>"]
+    );
+    assert_eq!(urls("/sitemap-posts-2.xml"), ["https://site.example/posts/first-of-two</loc>"]);
+    assert_eq!(on(&api.db, "/sitemap-posts-3.xml").status, 404);
+    assert_eq!(urls("/sitemap-posts-4.xml"), ["https://site.example/posts/fourth</loc>"]);
+    assert_eq!(on(&api.db, "/sitemap-posts-5.xml").status, 404);
 }
 
 #[test]

@@ -65,7 +65,10 @@ test("public routes carry no cost header; refusals neither; authenticated answer
 test("sitemaps: unknown and empty collections answer the same 404; a cached sitemap is served without D1", async () => {
   const c = uniq("sm");
   ok(await w.post("/schema/collections", { slug: c, label: c, fields: [{ slug: "title", type: "string" }] }), 201);
-  const empty = await w.get(`http://localhost/sitemap-${c}.xml`, { token: null });
+  // A canonical 404 is cached for a minute, so the empty collection asked for is another one.
+  const e = uniq("sm_empty");
+  ok(await w.post("/schema/collections", { slug: e, label: e, fields: [{ slug: "title", type: "string" }] }), 201);
+  const empty = await w.get(`http://localhost/sitemap-${e}.xml`, { token: null });
   const unknown = await w.get("http://localhost/sitemap-nope.xml", { token: null });
   assert.deepEqual([empty.status, empty.text], [unknown.status, unknown.text]);
   assert.equal(empty.status, 404);

@@ -1,7 +1,8 @@
+-- The local images the live (`columns`) projections of a sitemap page's entries use (the
+-- entries of src/sql/sitemap/entries_page.sql, rowids in (?2, ?3]).
 SELECT e.id AS content_id, m.storage_key, m.content_hash IS NOT NULL AS uploaded
-FROM (SELECT id FROM {table}
-      WHERE status = 'published' AND deleted_at IS NULL
-      ORDER BY id LIMIT ?2 OFFSET ?3) AS e
+FROM (SELECT rowid AS rid, id FROM {table}
+      WHERE status = 'published' AND deleted_at IS NULL AND rowid > ?2 AND rowid <= ?3) AS e
 CROSS JOIN _emdash_media_usage_sources AS s
 CROSS JOIN _emdash_media_usage AS u
 CROSS JOIN media AS m
@@ -10,4 +11,4 @@ WHERE s.source_key = 'content:' || ?1 || ':' || e.id || ':columns'
   AND u.source_key = s.source_key AND u.generation = s.current_generation
   AND u.media_id IS NOT NULL AND u.provider = 'local' AND u.media_kind = 'image'
   AND m.id = u.media_id
-ORDER BY e.id, u.field_path
+ORDER BY e.rid, u.field_path

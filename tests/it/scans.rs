@@ -4,7 +4,6 @@
 //! foreign-key checks of a revision delete — is measured from SQLite's full-scan step count.
 
 use futures::executor::block_on;
-use media_usage_worker::api::{self, Request};
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::{Metered, Usage};
@@ -44,15 +43,8 @@ fn site() -> Api {
 /// What one API call cost.
 fn metered_call(api: &Api, method: &str, path: &str, body: &serde_json::Value) -> (u16, Usage) {
     let metered = Metered::new(&api.db, MonotonicClock::default());
-    let req = Request {
-        method: method.into(),
-        path: format!("{}{path}", api::BASE_PATH),
-        authorization: Some(format!("Bearer {ADMIN}")),
-        body: body.to_string().into_bytes(),
-        ..Request::default()
-    };
-    let r = block_on(api::handle(&metered, &api.config, &req));
-    (r.status, metered.usage())
+    let req = crate::support::request(method, path, Some(ADMIN), Some(body.to_string().as_bytes()));
+    (api.request_on(&metered, &req).status, metered.usage())
 }
 
 /// An entry of `posts` with `saves` draft saves behind it (pruning keeps 20 revisions).

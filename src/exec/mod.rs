@@ -23,6 +23,9 @@ pub const MAX_SQL_BYTES: usize = 100_000;
 pub use crate::model::MAX_SAFE_INTEGER;
 /// D1's largest string, BLOB or row, in bytes.
 pub const MAX_ROW_BYTES: i32 = 2_000_000;
+/// Terms a compound `SELECT` (`UNION ALL` …) may have on D1: more fail with "too many terms in
+/// compound SELECT" (measured on local D1: 5 arms run, 6 fail).
+pub const MAX_COMPOUND_SELECT: i32 = 5;
 
 /// A value bound to a statement parameter.
 #[derive(Debug, Clone, PartialEq)]

@@ -32,6 +32,9 @@ impl SqliteExecutor {
         // D1's largest string, BLOB or row.
         conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH, super::MAX_ROW_BYTES)
             .map_err(|e| Error::Backend(e.to_string()))?;
+        // D1's compound selects: a statement with more arms fails here as it would there.
+        conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_COMPOUND_SELECT, super::MAX_COMPOUND_SELECT)
+            .map_err(|e| Error::Backend(e.to_string()))?;
         Ok(SqliteExecutor { conn })
     }
 

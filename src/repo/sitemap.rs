@@ -3,7 +3,7 @@
 
 use serde::Deserialize;
 
-use crate::exec::{Error, Executor, Statement};
+use crate::exec::{Error, Executor, Statement, MAX_COMPOUND_SELECT};
 use crate::model::collection::Collection;
 use crate::sql::{render, Fragment};
 
@@ -18,9 +18,10 @@ pub struct PublishedPage {
     pub page: i64,
 }
 
-/// Arms per `UNION ALL` statement: SQLite allows 500 terms in a compound select, and 50 arms of
-/// ~1.3 KB (the slug twice at most 63 bytes each) stay far below D1's 100 KB statement limit.
-const ARMS_PER_STATEMENT: usize = 50;
+/// Arms per `UNION ALL` statement: D1 allows only a few terms in a compound select
+/// ([`MAX_COMPOUND_SELECT`]), so a site with many collections reads its sitemap index in several
+/// statements of one batch.
+const ARMS_PER_STATEMENT: usize = MAX_COMPOUND_SELECT as usize;
 
 /// The pages (rowid ranges of `span` rowids, at most `max_page`) of each collection that hold a
 /// published, non-trashed entry, in collection order then page order: one arm per collection,

@@ -391,7 +391,11 @@ mod tests {
 
     /// The `'$.name'` paths a statement reads from its bound JSON rows.
     fn json_paths(sql: &str) -> BTreeSet<String> {
-        sql.split("'$.").skip(1).filter_map(|rest| rest.split_once('\'')).map(|(name, _)| name.to_owned()).collect()
+        // Each `'$.` starts a path; the path runs to the next quote.
+        sql.match_indices("'$.")
+            .filter_map(|(at, _)| sql[at + 3..].split_once('\''))
+            .map(|(name, _)| name.to_owned())
+            .collect()
     }
 
     /// The keys one row serializes to.

@@ -123,26 +123,31 @@ fn the_tables_lane_brings_a_table_created_before_the_revision_indexes_up_to_date
 }
 
 #[test]
-fn a_crash_at_any_statement_of_a_table_upgrade_is_finished_by_the_next_tick() {
+fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_a_table_upgrade_is_finished_by_the_next_tick() {
     let api = site();
-    let mut n = 1;
-    loop {
-        outdate(&api.db);
-        let faulty = Faulty::new(&api.db, Some(n));
-        let crashed = tick_on(&faulty);
-        let upgraded = scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'") == 1;
-        // The upgrade is one atomic batch: all of it or none of it.
-        assert_eq!(revision_indexes(&api.db).len(), if upgraded { 2 } else { 0 }, "crash at {n}");
-        let report = tick_on(&api.db);
-        assert_eq!(report.error, None, "crash at {n}");
-        assert_eq!(revision_indexes(&api.db).len(), 2, "crash at {n}");
-        assert_eq!(scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'"), 1);
-        if crashed.error.is_none() {
-            break;
+    for kind in ["crash", "commit-unknown"] {
+        let mut n = 1;
+        loop {
+            outdate(&api.db);
+            let faulty = match kind {
+                "crash" => Faulty::new(&api.db, Some(n)),
+                _ => Faulty::commit_unknown(&api.db, n),
+            };
+            let faulted = tick_on(&faulty);
+            let upgraded = scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'") == 1;
+            // The upgrade is one atomic batch: all of it or none of it.
+            assert_eq!(revision_indexes(&api.db).len(), if upgraded { 2 } else { 0 }, "{kind} at {n}");
+            let report = tick_on(&api.db);
+            assert_eq!(report.error, None, "{kind} at {n}");
+            assert_eq!(revision_indexes(&api.db).len(), 2, "{kind} at {n}");
+            assert_eq!(scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'"), 1);
+            if faulted.error.is_none() {
+                break;
+            }
+            n += 1;
         }
-        n += 1;
+        assert!(n > 2, "the {kind} reached the upgrade");
     }
-    assert!(n > 2, "the fault reached the upgrade");
 }
 
 fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {

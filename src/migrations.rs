@@ -30,4 +30,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0012_reference_rules.sql", sql: include_str!("../migrations/0012_reference_rules.sql") },
     Migration { name: "0013_unindexed_media.sql", sql: include_str!("../migrations/0013_unindexed_media.sql") },
     Migration { name: "0014_token_lineage.sql", sql: include_str!("../migrations/0014_token_lineage.sql") },
+    Migration { name: "0015_rows_budgets.sql", sql: include_str!("../migrations/0015_rows_budgets.sql") },
 ];

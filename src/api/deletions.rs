@@ -42,7 +42,8 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
 }
 
 /// `POST /admin/media-usage/collection-deletions/retry {"collectionId"}`: reopens a failed,
-/// retrying or expired deletion as `pending`, due now, attempts reset, at the same phase.
+/// retrying or expired deletion as `pending`, due now, attempts reset, at the same phase, its
+/// cleanup batch small again.
 pub async fn retry<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
     let body = json_body(req)?;
     let mut issues = Issues::default();
@@ -58,7 +59,7 @@ pub async fn retry<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
         return Err(ApiError::new(409, "WORK_LEASE_ACTIVE", "The collection deletion is being processed")
             .with_details(json!({"leaseExpiresAt": current.row.lease_expires_at})));
     }
-    match repo::retry(ctx.exec, &collection_id).await? {
+    match repo::retry(ctx.exec, &collection_id, ctx.config.background.cleanup.start()).await? {
         Some(row) => Ok((200, json!({"changed": true, "item": deletion_json(&row)}))),
         None => Err(ApiError::new(
             409,

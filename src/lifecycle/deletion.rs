@@ -17,11 +17,11 @@ use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
-use crate::lane::{Counter, Ctx, LaneStep};
+use crate::lane::{Counter, Ctx, LaneStep, RowCount};
 use crate::model::ident::Ident;
 use crate::model::state::DeletionPhase;
 use crate::repo::capture;
-use crate::repo::deletion::{self as repo, Fence, Lease, Rows, Tombstone};
+use crate::repo::deletion::{self as repo, Fence, Lease, Rows, StoredBatch, Tombstone};
 use crate::repo::lease::Failure;
 use crate::repo::schema;
 use crate::usage::backoff::Attempts;
@@ -42,6 +42,28 @@ pub const MAX_BATCH_ROWS: u32 = 10_000;
 pub const STEP_MAX_STATEMENTS: u64 = 6;
 /// Statements releasing a held deletion costs at the end of a tick.
 pub const RELEASE_STATEMENTS: u64 = 1;
+/// The rows releasing a held deletion costs (its tombstone written with its index entries).
+pub const RELEASE_ROWS: RowCount = RowCount::new(8, 20);
+/// The rows of a step that do not grow with its batches: the claim, a checkpoint (or the status
+/// phase's statements, or the finalisation) and a failure record, each a tombstone written with
+/// its index entries and a few index reads.
+pub const STEP_FIXED_ROWS: RowCount = RowCount::new(30, 100);
+
+/// What deleting one row of a kind is assumed to cost until a statement of that kind has
+/// measured it: D1 counts one row written per deleted row, and reads the row and each of its
+/// index entries (a source also looks for its occurrences, a revision for the entries that
+/// point at it).
+pub fn declared_row_cost(rows: Rows) -> RowCount {
+    match rows {
+        Rows::Work => RowCount::new(1, 8),
+        Rows::Revisions => RowCount::new(1, 20),
+        Rows::Occurrences => RowCount::new(1, 8),
+        Rows::Sources => RowCount::new(2, 12),
+    }
+}
+
+/// The largest [`declared_row_cost`].
+const MAX_DECLARED_ROW_COST: RowCount = RowCount::new(2, 20);
 
 /// How many rows a cleanup statement deletes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -142,7 +164,7 @@ pub async fn request<E: Executor>(
     let Some(mut lease) = Lease::of(&claimed) else {
         return Err(Error::Decode(format!("tombstone slug {:?} is not an identifier", claimed.collection_slug)));
     };
-    let rows = u32::try_from(claimed.cleanup_batch_rows).unwrap_or(START_BATCH_ROWS);
+    let rows = StoredBatch::of(&claimed);
     while lease.phase.is_front() {
         match front_step(exec, &mut lease, rows, true).await? {
             Front::Advanced => {}
@@ -183,7 +205,12 @@ enum Front {
 
 /// Runs the lease's front phase. The table drop releases the lease at `work` when `release`
 /// (the request), or keeps it for the next step (the lane).
-async fn front_step<E: Executor>(exec: &E, lease: &mut Lease, rows: u32, release: bool) -> Result<Front, Error> {
+async fn front_step<E: Executor>(
+    exec: &E,
+    lease: &mut Lease,
+    rows: StoredBatch,
+    release: bool,
+) -> Result<Front, Error> {
     let next = match lease.phase {
         DeletionPhase::Fence => match repo::fence(exec, lease, rows).await? {
             Fence::Fenced => DeletionPhase::Registry,
@@ -215,7 +242,11 @@ async fn front_step<E: Executor>(exec: &E, lease: &mut Lease, rows: u32, release
 pub struct Held {
     lease: Lease,
     attempts: Attempts,
-    batch_rows: u32,
+    /// The cleanup batch: its size for the kind of row being deleted, and that kind's ceiling.
+    batch: StoredBatch,
+    /// What deleting one row of that kind costs: measured by its last statement, declared
+    /// ([`declared_row_cost`]) before.
+    row_cost: RowCount,
     /// Which kind of row of the current phase is being deleted (index into its rows).
     rows_idx: usize,
 }
@@ -226,6 +257,41 @@ impl Held {
         self.lease.phase = to;
         self.rows_idx = 0;
         self.attempts = Attempts::new(1);
+    }
+
+    /// Starts deleting `rows`: a kind other than the batch's starts small, without a ceiling,
+    /// at its declared cost.
+    fn begin(&mut self, rows: Rows, sizer: AdaptiveBatch) {
+        if self.batch.rows != Some(rows) {
+            self.batch = StoredBatch { rows: Some(rows), size: sizer.start, ceiling: None };
+            self.row_cost = declared_row_cost(rows);
+        }
+    }
+
+    /// The most rows its next statement may delete: the batch, under its ceiling.
+    fn cap(&self) -> u32 {
+        self.batch.ceiling.map_or(self.batch.size, |c| self.batch.size.min(c))
+    }
+
+    /// The batch after a statement of `limit` rows that deleted `n` in `elapsed_ms`, when the
+    /// batch would have allowed `cap`: it adapts to the time taken, except that a statement cut
+    /// short by the rows left says nothing about larger ones; never past the ceiling.
+    fn adapt(&mut self, sizer: AdaptiveBatch, cap: u32, limit: u32, elapsed_ms: f64, n: u64) {
+        let next = sizer.next(limit, elapsed_ms, n);
+        let next = if limit < cap && next >= limit { self.batch.size } else { next };
+        self.batch.size = self.batch.ceiling.map_or(next, |c| next.min(c));
+    }
+
+    /// A statement of `limit` rows failed: the batch halves (within the sizer's bounds) and that
+    /// becomes its kind's ceiling. False when it cannot shrink.
+    fn halve(&mut self, sizer: AdaptiveBatch, limit: u32) -> bool {
+        let half = (limit / 2).max(sizer.min).max(1);
+        if half >= limit {
+            return false;
+        }
+        self.batch.size = half;
+        self.batch.ceiling = Some(half);
+        true
     }
 }
 
@@ -278,6 +344,19 @@ pub async fn step<E: Executor, K: Clock>(
     batch: CleanupBatch,
     held: &mut Option<Held>,
 ) -> Result<Option<StepOutcome>, Error> {
+    step_within(exec, clock, batch, held, RowCount::new(u64::MAX, u64::MAX), &RowCount::default).await
+}
+
+/// [`step`] within `rows`: its cleanup statements delete no more rows than fit, at what a row of
+/// their kind costs (measured through `spent`, the rows read and written so far).
+pub async fn step_within<E: Executor, K: Clock>(
+    exec: &E,
+    clock: &K,
+    batch: CleanupBatch,
+    held: &mut Option<Held>,
+    rows: RowCount,
+    spent: &dyn Fn() -> RowCount,
+) -> Result<Option<StepOutcome>, Error> {
     if held.is_none() {
         let token = ids::new_id();
         let Some(row) = repo::claim_next(exec, &token).await? else { return Ok(None) };
@@ -286,11 +365,12 @@ pub async fn step<E: Executor, K: Clock>(
             let reason = format!("stored slug {:?} is not an identifier", row.collection_slug);
             return Ok(Some(StepOutcome::Failed { terminal: true, reason }));
         };
-        let batch_rows = match batch {
-            CleanupBatch::Fixed(n) => n,
-            CleanupBatch::Adaptive { .. } => u32::try_from(row.cleanup_batch_rows).unwrap_or(START_BATCH_ROWS),
-        };
-        let h = Held { lease, attempts: Attempts::new(row.attempt_count), batch_rows, rows_idx: 0 };
+        let mut stored = StoredBatch::of(&row);
+        if let CleanupBatch::Fixed(n) = batch {
+            stored.size = n;
+        }
+        let row_cost = stored.rows.map_or(MAX_DECLARED_ROW_COST, declared_row_cost);
+        let h = Held { lease, attempts: Attempts::new(row.attempt_count), batch: stored, row_cost, rows_idx: 0 };
         // Claimed more often than it may be attempted: earlier holders died without recording
         // anything. Stop here, visibly.
         if h.attempts.over_claimed() {
@@ -300,7 +380,8 @@ pub async fn step<E: Executor, K: Clock>(
         *held = Some(h);
     }
     let Some(h) = held.as_mut() else { return Ok(None) };
-    let res = match phase_step(exec, clock, batch, h).await {
+    let room = Room { rows, spent, from: spent() };
+    let res = match phase_step(exec, clock, batch, h, &room).await {
         Ok(outcome) => Ok(outcome),
         Err(failure) => fail(exec, h, failure).await,
     };
@@ -320,8 +401,28 @@ async fn fail<E: Executor>(exec: &E, h: &Held, failure: StepFailure) -> Result<S
         StepFailure::Error(e) => format!("{} at {}: {e}", h.lease.slug, h.lease.phase),
     };
     let failure = h.attempts.failure();
-    let recorded = repo::record_failure(exec, &h.lease.collection_id, &h.lease.token, failure, FAILURE_CODE).await?;
+    let progress = Some((h.attempts.count(), h.batch));
+    let recorded =
+        repo::record_failure_with(exec, &h.lease.collection_id, &h.lease.token, failure, FAILURE_CODE, progress)
+            .await?;
     Ok(if recorded { StepOutcome::Failed { terminal: failure.terminal, reason } } else { StepOutcome::LeaseLost })
+}
+
+/// The rows a step may spend, and how it measures what it spent.
+struct Room<'a> {
+    rows: RowCount,
+    spent: &'a dyn Fn() -> RowCount,
+    /// What was spent before the step.
+    from: RowCount,
+}
+
+impl Room<'_> {
+    /// How many rows of `cost` each the next statement may delete (at most `cap`), leaving room
+    /// for the step's fixed statements.
+    fn items(&self, cost: RowCount, cap: u32) -> u32 {
+        let used = (self.spent)().minus(self.from);
+        self.rows.minus(used).minus(STEP_FIXED_ROWS).items(cost, cap)
+    }
 }
 
 /// Advances a held deletion by one bounded step of its phase.
@@ -330,9 +431,10 @@ async fn phase_step<E: Executor, K: Clock>(
     clock: &K,
     batch: CleanupBatch,
     h: &mut Held,
+    room: &Room<'_>,
 ) -> Result<StepOutcome, StepFailure> {
     match h.lease.phase {
-        phase if phase.is_front() => match front_step(exec, &mut h.lease, h.batch_rows, false).await? {
+        phase if phase.is_front() => match front_step(exec, &mut h.lease, h.batch, false).await? {
             Front::Advanced => {
                 h.progressed(h.lease.phase);
                 Ok(StepOutcome::Advanced { to: h.lease.phase })
@@ -344,13 +446,41 @@ async fn phase_step<E: Executor, K: Clock>(
             // Delete from the first kind of row that is not exhausted; a kind is exhausted once
             // a statement deletes fewer rows than asked. Moving on within the step means every
             // step deletes rows or finishes the phase, even when a tick has room for only one.
+            // Each kind has its own batch, sized to the rows the step has left; a failed
+            // statement halves it and is tried once more, smaller, within the step.
             let kinds = phase_rows(phase);
+            let sizer = batch.sizer();
             let mut deleted = Vec::new();
+            let mut retried = false;
             while let Some(&rows) = kinds.get(h.rows_idx) {
-                let limit = h.batch_rows;
+                h.begin(rows, sizer);
+                let cap = h.cap();
+                let limit = room.items(h.row_cost, cap);
+                if limit == 0 {
+                    // The rows left do not fit one more row of this kind.
+                    return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
+                }
                 let started = clock.now_ms();
-                let n = repo::delete_rows(exec, &h.lease, rows, limit).await?;
-                h.batch_rows = batch.sizer().next(limit, clock.now_ms() - started, n);
+                let before = (room.spent)();
+                let n = match repo::delete_rows(exec, &h.lease, rows, limit).await {
+                    Ok(n) => n,
+                    Err(e) => {
+                        if retried || !h.halve(sizer, limit) {
+                            return Err(StepFailure::Error(e));
+                        }
+                        retried = true;
+                        continue;
+                    }
+                };
+                let cost = (room.spent)().minus(before);
+                if n > 0 {
+                    // Progress within the phase: the attempt under way is the only one.
+                    h.attempts = Attempts::new(1);
+                    if cost != RowCount::default() {
+                        h.row_cost = RowCount::new(cost.written.div_ceil(n), cost.read.div_ceil(n));
+                    }
+                }
+                h.adapt(sizer, cap, limit, clock.now_ms() - started, n);
                 deleted.push((rows, n));
                 if n >= u64::from(limit) {
                     return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
@@ -366,7 +496,7 @@ async fn phase_step<E: Executor, K: Clock>(
             if left.any() {
                 return Err(StepFailure::Leftovers(left));
             }
-            if !repo::clear_status(exec, &h.lease, h.batch_rows).await? {
+            if !repo::clear_status(exec, &h.lease, h.batch).await? {
                 return Err(StepFailure::Stale("the status checkpoint changed nothing"));
             }
             h.progressed(DeletionPhase::Finalize);
@@ -385,7 +515,7 @@ async fn phase_step<E: Executor, K: Clock>(
 
 /// Checkpoints the held deletion to `to`.
 async fn advance<E: Executor>(exec: &E, h: &mut Held, to: DeletionPhase) -> Result<(), StepFailure> {
-    if !repo::checkpoint(exec, &h.lease, to, h.batch_rows, false).await? {
+    if !repo::checkpoint(exec, &h.lease, to, h.batch, false).await? {
         return Err(StepFailure::Stale("the checkpoint changed nothing"));
     }
     h.progressed(to);
@@ -393,9 +523,9 @@ async fn advance<E: Executor>(exec: &E, h: &mut Held, to: DeletionPhase) -> Resu
 }
 
 /// Releases a held deletion at the end of a tick: `pending` and due now, at its phase, with the
-/// batch size learned so far. False when the lease was lost meanwhile.
+/// batch learned so far. False when the lease was lost meanwhile.
 pub async fn release<E: Executor>(exec: &E, h: &Held) -> Result<bool, Error> {
-    repo::checkpoint(exec, &h.lease, h.lease.phase, h.batch_rows, true).await
+    repo::checkpoint(exec, &h.lease, h.lease.phase, h.batch, true).await
 }
 
 /// Deletion steps run (claims that found a deletion included).
@@ -432,6 +562,12 @@ impl DeletionLane {
         STEP_MAX_STATEMENTS
     }
 
+    /// The most rows one step reads and writes at its smallest: its fixed statements and one
+    /// row of the kind being deleted (its cleanup statements are sized to the rows it is given).
+    pub fn reserve_rows(&self) -> RowCount {
+        STEP_FIXED_ROWS.plus(self.held.as_ref().map_or(MAX_DECLARED_ROW_COST, |h| h.row_cost))
+    }
+
     /// Statements [`DeletionLane::finish`] will cost: releasing the deletion it holds.
     pub fn release_cost(&self) -> u64 {
         if self.held.is_some() {
@@ -441,11 +577,23 @@ impl DeletionLane {
         }
     }
 
+    /// Rows [`DeletionLane::finish`] will cost.
+    pub fn release_rows(&self) -> RowCount {
+        if self.held.is_some() {
+            RELEASE_ROWS
+        } else {
+            RowCount::default()
+        }
+    }
+
     /// Advances the held deletion, or the next due one, by one step ([`step`]); `None` when
     /// nothing is held and nothing is due. A failure recorded on the tombstone is the step's
     /// `failure`.
     pub async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
-        let Some(outcome) = step(ctx.exec, ctx.clock, self.batch, &mut self.held).await? else { return Ok(None) };
+        let Some(outcome) = step_within(ctx.exec, ctx.clock, self.batch, &mut self.held, ctx.rows, ctx.spent).await?
+        else {
+            return Ok(None);
+        };
         ctx.count(DELETION_STEPS, 1);
         let mut failure = None;
         match outcome {

@@ -50,6 +50,12 @@ pub struct Tombstone {
     pub state: QueueState,
     pub phase: DeletionPhase,
     pub cleanup_batch_rows: i64,
+    /// The kind of row `cleanup_batch_rows` was reached for (`None`: none yet).
+    #[serde(default)]
+    pub cleanup_rows: Option<Rows>,
+    /// The size the batch of that kind does not grow past since one of its statements failed.
+    #[serde(default)]
+    pub cleanup_ceiling_rows: Option<i64>,
     pub attempt_count: i64,
     pub next_attempt_at: String,
     pub lease_token: Option<String>,
@@ -212,10 +218,10 @@ pub enum Fence {
 /// atomic batch. Every precondition is in the fence's `WHERE`; without force the batch also
 /// cancels the tombstone when entries outside the trash are the reason it did not fence. A
 /// forced fence never reports `HasContent`.
-pub async fn fence<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32) -> Result<Fence, Error> {
+pub async fn fence<E: Executor>(exec: &E, lease: &Lease, batch_rows: impl Into<StoredBatch>) -> Result<Fence, Error> {
     let mut stmts = vec![
         lease.guarded(FENCE).bind(lease.slug.as_str()).bind(lease.force),
-        checkpoint_statement(lease, DeletionPhase::Registry, batch_rows, false),
+        checkpoint_statement(lease, DeletionPhase::Registry, batch_rows.into(), false),
     ];
     if !lease.force {
         stmts.push(lease.guarded(CANCEL_FENCE).bind(lease.slug.as_str()));
@@ -233,11 +239,11 @@ pub async fn fence<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32) -> Res
 
 /// Deletes the registry row (fields cascade) and checkpoints to `table`, atomically. True when
 /// the checkpoint was made (the row may already have been gone: idempotent).
-pub async fn delete_registry<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32) -> Result<bool, Error> {
+pub async fn delete_registry<E: Executor>(exec: &E, lease: &Lease, batch_rows: impl Into<StoredBatch>) -> Result<bool, Error> {
     let outcomes = exec
         .batch(vec![
             lease.guarded(DELETE_REGISTRY).bind(lease.slug.as_str()),
-            checkpoint_statement(lease, DeletionPhase::Table, batch_rows, false),
+            checkpoint_statement(lease, DeletionPhase::Table, batch_rows.into(), false),
         ])
         .await?;
     Ok(outcomes.get(1).is_some_and(|o| o.changes == 1))
@@ -246,14 +252,19 @@ pub async fn delete_registry<E: Executor>(exec: &E, lease: &Lease, batch_rows: u
 /// Drops the content table and checkpoints to `work` (releasing the lease when `release`), in
 /// one guarded batch that aborts unless the tombstone is leased at `table` by this lease and no
 /// collection is registered under the slug. `Err(Stale)` when the guard failed.
-pub async fn drop_table<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32, release: bool) -> Result<(), Error> {
+pub async fn drop_table<E: Executor>(
+    exec: &E,
+    lease: &Lease,
+    batch_rows: impl Into<StoredBatch>,
+    release: bool,
+) -> Result<(), Error> {
     let guard = Guard::new(GUARD_DROP_TABLE)
         .bind(lease.collection_id.as_str())
         .bind(lease.token.as_str())
         .bind(lease.slug.as_str());
     let stmts = vec![
         Statement::new(render(DROP_CONTENT_TABLE, &[("table", &lease.table())])),
-        checkpoint_statement(lease, DeletionPhase::Work, batch_rows, release),
+        checkpoint_statement(lease, DeletionPhase::Work, batch_rows.into(), release),
     ];
     let outcomes = guarded_batch(exec, guard, stmts).await?;
     if outcomes.get(1).is_some_and(|o| o.changes == 1) {
@@ -264,7 +275,8 @@ pub async fn drop_table<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32, r
 }
 
 /// The rows the background phases delete, in the order they delete them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Rows {
     /// Queued projection work of the collection id (phase `work`).
     Work,
@@ -274,6 +286,39 @@ pub enum Rows {
     Occurrences,
     /// Source rows of the collection id (phase `sources`).
     Sources,
+}
+
+impl From<Rows> for crate::exec::Value {
+    fn from(rows: Rows) -> Self {
+        rows.as_str().into()
+    }
+}
+
+/// The cleanup batch a tombstone carries from tick to tick: its size, the kind of row it was
+/// reached for and that kind's ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredBatch {
+    pub rows: Option<Rows>,
+    pub size: u32,
+    pub ceiling: Option<u32>,
+}
+
+/// A batch of `size` for no kind yet (the front phases).
+impl From<u32> for StoredBatch {
+    fn from(size: u32) -> StoredBatch {
+        StoredBatch { rows: None, size, ceiling: None }
+    }
+}
+
+impl StoredBatch {
+    /// The batch a claimed tombstone carries.
+    pub fn of(row: &Tombstone) -> StoredBatch {
+        StoredBatch {
+            rows: row.cleanup_rows,
+            size: u32::try_from(row.cleanup_batch_rows).unwrap_or(1),
+            ceiling: row.cleanup_ceiling_rows.and_then(|c| u32::try_from(c).ok()),
+        }
+    }
 }
 
 impl Rows {
@@ -325,12 +370,12 @@ pub async fn leftovers<E: Executor>(exec: &E, lease: &Lease) -> Result<Leftovers
 
 /// Deletes the collection's repair runs and coverage row and checkpoints to `finalize`,
 /// atomically and under the live lease. True when the checkpoint was made.
-pub async fn clear_status<E: Executor>(exec: &E, lease: &Lease, batch_rows: u32) -> Result<bool, Error> {
+pub async fn clear_status<E: Executor>(exec: &E, lease: &Lease, batch_rows: impl Into<StoredBatch>) -> Result<bool, Error> {
     let outcomes = exec
         .batch(vec![
             lease.guarded(DELETE_RUNS),
             lease.guarded(DELETE_STATUS),
-            checkpoint_statement(lease, DeletionPhase::Finalize, batch_rows, false),
+            checkpoint_statement(lease, DeletionPhase::Finalize, batch_rows.into(), false),
         ])
         .await?;
     Ok(outcomes.get(2).is_some_and(|o| o.changes == 1))
@@ -346,34 +391,37 @@ pub async fn finalize<E: Executor>(exec: &E, lease: &Lease) -> Result<bool, Erro
 
 /// The checkpoint statement: only the live holder moves the deletion, and a phase is left only
 /// once what it removes is gone (see `checkpoint.sql`).
-fn checkpoint_statement(lease: &Lease, to: DeletionPhase, batch_rows: u32, release: bool) -> Statement {
+fn checkpoint_statement(lease: &Lease, to: DeletionPhase, batch: StoredBatch, release: bool) -> Statement {
     let (lo, hi) = lease.key_range();
     Statement::new(CHECKPOINT)
         .bind(lease.collection_id.as_str())
         .bind(lease.token.as_str())
         .bind(lease.phase)
         .bind(to)
-        .bind(batch_rows)
+        .bind(batch.size)
         .bind(release)
         .bind(lo)
         .bind(hi)
+        .bind(batch.rows)
+        .bind(batch.ceiling)
 }
 
-/// Moves the deletion to phase `to` (the same phase to only record the batch size), releasing
-/// the lease (`pending`, due now) when `release`. Resets the attempt count. False when the
-/// lease was lost.
+/// Moves the deletion to phase `to` (the same phase to only record the batch), releasing the
+/// lease (`pending`, due now) when `release`. Resets the attempt count. False when the lease was
+/// lost.
 pub async fn checkpoint<E: Executor>(
     exec: &E,
     lease: &Lease,
     to: DeletionPhase,
-    batch_rows: u32,
+    batch_rows: impl Into<StoredBatch>,
     release: bool,
 ) -> Result<bool, Error> {
-    Ok(exec.execute(checkpoint_statement(lease, to, batch_rows, release)).await? == 1)
+    Ok(exec.execute(checkpoint_statement(lease, to, batch_rows.into(), release)).await? == 1)
 }
 
 /// Records a failed attempt under the live lease: `retry` after the failure's delay, or
-/// `failed` when terminal. The phase is kept. False when the lease was already lost.
+/// `failed` when terminal. The phase, the attempt count and the batch are kept. False when the
+/// lease was already lost.
 pub async fn record_failure<E: Executor>(
     exec: &E,
     collection_id: &str,
@@ -381,7 +429,28 @@ pub async fn record_failure<E: Executor>(
     failure: Failure,
     code: &str,
 ) -> Result<bool, Error> {
-    let stmt = failure.statement(RECORD_FAILURE, code).bind(collection_id).bind(token);
+    record_failure_with(exec, collection_id, token, failure, code, None).await
+}
+
+/// [`record_failure`]; with `progress`, the attempt count becomes the
+/// attempts since the step's last progress and the batch is the one reached.
+pub async fn record_failure_with<E: Executor>(
+    exec: &E,
+    collection_id: &str,
+    token: &str,
+    failure: Failure,
+    code: &str,
+    progress: Option<(i64, StoredBatch)>,
+) -> Result<bool, Error> {
+    let (attempts, batch) = progress.unzip();
+    let stmt = failure
+        .statement(RECORD_FAILURE, code)
+        .bind(collection_id)
+        .bind(token)
+        .bind(attempts)
+        .bind(batch.and_then(|b| b.rows))
+        .bind(batch.map(|b| b.size))
+        .bind(batch.and_then(|b| b.ceiling));
     Ok(exec.execute(stmt).await? == 1)
 }
 
@@ -407,7 +476,8 @@ pub async fn get<E: Executor>(exec: &E, collection_id: &str) -> Result<Option<To
 }
 
 /// Reopens a failed, retrying or expired tombstone as `pending`, due now, attempts reset, phase
-/// kept. `None` when it is in none of those states (already pending, or leased live).
-pub async fn retry<E: Executor>(exec: &E, collection_id: &str) -> Result<Option<Tombstone>, Error> {
-    exec.query_first(Statement::new(lease::render(RETRY, &[])).bind(collection_id)).await
+/// kept, its cleanup batch back to `start_rows` for no kind and without a ceiling. `None` when it
+/// is in none of those states (already pending, or leased live).
+pub async fn retry<E: Executor>(exec: &E, collection_id: &str, start_rows: u32) -> Result<Option<Tombstone>, Error> {
+    exec.query_first(Statement::new(lease::render(RETRY, &[])).bind(collection_id).bind(start_rows)).await
 }

@@ -19,6 +19,11 @@ impl Attempts {
         Attempts(attempt_count)
     }
 
+    /// The attempts counted, the one under way included.
+    pub const fn count(self) -> i64 {
+        self.0
+    }
+
     /// Claimed more often than it may be attempted: earlier holders died or lost the item
     /// without recording a failure (a crash, a backend error, a lost lease). The lane stops here
     /// and fails it, visibly, instead of attempting it again.

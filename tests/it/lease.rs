@@ -158,7 +158,7 @@ fn a_failure_ends_the_lease_and_backs_off_the_same_way_in_both_queues() {
     assert_eq!(text(&api.db, &format!("SELECT {row} FROM {TOMBSTONES}")).as_deref(), Some("retry:-:-:D1"));
     assert_eq!(seconds(&api.db, TOMBSTONES, "updated_at", "next_attempt_at"), 240);
     // Reopened by an operator: pending, due now, unleased, no attempts and no error.
-    let reopened = block_on(deletion::retry(&api.db, &cid)).unwrap().expect("retrying");
+    let reopened = block_on(deletion::retry(&api.db, &cid, 50)).unwrap().expect("retrying");
     assert_eq!(
         (reopened.state.as_str(), reopened.attempt_count, reopened.last_error_code, reopened.lease_token),
         ("pending", 0, None, None)

@@ -1,6 +1,9 @@
 UPDATE _emdash_media_usage_collection_deletions
 SET phase = ?4,
     cleanup_batch_rows = ?5,
+    -- The kind of row the batch size was reached for, and its ceiling.
+    cleanup_rows = ?9,
+    cleanup_ceiling_rows = ?10,
     -- Progress: the attempt under way (the claim counted it) is the only one; a release ends it.
     attempt_count = CASE WHEN ?6 = 1 THEN 0 ELSE 1 END,
     last_error_code = NULL,

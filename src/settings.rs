@@ -17,13 +17,13 @@ use std::fmt;
 
 use crate::api::{self, upload::UploadRules};
 use crate::lane::adaptive::DEFAULT_TARGET_MS;
+use crate::lane::RowCount;
 use crate::lifecycle::deletion::{CleanupBatch, MAX_BATCH_ROWS};
 use crate::model::auth::bootstrap_hash;
 use crate::repo::content::MIN_MAX_REVISIONS;
 use crate::storage::inspect::Allowlist;
 use crate::usage::extract::Rules;
 use crate::usage::project::{self, Admission, Policy};
-use crate::lane::RowCount;
 use crate::usage::tick::{self, BackgroundPolicy, Budget, MIN_TICK_STATEMENTS};
 
 /// A variable holding a whole number, with a default.
@@ -230,7 +230,8 @@ pub const DAILY_ROWS_WRITTEN: Count = Count {
 /// The smallest row budgets a tick accepts: one projection job at the default admission limit,
 /// the continuation and the log write ([`Settings::budget`] raises them further when the
 /// admission limit is higher).
-pub const MIN_TICK_ROWS: RowCount = Admission::DEFAULT.job_max_rows().plus(tick::CONTINUATION_ROWS).plus(tick::LOG_ROWS);
+pub const MIN_TICK_ROWS: RowCount =
+    Admission::DEFAULT.job_max_rows().plus(tick::CONTINUATION_ROWS).plus(tick::LOG_ROWS);
 
 pub const CLEANUP_BATCH_ROWS: OptionalCount = OptionalCount {
     name: "MEDIA_USAGE_CLEANUP_BATCH_ROWS",
@@ -559,7 +560,8 @@ impl Settings {
     /// always run.
     pub fn budget(&self) -> Budget {
         let least = self.projection().admission.job_max_rows().plus(tick::CONTINUATION_ROWS).plus(tick::LOG_ROWS);
-        let rows = RowCount::new(self.tick_max_rows.written.max(least.written), self.tick_max_rows.read.max(least.read));
+        let rows =
+            RowCount::new(self.tick_max_rows.written.max(least.written), self.tick_max_rows.read.max(least.read));
         Budget::new(self.tick_max_statements, self.tick_max_ms)
             .with_rows(rows)
             .with_daily_rows_written(self.daily_rows_written)

@@ -103,7 +103,7 @@ impl RowCount {
 
     /// How many items of `per_item` each fit in these counts (at most `cap`).
     pub fn items(self, per_item: RowCount, cap: u32) -> u32 {
-        let by = |room: u64, each: u64| if each == 0 { u64::MAX } else { room / each };
+        let by = |room: u64, each: u64| room.checked_div(each).unwrap_or(u64::MAX);
         let n = by(self.written, per_item.written).min(by(self.read, per_item.read));
         u32::try_from(n).unwrap_or(u32::MAX).min(cap)
     }

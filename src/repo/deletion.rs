@@ -239,7 +239,11 @@ pub async fn fence<E: Executor>(exec: &E, lease: &Lease, batch_rows: impl Into<S
 
 /// Deletes the registry row (fields cascade) and checkpoints to `table`, atomically. True when
 /// the checkpoint was made (the row may already have been gone: idempotent).
-pub async fn delete_registry<E: Executor>(exec: &E, lease: &Lease, batch_rows: impl Into<StoredBatch>) -> Result<bool, Error> {
+pub async fn delete_registry<E: Executor>(
+    exec: &E,
+    lease: &Lease,
+    batch_rows: impl Into<StoredBatch>,
+) -> Result<bool, Error> {
     let outcomes = exec
         .batch(vec![
             lease.guarded(DELETE_REGISTRY).bind(lease.slug.as_str()),
@@ -370,7 +374,11 @@ pub async fn leftovers<E: Executor>(exec: &E, lease: &Lease) -> Result<Leftovers
 
 /// Deletes the collection's repair runs and coverage row and checkpoints to `finalize`,
 /// atomically and under the live lease. True when the checkpoint was made.
-pub async fn clear_status<E: Executor>(exec: &E, lease: &Lease, batch_rows: impl Into<StoredBatch>) -> Result<bool, Error> {
+pub async fn clear_status<E: Executor>(
+    exec: &E,
+    lease: &Lease,
+    batch_rows: impl Into<StoredBatch>,
+) -> Result<bool, Error> {
     let outcomes = exec
         .batch(vec![
             lease.guarded(DELETE_RUNS),

@@ -475,7 +475,8 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
             + if reading_day { DAILY_STATEMENTS } else { 0 };
         let committed_rows = spent().plus(held_rows).plus(LOG_ROWS);
         let reserve_rows = lanes[k].reserve_rows();
-        if committed + lanes[k].reserve() > budget.max_statements || !committed_rows.plus(reserve_rows).fits(budget.max_rows)
+        if committed + lanes[k].reserve() > budget.max_statements
+            || !committed_rows.plus(reserve_rows).fits(budget.max_rows)
         {
             rotation.out_of_budget(k);
             continue;

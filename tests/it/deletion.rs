@@ -1227,8 +1227,8 @@ fn big_collection(api: &Api, n: usize) -> String {
 }
 
 #[test]
-fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_30_default_ticks_without_a_daily_budget(
-) {
+fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_30_default_ticks_without_a_daily_budget()
+{
     let api = Api::new();
     let id = big_collection(&api, 100_000);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 300_000);

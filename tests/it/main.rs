@@ -12,6 +12,7 @@ mod ownership;
 mod projection;
 mod reference_rules;
 mod repair;
+mod rows_budget;
 mod safe_delete;
 mod settings;
 mod sitemap;

@@ -1,0 +1,382 @@
+//! Rows read and written as budgets (issue 20, items 2 and 3), on SQLite: ticks stay within
+//! their row budgets across a deletion and a repair, the daily budget stops background lanes
+//! until the next UTC day (the day is the tick's, a test clock here), and the per-kind cleanup
+//! batch recovers from statements that fail (a deletion that used to get stuck finishes).
+
+use std::cell::Cell;
+
+use futures::executor::block_on;
+use media_usage_worker::clock::FnClock;
+use media_usage_worker::exec::meter::Metered;
+use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::exec::{Error, Executor, Outcome, Statement, Value};
+use media_usage_worker::lane::RowCount;
+use media_usage_worker::lifecycle::deletion::{self, CleanupBatch, StepOutcome};
+use media_usage_worker::repo::deletion::Rows;
+use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use serde_json::json;
+
+use crate::support::{data, Api, ADMIN};
+
+fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn exec_sql(db: &SqliteExecutor, sql: &str) {
+    db.connection().execute_batch(sql).unwrap();
+}
+
+/// Makes waiting deletions, runs and work rows due and leases expired, as time passing would.
+fn time_passes(db: &SqliteExecutor) {
+    exec_sql(
+        db,
+        "UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+         UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+         UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+         UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';",
+    );
+}
+
+/// One recorded tick on `day` (a clock that stands still: batches adapt to rows, not to how busy
+/// the machine is), checked against its budgets.
+fn tick_on<E: Executor>(exec: &E, budget: Budget, policy: &BackgroundPolicy, day: &str) -> TickReport {
+    let clock = FnClock(|| 0.0);
+    let metered = Metered::new(exec, &clock);
+    let report = block_on(tick::run_on(&metered, &clock, budget, policy, tick::Continuation::Off, None, Some(day)));
+    let usage = metered.usage();
+    assert!(report.statements <= budget.max_statements, "{} statements", report.statements);
+    // What it reports (its log write counted at most) is at least what it spent, log write included.
+    assert!(RowCount::new(usage.rows_written, usage.rows_read).fits(report.rows), "{usage:?} {:?}", report.rows);
+    assert!(
+        report.rows.fits(budget.max_rows),
+        "a tick read and wrote {:?} rows, over {:?}",
+        report.rows,
+        budget.max_rows
+    );
+    report
+}
+
+/// A collection `posts` of `n` entries with an image each, indexed (sources and occurrences), and
+/// each entry queued for work by its capture trigger; its first `revisions` entries have a
+/// revision of `revision_bytes` each.
+fn collection(api: &Api, n: usize, revisions: usize, revision_bytes: usize) -> String {
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    let id: String = api
+        .db
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
+        .unwrap();
+    exec_sql(
+        &api.db,
+        &format!(
+            "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {n})
+             INSERT INTO ec_posts (id, slug, hero) SELECT printf('e%07d', i), printf('s%07d', i), 'm' FROM seq;
+             INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version, source_completeness)
+               SELECT 'content:{id}:' || id || ':columns', '{id}', 'posts', id, 'columns', 'g', 1, 'complete' FROM ec_posts;
+             INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
+               SELECT s.content_id, s.source_key, 'g', 'hero', 'hero', 'image_field', 'm', 'm' FROM _emdash_media_usage_sources AS s;"
+        ),
+    );
+    exec_sql(
+        &api.db,
+        &format!(
+            "INSERT INTO revisions (id, collection, entry_id, data)
+             SELECT 'r' || id, 'posts', id, json_object('body', printf('%.{revision_bytes}c', 'x'))
+             FROM ec_posts ORDER BY id LIMIT {revisions};"
+        ),
+    );
+    id
+}
+
+fn deletion_left(db: &SqliteExecutor) -> i64 {
+    scalar(db, "SELECT count(*) FROM _emdash_media_usage_collection_deletions")
+}
+
+/// Statements issued to D1 as they would be by a D1 that cannot finish a cleanup statement of
+/// `table` over 500 rows in time: such a `DELETE … LIMIT ?4` fails, as a timed-out statement
+/// does.
+struct SlowOverFiveHundred<'a> {
+    db: &'a SqliteExecutor,
+    table: &'static str,
+    refused: Cell<u64>,
+}
+
+impl SlowOverFiveHundred<'_> {
+    fn refuses(&self, stmt: &Statement) -> bool {
+        let big = matches!(stmt.params().get(3), Some(Value::Integer(n)) if *n > 500);
+        big && stmt.sql().contains(&format!("DELETE FROM {}\n", self.table)) && stmt.sql().contains("LIMIT ?4")
+    }
+}
+
+impl Executor for SlowOverFiveHundred<'_> {
+    async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
+        if self.refuses(&stmt) {
+            self.refused.set(self.refused.get() + 1);
+            return Err(Error::Backend("D1_ERROR: the statement timed out".into()));
+        }
+        self.db.run(stmt).await
+    }
+
+    async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
+        if stmts.iter().any(|s| self.refuses(s)) {
+            self.refused.set(self.refused.get() + 1);
+            return Err(Error::Backend("D1_ERROR: the statement timed out".into()));
+        }
+        self.db.batch(stmts).await
+    }
+}
+
+#[test]
+fn a_large_work_backlog_then_20_kb_revisions_with_statements_over_500_rows_failing_still_finishes() {
+    // The deletion that used to get stuck: one batch shared by every kind grew to 10,000 on the
+    // cheap work rows, then started the revision deletes at 10,000 rows; each such statement
+    // timed out, and every retry repeated it until the deletion was `failed`.
+    let api = Api::new();
+    collection(&api, 12_000, 2_000, 20 * 1024);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 12_000);
+    assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+    let exec = SlowOverFiveHundred { db: &api.db, table: "revisions", refused: Cell::new(0) };
+    let policy = crate::support::policy().with_cleanup(CleanupBatch::Adaptive { target_ms: 200.0 });
+    let budget = crate::support::budget().with_daily_rows_written(0);
+    let mut ticks = Vec::new();
+    while deletion_left(&api.db) > 0 {
+        let report = tick_on(&exec, budget, &policy, "2030-01-01");
+        assert_eq!(report.count("deletionFailures"), 0, "no step fails: a failed statement is retried smaller");
+        let state: String = api
+            .db
+            .connection()
+            .query_row("SELECT state FROM _emdash_media_usage_collection_deletions", [], |r| r.get(0))
+            .unwrap_or_else(|_| "gone".into());
+        assert_ne!(state, "failed");
+        ticks.push(report.count("deletedRows"));
+        assert!(ticks.len() <= 40, "not finished in 40 ticks: {ticks:?}");
+        time_passes(&api.db);
+    }
+    assert!(exec.refused.get() > 0, "some statements asked for more than 500 revisions and failed");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM revisions"), 0);
+    assert_eq!(ticks.iter().sum::<u64>(), 3 * 12_000 + 2_000, "work, revisions, sources and occurrences");
+}
+
+#[test]
+fn each_kind_of_row_starts_its_batch_small_and_a_failed_statement_halves_it_for_good() {
+    let api = Api::new();
+    collection(&api, 3_000, 3_000, 100);
+    assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+    let exec = SlowOverFiveHundred { db: &api.db, table: "_emdash_media_usage_work", refused: Cell::new(0) };
+    let batch = CleanupBatch::Adaptive { target_ms: 200.0 };
+    let mut held = None;
+    let mut statements: Vec<(Rows, u64)> = Vec::new();
+    for _ in 0..200 {
+        match block_on(deletion::step(&exec, &FnClock(|| 0.0), batch, &mut held)).unwrap() {
+            Some(StepOutcome::Deleted { deleted, .. }) => statements.extend(deleted),
+            Some(StepOutcome::Finalized) | None => break,
+            Some(other) => assert!(matches!(other, StepOutcome::Advanced { .. }), "{other:?}"),
+        }
+    }
+    assert_eq!(deletion_left(&api.db), 0);
+    let of = |kind: Rows| statements.iter().filter(|(k, _)| *k == kind).map(|(_, n)| *n).collect::<Vec<_>>();
+    // Work rows grow from 50 while fast; the statement of 800 fails (over 500) and is tried again
+    // at 400 in the same step, which stays the kind's ceiling.
+    let work = of(Rows::Work);
+    assert_eq!(work[..5], [50, 100, 200, 400, 400], "{work:?}");
+    assert!(work.iter().all(|n| *n <= 400), "{work:?}");
+    assert_eq!(exec.refused.get(), 1, "one failed statement, never repeated");
+    // Each next kind starts at 50 again, whatever the work rows reached.
+    for kind in [Rows::Revisions, Rows::Occurrences, Rows::Sources] {
+        let sizes = of(kind);
+        assert_eq!(sizes[..4], [50, 100, 200, 400], "{kind:?}: {sizes:?}");
+    }
+}
+
+#[test]
+fn progress_within_a_phase_resets_the_attempt_count_and_the_operator_retry_resets_the_batch() {
+    let api = Api::new();
+    let id = collection(&api, 200, 200, 10);
+    assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+    // Its fourth attempt: a failure of the fifth would be final — unless the step made progress.
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET attempt_count = 4");
+    struct RevisionsFail<'a>(&'a SqliteExecutor);
+    impl Executor for RevisionsFail<'_> {
+        async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
+            if stmt.sql().contains("DELETE FROM revisions") {
+                return Err(Error::Backend("D1_ERROR: the statement timed out".into()));
+            }
+            self.0.run(stmt).await
+        }
+        async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
+            self.0.batch(stmts).await
+        }
+    }
+    let policy = crate::support::policy().with_cleanup(CleanupBatch::Fixed(500));
+    let report = tick_on(&RevisionsFail(&api.db), Budget::new(40, 60_000.0), &policy, "2030-01-01");
+    assert_eq!(report.count("deletionFailures"), 1);
+    let (state, attempts): (String, i64) = api
+        .db
+        .connection()
+        .query_row("SELECT state, attempt_count FROM _emdash_media_usage_collection_deletions", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((state.as_str(), attempts), ("retry", 1), "the work rows it deleted were progress");
+
+    // Without progress the same failure counts: claimed at 5, it is final.
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET attempt_count = 4");
+    time_passes(&api.db);
+    tick_on(&RevisionsFail(&api.db), Budget::new(40, 60_000.0), &policy, "2030-01-01");
+    let state: String = api
+        .db
+        .connection()
+        .query_row("SELECT state FROM _emdash_media_usage_collection_deletions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(state, "failed");
+
+    // The operator retry starts the batch afresh: small, for no kind, without a ceiling.
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_collection_deletions
+         SET cleanup_batch_rows = 10000, cleanup_rows = 'revisions', cleanup_ceiling_rows = 600",
+    );
+    let r = api.post("/admin/media-usage/collection-deletions/retry", &json!({"collectionId": id}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let stored: (i64, Option<String>, Option<i64>, i64) = api
+        .db
+        .connection()
+        .query_row(
+            "SELECT cleanup_batch_rows, cleanup_rows, cleanup_ceiling_rows, attempt_count FROM _emdash_media_usage_collection_deletions",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+        )
+        .unwrap();
+    assert_eq!(stored, (50, None, None, 0));
+    let report = tick_on(&api.db, Budget::new(40, 60_000.0), &crate::support::policy(), "2030-01-01");
+    assert!(report.count("deletedRows") > 0);
+}
+
+#[test]
+fn ticks_stay_within_their_row_budgets_across_a_deletion_and_a_repair() {
+    let api = Api::new();
+    collection(&api, 20_000, 0, 0);
+    assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+    // The smallest row budget there is (one projection job at the default admission limit).
+    let settings = crate::support::settings_with(&[
+        ("MEDIA_USAGE_TICK_MAX_ROWS_WRITTEN", "14110"),
+        ("MEDIA_USAGE_TICK_MAX_ROWS_READ", "20510"),
+        ("MEDIA_USAGE_DAILY_ROWS_WRITTEN", "0"),
+        ("MEDIA_USAGE_TICK_MAX_QUERIES", "1000"),
+    ]);
+    let budget = settings.budget();
+    assert_eq!(budget.max_rows, media_usage_worker::settings::MIN_TICK_ROWS);
+    let policy = crate::support::policy();
+    let mut deletion_ticks = 0;
+    while deletion_left(&api.db) > 0 {
+        let report = tick_on(&api.db, budget, &policy, "2030-01-01");
+        assert!(report.count("deletedRows") > 0, "every tick advances the deletion");
+        deletion_ticks += 1;
+        assert!(deletion_ticks <= 20, "60,000 rows at 14,110 rows written per tick");
+    }
+    assert!(deletion_ticks >= 5, "the rows budget, not the statements, bounds the ticks: {deletion_ticks}");
+
+    // A repair of 2,000 entries: scan pages and group jobs are sized to the rows left.
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "docs", "label": "Docs", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    exec_sql(
+        &api.db,
+        "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 2000)
+         INSERT INTO ec_docs (id, slug, hero) SELECT printf('d%05d', i), printf('d%05d', i), 'm' FROM seq;
+         DELETE FROM _emdash_media_usage_work;",
+    );
+    let r = api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "docs"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut repair_ticks = 0;
+    loop {
+        let report = tick_on(&api.db, budget, &policy, "2030-01-01");
+        repair_ticks += 1;
+        time_passes(&api.db);
+        let status: String = api
+            .db
+            .connection()
+            .query_row(
+                "SELECT status FROM _emdash_media_usage_index_status
+                 WHERE collection_id = (SELECT id FROM _emdash_collections WHERE slug = 'docs')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if status == "complete" && report.outcome == media_usage_worker::model::state::TickOutcome::Idle {
+            break;
+        }
+        assert!(repair_ticks <= 60, "repair not finished in 60 ticks (status {status})");
+    }
+}
+
+#[test]
+fn the_daily_budget_stops_background_lanes_until_the_next_utc_day() {
+    let api = Api::new();
+    collection(&api, 6_000, 0, 0);
+    assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+    let budget = crate::support::budget().with_daily_rows_written(15_000);
+    let policy = crate::support::policy();
+    // Day D: ticks delete until the day's rows are spent, then the deletion rests.
+    let mut spent_on = None;
+    for n in 0..20 {
+        let report = tick_on(&api.db, budget, &policy, "2030-01-01");
+        assert!(report.count("deletedRows") > 0);
+        if report.daily_spent {
+            assert_ne!(report.outcome, media_usage_worker::model::state::TickOutcome::Budget, "no continuation");
+            spent_on = Some(n);
+            break;
+        }
+    }
+    assert!(spent_on.is_some(), "the day's budget was never spent");
+    assert!(deletion_left(&api.db) > 0);
+    let day: (i64, i64) = api
+        .db
+        .connection()
+        .query_row("SELECT rows_written, ticks FROM _emdash_media_usage_daily WHERE day = '2030-01-01'", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert!(day.0 <= 15_000 + 2 * tick::LOG_ROWS.written as i64, "the day's writes stay within it: {day:?}");
+    let again = tick_on(&api.db, budget, &policy, "2030-01-01");
+    assert!(again.daily_spent && again.count("deletedRows") == 0, "a lane the daily budget stopped rests: {again:?}");
+    assert_eq!(again.outcome, media_usage_worker::model::state::TickOutcome::Idle, "no continuation is asked for");
+
+    // The work lane is not stopped: an entry written on day D is projected by the next tick.
+    data(&api.post("/schema/collections", &json!({"slug": "notes", "label": "Notes"})));
+    exec_sql(&api.db, "INSERT INTO ec_notes (id, slug) VALUES ('n1', 'n1')");
+    let report = tick_on(&api.db, budget, &policy, "2030-01-01");
+    assert_eq!(report.count("jobs"), 1, "the work lane still runs");
+    assert_eq!(report.count("deletedRows"), 0);
+
+    // Day D+1: the deletion resumes, and finishes on a later day.
+    let report = tick_on(&api.db, budget, &policy, "2030-01-02");
+    assert!(report.count("deletedRows") > 0, "resumed on the next day");
+    for day in 2..=10 {
+        for _ in 0..10 {
+            tick_on(&api.db, budget, &policy, &format!("2030-01-{day:02}"));
+        }
+        if deletion_left(&api.db) == 0 {
+            break;
+        }
+    }
+    assert_eq!(deletion_left(&api.db), 0);
+    let per_day: Vec<i64> = api
+        .db
+        .connection()
+        .prepare("SELECT rows_written FROM _emdash_media_usage_daily ORDER BY day")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(per_day.len() >= 2, "{per_day:?}");
+    // A day may pass the budget only by what the work lane wrote and the log writes of ticks
+    // that found it spent.
+    assert!(per_day.iter().all(|n| *n <= 15_000 + 500), "{per_day:?}");
+}

@@ -163,12 +163,21 @@ pub struct LaneStep {
     /// A failure the step recorded for retry and went on from: the tick reports it as its
     /// error.
     pub failure: Option<String>,
+    /// The lane had due work but the rows left in the tick do not fit its next unit (a group,
+    /// a cleanup statement): it did nothing, and steps no more this tick, as if its reserve
+    /// had not fit.
+    pub out_of_room: bool,
 }
 
 impl LaneStep {
     /// A step that changed something and asks nothing of the rotation.
     pub fn progress() -> LaneStep {
-        LaneStep { progressed: true, wakes_work: false, waits_for_work: false, failure: None }
+        LaneStep { progressed: true, wakes_work: false, waits_for_work: false, failure: None, out_of_room: false }
+    }
+
+    /// A step that found no room for its next unit and did nothing.
+    pub fn out_of_room() -> LaneStep {
+        LaneStep { progressed: false, out_of_room: true, ..LaneStep::progress() }
     }
 
     /// A step that only looked.

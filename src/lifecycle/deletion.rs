@@ -37,9 +37,12 @@ pub const MIN_BATCH_ROWS: u32 = 50;
 pub const MAX_BATCH_ROWS: u32 = 10_000;
 
 /// The most statements one lane step issues: a claim, then the largest phase step (`status`: the
-/// leftover check and a batch of three; a cleanup step is at most two deletes and a checkpoint,
-/// the table drop a guarded batch of three), then recording its failure.
+/// leftover check and a batch of three; a cleanup step is at most [`STEP_MAX_DELETES`] deletes
+/// and a checkpoint, the table drop a guarded batch of three), then recording its failure.
 pub const STEP_MAX_STATEMENTS: u64 = 6;
+/// The most cleanup statements one step issues (a probe of one row, a statement sized from it,
+/// a retry at half the size, or the next kind's).
+pub const STEP_MAX_DELETES: usize = 3;
 /// Statements releasing a held deletion costs at the end of a tick.
 pub const RELEASE_STATEMENTS: u64 = 1;
 /// The rows releasing a held deletion costs (its tombstone written with its index entries).
@@ -60,6 +63,14 @@ pub fn declared_row_cost(rows: Rows) -> RowCount {
         Rows::Occurrences => RowCount::new(1, 8),
         Rows::Sources => RowCount::new(2, 12),
     }
+}
+
+/// Whether a kind's first statement in a tick deletes a single row to measure what a row costs:
+/// revisions, whose delete checks every content table's references to them and so costs what
+/// the other collections hold, which no declared figure can say; the other kinds cost their row
+/// and its index entries, as declared.
+fn probed(rows: Rows) -> bool {
+    matches!(rows, Rows::Revisions)
 }
 
 /// The largest [`declared_row_cost`].
@@ -247,6 +258,10 @@ pub struct Held {
     /// What deleting one row of that kind costs: measured by its last statement, declared
     /// ([`declared_row_cost`]) before.
     row_cost: RowCount,
+    /// Whether a statement of this kind has measured `row_cost` in this tick: until one has, a
+    /// kind that is [`probed`] deletes a single row first, so it passes the rows budget by at
+    /// most one row's cost however far its cost is from the declared one.
+    measured: bool,
     /// Which kind of row of the current phase is being deleted (index into its rows).
     rows_idx: usize,
 }
@@ -265,6 +280,7 @@ impl Held {
         if self.batch.rows != Some(rows) {
             self.batch = StoredBatch { rows: Some(rows), size: sizer.start, ceiling: None };
             self.row_cost = declared_row_cost(rows);
+            self.measured = false;
         }
     }
 
@@ -274,11 +290,12 @@ impl Held {
     }
 
     /// The batch after a statement of `limit` rows that deleted `n` in `elapsed_ms`, when the
-    /// batch would have allowed `cap`: it adapts to the time taken, except that a statement cut
+    /// batch would have allowed `cap`, after a probe of `probed` rows: it adapts to the time
+    /// taken (the probe and the statement counting as one batch), except that a statement cut
     /// short by the rows left says nothing about larger ones; never past the ceiling.
-    fn adapt(&mut self, sizer: AdaptiveBatch, cap: u32, limit: u32, elapsed_ms: f64, n: u64) {
-        let next = sizer.next(limit, elapsed_ms, n);
-        let next = if limit < cap && next >= limit { self.batch.size } else { next };
+    fn adapt(&mut self, sizer: AdaptiveBatch, cap: u32, limit: u32, probed: u32, elapsed_ms: f64, n: u64) {
+        let next = sizer.next(limit + probed, elapsed_ms, n + u64::from(probed));
+        let next = if limit < cap && next >= limit + probed { self.batch.size } else { next };
         self.batch.size = self.batch.ceiling.map_or(next, |c| next.min(c));
     }
 
@@ -370,7 +387,8 @@ pub async fn step_within<E: Executor, K: Clock>(
             stored.size = n;
         }
         let row_cost = stored.rows.map_or(MAX_DECLARED_ROW_COST, declared_row_cost);
-        let h = Held { lease, attempts: Attempts::new(row.attempt_count), batch: stored, row_cost, rows_idx: 0 };
+        let attempts = Attempts::new(row.attempt_count);
+        let h = Held { lease, attempts, batch: stored, row_cost, measured: false, rows_idx: 0 };
         // Claimed more often than it may be attempted: earlier holders died without recording
         // anything. Stop here, visibly.
         if h.attempts.over_claimed() {
@@ -380,7 +398,9 @@ pub async fn step_within<E: Executor, K: Clock>(
         *held = Some(h);
     }
     let Some(h) = held.as_mut() else { return Ok(None) };
-    let room = Room { rows, spent, from: spent() };
+    // Without a rows budget there is nothing a probe would protect.
+    let probes = rows != RowCount::new(u64::MAX, u64::MAX);
+    let room = Room { rows, spent, from: spent(), probes };
     let res = match phase_step(exec, clock, batch, h, &room).await {
         Ok(outcome) => Ok(outcome),
         Err(failure) => fail(exec, h, failure).await,
@@ -414,6 +434,8 @@ struct Room<'a> {
     spent: &'a dyn Fn() -> RowCount,
     /// What was spent before the step.
     from: RowCount,
+    /// A kind's first statement in a tick deletes one row, to measure what a row costs.
+    probes: bool,
 }
 
 impl Room<'_> {
@@ -452,9 +474,17 @@ async fn phase_step<E: Executor, K: Clock>(
             let sizer = batch.sizer();
             let mut deleted = Vec::new();
             let mut retried = false;
+            let mut issued = 0;
+            // Rows the probe of the current kind deleted in this step: part of its batch.
+            let mut probed_rows = 0;
             while let Some(&rows) = kinds.get(h.rows_idx) {
+                if issued == STEP_MAX_DELETES {
+                    return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
+                }
+                issued += 1;
                 h.begin(rows, sizer);
-                let cap = h.cap();
+                let probe = room.probes && probed(rows) && !h.measured;
+                let cap = if probe { 1 } else { h.cap().saturating_sub(probed_rows).max(1) };
                 let limit = room.items(h.row_cost, cap);
                 if limit == 0 {
                     // The rows left do not fit one more row of this kind.
@@ -479,12 +509,21 @@ async fn phase_step<E: Executor, K: Clock>(
                     if cost != RowCount::default() {
                         h.row_cost = RowCount::new(cost.written.div_ceil(n), cost.read.div_ceil(n));
                     }
+                    h.measured = true;
                 }
-                h.adapt(sizer, cap, limit, clock.now_ms() - started, n);
+                if !probe {
+                    h.adapt(sizer, cap, limit, probed_rows, clock.now_ms() - started, n);
+                }
                 deleted.push((rows, n));
                 if n >= u64::from(limit) {
+                    if probe {
+                        // Measured: the rest of the batch is sized from it.
+                        probed_rows = 1;
+                        continue;
+                    }
                     return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
                 }
+                probed_rows = 0;
                 h.rows_idx += 1;
             }
             let to = phase.next().unwrap_or(DeletionPhase::Finalize);
@@ -594,6 +633,9 @@ impl DeletionLane {
         else {
             return Ok(None);
         };
+        if matches!(&outcome, StepOutcome::Deleted { deleted, advanced_to: None } if deleted.is_empty()) {
+            return Ok(Some(LaneStep::out_of_room()));
+        }
         ctx.count(DELETION_STEPS, 1);
         let mut failure = None;
         match outcome {

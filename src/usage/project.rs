@@ -688,10 +688,17 @@ impl<'a> WorkLane<'a> {
         JOB_MAX_STATEMENTS
     }
 
-    /// The most rows one step reads and writes: a single job's under the admission limit (a
-    /// group is sized to the rows it is given).
+    /// The most rows its smallest step reads and writes: a group of two at what its entries
+    /// cost so far, or a single job's worst case under the admission limit if that is less. A
+    /// step that finds room for neither does nothing and says so (`LaneStep::out_of_room`).
     pub fn reserve_rows(&self) -> RowCount {
-        self.policy.admission.job_max_rows()
+        let pair = GROUP_FIXED_ROWS.plus(self.entry_rows).plus(self.entry_rows);
+        let job = self.policy.admission.job_max_rows();
+        if pair.fits(job) {
+            pair
+        } else {
+            job
+        }
     }
 
     /// Runs the next group job, or single job once a group no longer fits `ctx.room`; `None`
@@ -725,6 +732,10 @@ impl<'a> WorkLane<'a> {
                     return Ok(Some(LaneStep::progress()));
                 }
             }
+        }
+        // A single job may write what the admission limit allows: only with room for that.
+        if !self.policy.admission.job_max_rows().fits(ctx.rows) {
+            return Ok(Some(LaneStep::out_of_room()));
         }
         Ok(process_next(ctx.exec, None, self.policy).await?.map(|outcome| {
             count_job(ctx, &outcome);

@@ -416,6 +416,59 @@ pub fn utc_day(epoch_ms: f64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// The day `n` days after `day` (`YYYY-MM-DD`); `None` when `day` is not such a date.
+pub fn add_days(day: &str, n: u64) -> Option<String> {
+    let mut parts = day.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || day.len() != 10 {
+        return None;
+    }
+    // Howard Hinnant's days-from-civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468 + i64::try_from(n).ok()?;
+    Some(utc_day(days as f64 * 86_400_000.0))
+}
+
+/// How long background work that writes `rows_to_write` rows takes under a [`Budget`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Estimate {
+    /// The rows it will write (what is left times what a row of its kind costs).
+    pub rows_to_write: u64,
+    /// Ticks it needs at least, at the tick's rows written (less the tick's own costs).
+    pub ticks: u64,
+    /// UTC days after today the daily budget spreads it over (0: it fits what today has left).
+    pub days: u64,
+    /// The UTC day it is expected to finish on, at the earliest.
+    pub finish_day: String,
+}
+
+impl Budget {
+    /// The estimate for work writing `rows_to_write` rows, `today` (`YYYY-MM-DD`) having written
+    /// `written_today` rows of its daily budget. A lower bound: ticks also stop at their
+    /// statements and wall time, and other lanes share them.
+    pub fn estimate(&self, rows_to_write: u64, today: &str, written_today: u64) -> Estimate {
+        let mut per_tick = self.max_rows.written.saturating_sub(LOG_ROWS.written + CONTINUATION_ROWS.written).max(1);
+        if self.daily_rows_written > 0 {
+            per_tick = per_tick.min(self.daily_rows_written);
+        }
+        let days = match self.daily_rows_written {
+            0 => 0,
+            daily => rows_to_write.saturating_sub(daily.saturating_sub(written_today)).div_ceil(daily),
+        };
+        Estimate {
+            rows_to_write,
+            ticks: rows_to_write.div_ceil(per_tick),
+            days,
+            finish_day: add_days(today, days).unwrap_or_else(|| today.to_owned()),
+        }
+    }
+}
+
 /// Where a tick stands with the daily budget.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Daily {
@@ -509,6 +562,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         let mut ctx = Ctx { exec, clock, room, rows, spent: &spent, counts: &mut report.counts };
         match lane.step(&mut ctx).await {
             Ok(None) => rotation.nothing_due(k),
+            Ok(Some(step)) if step.out_of_room => rotation.out_of_budget(k),
             Ok(Some(step)) => {
                 report.stepped(lane.name(), &step);
                 rotation.stepped(k, &step);
@@ -663,6 +717,32 @@ mod tests {
         assert_eq!(utc_day(1_798_761_599_999.0), "2026-12-31");
         assert_eq!(utc_day(1_798_761_600_000.0), "2027-01-01");
         assert_eq!(utc_day(-1.0), "1969-12-31");
+    }
+
+    #[test]
+    fn days_are_added_across_months_years_and_leap_days() {
+        assert_eq!(add_days("2030-01-01", 0).as_deref(), Some("2030-01-01"));
+        assert_eq!(add_days("2030-01-31", 1).as_deref(), Some("2030-02-01"));
+        assert_eq!(add_days("2028-02-28", 1).as_deref(), Some("2028-02-29"));
+        assert_eq!(add_days("2030-12-31", 1).as_deref(), Some("2031-01-01"));
+        assert_eq!(add_days("2030-01-01", 365).as_deref(), Some("2031-01-01"));
+        assert_eq!(add_days("not a day", 1), None);
+        assert_eq!(add_days("2030-13-01", 1), None);
+    }
+
+    #[test]
+    fn an_estimate_counts_ticks_at_the_tick_rows_and_days_at_the_daily_budget() {
+        let budget = Budget::new(40, 2500.0).with_rows(RowCount::new(20_000, 200_000)).with_daily_rows_written(50_000);
+        let per_tick = 20_000 - LOG_ROWS.written - CONTINUATION_ROWS.written;
+        let e = budget.estimate(100_000, "2030-01-01", 10_000);
+        assert_eq!(e.ticks, 100_000u64.div_ceil(per_tick));
+        // 40,000 left today, then 60,000 more: two more days.
+        assert_eq!((e.days, e.finish_day.as_str()), (2, "2030-01-03"));
+        let e = budget.estimate(30_000, "2030-01-01", 10_000);
+        assert_eq!((e.days, e.finish_day.as_str()), (0, "2030-01-01"), "fits what today has left");
+        let e = budget.with_daily_rows_written(0).estimate(100_000, "2030-01-01", 99_999_999);
+        assert_eq!((e.days, e.finish_day.as_str()), (0, "2030-01-01"), "no daily budget");
+        assert_eq!(budget.estimate(0, "2030-01-01", 60_000).ticks, 0);
     }
 
     #[test]

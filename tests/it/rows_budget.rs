@@ -380,3 +380,68 @@ fn the_daily_budget_stops_background_lanes_until_the_next_utc_day() {
     // that found it spent.
     assert!(per_day.iter().all(|n| *n <= 15_000 + 500), "{per_day:?}");
 }
+
+#[test]
+fn the_status_shows_the_days_use_and_when_each_deletion_and_repair_will_finish() {
+    let api = Api::new();
+    collection(&api, 3_000, 0, 0);
+    assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+    let budget = crate::support::budget().with_daily_rows_written(5_000);
+    tick_on(&api.db, budget, &crate::support::policy(), "2030-01-01");
+    let api = Api { config: media_usage_worker::api::Config { tick_budget: budget, ..api.config.clone() }, ..api };
+    let status = data(&api.get("/admin/media-usage/status?day=2030-01-01"));
+    let daily = &status["daily"];
+    assert_eq!((daily["day"].as_str(), daily["budget"].as_u64()), (Some("2030-01-01"), Some(5_000)));
+    let written = daily["rowsWritten"].as_u64().unwrap();
+    assert!(written > 4_000 && written <= 5_000 + tick::LOG_ROWS.written, "{daily}");
+    assert_eq!(daily["remaining"].as_u64(), Some(5_000u64.saturating_sub(written)));
+    assert_eq!(daily["ticks"], 1);
+    assert_eq!(status["tickBudget"]["maxRowsWritten"], 20_000);
+    let deletion = &status["deletions"][0];
+    let left = deletion["rowsLeft"].as_u64().unwrap();
+    assert!(left > 0 && left < 9_000, "{deletion}");
+    let estimate = &deletion["estimate"];
+    // A deleted row writes one row (a source is counted at two: its trigger deletes its
+    // occurrences, if any are left).
+    let to_write = estimate["rowsToWrite"].as_u64().unwrap();
+    assert!((left..=2 * left).contains(&to_write), "{estimate}");
+    // A tick writes at most the daily budget; what is left does not fit what the day has left, so
+    // it finishes on a later day.
+    assert_eq!(estimate["ticks"].as_u64(), Some(to_write.div_ceil(5_000)));
+    let days = (to_write - (5_000 - written.min(5_000))).div_ceil(5_000);
+    assert_eq!(estimate["days"].as_u64(), Some(days), "{estimate}");
+    assert!(days >= 1);
+    assert_eq!(estimate["finishDay"].as_str(), tick::add_days("2030-01-01", days).as_deref());
+    // Another day has used nothing.
+    let other = data(&api.get("/admin/media-usage/status?day=2030-02-01"));
+    assert_eq!((other["daily"]["rowsWritten"].as_u64(), other["daily"]["spent"].as_bool()), (Some(0), Some(false)));
+    let fresh = tick::add_days("2030-02-01", to_write.saturating_sub(5_000).div_ceil(5_000));
+    assert_eq!(other["deletions"][0]["estimate"]["finishDay"].as_str(), fresh.as_deref());
+    for bad in ["2030-1-01", "2030-13-01", "yesterday", "2030-01-32"] {
+        let r = api.get(&format!("/admin/media-usage/status?day={bad}"));
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+    }
+
+    // A repair run in progress: the entries it has to scan and the work queued.
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "docs", "label": "Docs", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    exec_sql(
+        &api.db,
+        "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 700)
+         INSERT INTO ec_docs (id, slug, hero) SELECT printf('d%05d', i), printf('d%05d', i), 'm' FROM seq;
+         DELETE FROM _emdash_media_usage_work;",
+    );
+    let docs: String = api
+        .db
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'docs'", [], |r| r.get(0))
+        .unwrap();
+    block_on(media_usage_worker::repo::repair::begin(&api.db, &[docs.as_str()], crate::support::rules().id())).unwrap();
+    let status = data(&api.get("/admin/media-usage/status?day=2030-01-01"));
+    let run = &status["repairs"][0];
+    assert_eq!((run["collection"].as_str(), run["phase"].as_str()), (Some("docs"), Some("scan")), "{run}");
+    assert_eq!((run["entriesLeft"].as_u64(), run["queuedLeft"].as_u64()), (Some(700), Some(0)));
+    assert!(run["estimate"]["rowsToWrite"].as_u64().unwrap() >= 700, "{run}");
+}

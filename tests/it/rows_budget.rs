@@ -91,6 +91,22 @@ fn collection(api: &Api, n: usize, revisions: usize, revision_bytes: usize) -> S
     id
 }
 
+/// A collection `docs` of `n` entries written behind the API (nothing queued), as an import does.
+fn imported_docs(api: &Api, n: usize) {
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "docs", "label": "Docs", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    exec_sql(
+        &api.db,
+        &format!(
+            "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {n})
+             INSERT INTO ec_docs (id, slug, hero) SELECT printf('d%05d', i), printf('d%05d', i), 'm' FROM seq;
+             DELETE FROM _emdash_media_usage_work;"
+        ),
+    );
+}
+
 fn deletion_left(db: &SqliteExecutor) -> i64 {
     scalar(db, "SELECT count(*) FROM _emdash_media_usage_collection_deletions")
 }
@@ -281,16 +297,7 @@ fn ticks_stay_within_their_row_budgets_across_a_deletion_and_a_repair() {
 
     // A repair of 2,000 entries: scan pages and group jobs are sized to the rows left.
     let api = Api::new();
-    data(&api.post(
-        "/schema/collections",
-        &json!({"slug": "docs", "label": "Docs", "fields": [{"slug": "hero", "type": "image"}]}),
-    ));
-    exec_sql(
-        &api.db,
-        "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 2000)
-         INSERT INTO ec_docs (id, slug, hero) SELECT printf('d%05d', i), printf('d%05d', i), 'm' FROM seq;
-         DELETE FROM _emdash_media_usage_work;",
-    );
+    imported_docs(&api, 2_000);
     let r = api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "docs"}));
     assert_eq!(r.status, 200, "{}", r.body);
     let mut repair_ticks = 0;
@@ -423,16 +430,7 @@ fn the_status_shows_the_days_use_and_when_each_deletion_and_repair_will_finish()
     }
 
     // A repair run in progress: the entries it has to scan and the work queued.
-    data(&api.post(
-        "/schema/collections",
-        &json!({"slug": "docs", "label": "Docs", "fields": [{"slug": "hero", "type": "image"}]}),
-    ));
-    exec_sql(
-        &api.db,
-        "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 700)
-         INSERT INTO ec_docs (id, slug, hero) SELECT printf('d%05d', i), printf('d%05d', i), 'm' FROM seq;
-         DELETE FROM _emdash_media_usage_work;",
-    );
+    imported_docs(&api, 700);
     let docs: String = api
         .db
         .connection()

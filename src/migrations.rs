@@ -35,4 +35,5 @@ pub const ALL: &[Migration] = &[
         sql: include_str!("../migrations/0015_content_table_revisions.sql"),
     },
     Migration { name: "0016_deletion_rows_kind.sql", sql: include_str!("../migrations/0016_deletion_rows_kind.sql") },
+    Migration { name: "0017_rows_budgets.sql", sql: include_str!("../migrations/0017_rows_budgets.sql") },
 ];

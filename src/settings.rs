@@ -17,13 +17,14 @@ use std::fmt;
 
 use crate::api::{self, upload::UploadRules};
 use crate::lane::adaptive::DEFAULT_TARGET_MS;
+use crate::lane::RowCount;
 use crate::lifecycle::deletion::{CleanupBatch, MAX_BATCH_ROWS};
 use crate::model::auth::bootstrap_hash;
 use crate::repo::content::MIN_MAX_REVISIONS;
 use crate::storage::inspect::Allowlist;
 use crate::usage::extract::Rules;
 use crate::usage::project::{self, Admission, Policy};
-use crate::usage::tick::{BackgroundPolicy, Budget, MIN_TICK_STATEMENTS};
+use crate::usage::tick::{self, BackgroundPolicy, Budget, MIN_TICK_STATEMENTS};
 
 /// A variable holding a whole number, with a default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,6 +206,33 @@ pub const TICK_MAX_MS: Number = Number {
     meaning: "wall-time budget of one cron tick (or a repair request), in milliseconds",
 };
 
+pub const TICK_MAX_ROWS_WRITTEN: Count = Count {
+    name: "MEDIA_USAGE_TICK_MAX_ROWS_WRITTEN",
+    default: 20_000,
+    bounds: Bounds { min: MIN_TICK_ROWS.written, max: u64::MAX, raise_to_min: true },
+    meaning: "rows (D1's `rows_written`, index entries included) one cron tick (or a repair request) may write",
+};
+
+pub const TICK_MAX_ROWS_READ: Count = Count {
+    name: "MEDIA_USAGE_TICK_MAX_ROWS_READ",
+    default: 200_000,
+    bounds: Bounds { min: MIN_TICK_ROWS.read, max: u64::MAX, raise_to_min: true },
+    meaning: "rows (D1's `rows_read`) one cron tick (or a repair request) may read",
+};
+
+pub const DAILY_ROWS_WRITTEN: Count = Count {
+    name: "MEDIA_USAGE_DAILY_ROWS_WRITTEN",
+    default: 50_000,
+    bounds: Bounds::at_least(0),
+    meaning: "rows the cron ticks of one UTC day may write before every lane but the work lane rests until the next day (0: unlimited)",
+};
+
+/// The smallest row budgets a tick accepts: one projection job at the default admission limit,
+/// the continuation and the log write ([`Settings::budget`] raises them further when the
+/// admission limit is higher).
+pub const MIN_TICK_ROWS: RowCount =
+    Admission::DEFAULT.job_max_rows().plus(tick::CONTINUATION_ROWS).plus(tick::LOG_ROWS);
+
 pub const CLEANUP_BATCH_ROWS: OptionalCount = OptionalCount {
     name: "MEDIA_USAGE_CLEANUP_BATCH_ROWS",
     unset: "an adaptive batch",
@@ -287,6 +315,9 @@ pub const TABLE: &[Setting] = &[
     Setting::Plain(&ADMIN_TOKEN),
     Setting::Count(&TICK_MAX_QUERIES),
     Setting::Number(&TICK_MAX_MS),
+    Setting::Count(&TICK_MAX_ROWS_WRITTEN),
+    Setting::Count(&TICK_MAX_ROWS_READ),
+    Setting::Count(&DAILY_ROWS_WRITTEN),
     Setting::OptionalCount(&CLEANUP_BATCH_ROWS),
     Setting::Count(&MAX_OCCURRENCES_PER_ENTRY),
     Setting::Count(&MAX_REVISIONS_PER_ENTRY),
@@ -454,6 +485,10 @@ pub struct Settings {
     pub tick_max_statements: u64,
     /// `MEDIA_USAGE_TICK_MAX_MS`.
     pub tick_max_ms: f64,
+    /// `MEDIA_USAGE_TICK_MAX_ROWS_WRITTEN` and `MEDIA_USAGE_TICK_MAX_ROWS_READ`.
+    pub tick_max_rows: RowCount,
+    /// `MEDIA_USAGE_DAILY_ROWS_WRITTEN` (0: unlimited).
+    pub daily_rows_written: u64,
     /// `MEDIA_USAGE_CLEANUP_BATCH_ROWS`: `None` for the adaptive batch.
     pub cleanup_batch_rows: Option<u32>,
     /// `MEDIA_USAGE_STATEMENT_TARGET_MS`.
@@ -490,6 +525,8 @@ impl Settings {
         let settings = Settings {
             tick_max_statements: env.count(&TICK_MAX_QUERIES),
             tick_max_ms: env.number(&TICK_MAX_MS),
+            tick_max_rows: RowCount::new(env.count(&TICK_MAX_ROWS_WRITTEN), env.count(&TICK_MAX_ROWS_READ)),
+            daily_rows_written: env.count(&DAILY_ROWS_WRITTEN),
             cleanup_batch_rows: env.optional_count(&CLEANUP_BATCH_ROWS).map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
             statement_target_ms: env.number(&STATEMENT_TARGET_MS),
             max_occurrences: usize::try_from(env.count(&MAX_OCCURRENCES_PER_ENTRY)).unwrap_or(usize::MAX),
@@ -517,9 +554,17 @@ impl Settings {
         Settings::parse(|_| None).0
     }
 
-    /// What a tick (or a repair request) may spend.
+    /// What a tick (or a repair request) may spend. The row budgets are at least what one
+    /// projection job under the configured admission limit, the continuation and the log write
+    /// need (a higher `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY` raises them), so the work lane can
+    /// always run.
     pub fn budget(&self) -> Budget {
+        let least = self.projection().admission.job_max_rows().plus(tick::CONTINUATION_ROWS).plus(tick::LOG_ROWS);
+        let rows =
+            RowCount::new(self.tick_max_rows.written.max(least.written), self.tick_max_rows.read.max(least.read));
         Budget::new(self.tick_max_statements, self.tick_max_ms)
+            .with_rows(rows)
+            .with_daily_rows_written(self.daily_rows_written)
     }
 
     /// The cleanup batch: fixed when configured, else adaptive to the statement target.

@@ -42,7 +42,8 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
 }
 
 /// `POST /admin/media-usage/collection-deletions/retry {"collectionId"}`: reopens a failed,
-/// retrying or expired deletion as `pending`, due now, attempts reset, at the same phase.
+/// retrying or expired deletion as `pending`, due now, attempts reset, at the same phase, its
+/// cleanup batch small again.
 pub async fn retry<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
     let body = json_body(req)?;
     let mut issues = Issues::default();

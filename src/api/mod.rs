@@ -344,7 +344,7 @@ async fn dispatch<E: Executor>(
         Op::RevokeToken => tokens::revoke(&ctx, p(0), req).await?,
         Op::SelfCheck => self_check(&ctx).await?,
         Op::MediaUsage => usage::media_usage(&ctx, p(0), req).await?,
-        Op::UsageStatus => usage::status(&ctx).await?,
+        Op::UsageStatus => usage::status(&ctx, req).await?,
         Op::UsageTicks => usage::ticks(&ctx, req).await?,
         Op::UsageWork => usage::list_work(&ctx, req).await?,
         Op::UsageWorkRetry => usage::retry_work(&ctx, req).await?,

@@ -10,10 +10,12 @@ use super::{Ctx, Reply, Request};
 use crate::clock::FnClock;
 use crate::exec::meter::Metered;
 use crate::exec::Executor;
+use crate::lifecycle::deletion::declared_row_cost;
 use crate::model::auth::Role;
 use crate::model::collection::Collection;
 use crate::model::state::{CaptureState, CoverageStatus, QueueState};
 use crate::repo::capture::{self, CoverageRow};
+use crate::repo::daily;
 use crate::repo::media as media_repo;
 use crate::repo::reads::{self, UsageRow};
 use crate::repo::repair as repair_repo;
@@ -21,6 +23,7 @@ use crate::repo::work::{self, WorkRow};
 use crate::usage::coverage::{aggregate, CollectionCoverage};
 use crate::usage::extract::ReferenceType;
 use crate::usage::project;
+use crate::usage::repair;
 use crate::usage::tick;
 
 /// Projects the entry a request just wrote, so "Used in" is current when the response returns.
@@ -43,7 +46,22 @@ pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(CoverageStatus, 
     Ok((aggregate(&cov), rows))
 }
 
-pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
+/// Rows of each kind a status read counts at most per deletion or repair run (so reading the
+/// status of a huge one stays bounded; its estimate is then a lower bound).
+pub const STATUS_COUNT_CAP: u32 = 100_000;
+/// Repair runs the status lists at most.
+pub const STATUS_RUNS: u32 = 20;
+
+/// `GET /admin/media-usage/status?day=`: coverage, deletions and repair runs in progress with
+/// what they have left and an estimate of when they finish, the tick budget, and the daily
+/// budget's use on `day` (a UTC date; default: the database's today).
+pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let mut issues = Issues::default();
+    let day = query(req, "day");
+    if day.is_some_and(|d| !is_day(d)) {
+        issues.add("day", "Expected a date, YYYY-MM-DD");
+    }
+    issues.finish()?;
     let (overall, rows) = coverage(ctx).await?;
     let collections: Vec<Json> = rows
         .iter()
@@ -62,25 +80,88 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>) -> Result<Reply, ApiError> {
             })
         })
         .collect();
-    let deletions: Vec<Json> = crate::repo::deletion::in_progress(ctx.exec, 100)
-        .await?
-        .iter()
-        .map(|t| {
-            json!({
-                "collection": t.collection_slug,
-                "collectionId": t.collection_id,
-                "phase": t.phase,
-                "state": t.state,
-                "attemptCount": t.attempt_count,
-                "nextAttemptAt": t.next_attempt_at,
-                "leaseExpiresAt": t.lease_expires_at,
-                "lastErrorCode": t.last_error_code,
-            })
-        })
-        .collect();
     let budget = &ctx.config.tick_budget;
-    let tick_budget = json!({"maxStatements": budget.max_statements, "maxMs": budget.max_ms});
-    Ok((200, json!({"status": overall, "collections": collections, "deletions": deletions, "tickBudget": tick_budget})))
+    let used = daily::usage(ctx.exec, day).await?;
+    let estimate = |rows_to_write: u64| {
+        let e = budget.estimate(rows_to_write, &used.day, used.rows_written);
+        json!({"rowsToWrite": e.rows_to_write, "ticks": e.ticks, "days": e.days, "finishDay": e.finish_day})
+    };
+    let mut deletions = Vec::new();
+    for t in crate::repo::deletion::in_progress(ctx.exec, 100).await? {
+        let left = crate::repo::deletion::remaining(ctx.exec, &t, STATUS_COUNT_CAP).await?;
+        let rows_to_write: u64 = left.iter().map(|(kind, n)| n * declared_row_cost(*kind).written).sum();
+        deletions.push(json!({
+            "collection": t.collection_slug,
+            "collectionId": t.collection_id,
+            "phase": t.phase,
+            "state": t.state,
+            "attemptCount": t.attempt_count,
+            "nextAttemptAt": t.next_attempt_at,
+            "leaseExpiresAt": t.lease_expires_at,
+            "lastErrorCode": t.last_error_code,
+            "rowsLeft": left.iter().map(|(_, n)| n).sum::<u64>(),
+            "estimate": estimate(rows_to_write),
+        }));
+    }
+    let mut repairs = Vec::new();
+    for run in repair_repo::list_runs(ctx.exec, STATUS_RUNS).await? {
+        let left = repair_repo::remaining(ctx.exec, &run, STATUS_COUNT_CAP).await?;
+        let entry = project::GROUP_ENTRY_ROWS.written;
+        let rows_to_write = left.entries * (entry + repair::PAGE_ENTRY_ROWS.written) + left.queued * entry;
+        repairs.push(json!({
+            "collection": run.collection_slug,
+            "collectionId": run.collection_id,
+            "phase": run.phase,
+            "state": run.state,
+            "attemptCount": run.attempt_count,
+            "nextAttemptAt": run.next_attempt_at,
+            "entriesLeft": left.entries,
+            "queuedLeft": left.queued,
+            "estimate": estimate(rows_to_write),
+        }));
+    }
+    let tick_budget = json!({
+        "maxStatements": budget.max_statements,
+        "maxMs": budget.max_ms,
+        "maxRowsWritten": budget.max_rows.written,
+        "maxRowsRead": budget.max_rows.read,
+    });
+    let limit = budget.daily_rows_written;
+    let daily = json!({
+        "day": used.day,
+        "rowsWritten": used.rows_written,
+        "rowsRead": used.rows_read,
+        "ticks": used.ticks,
+        "budget": limit,
+        "remaining": (limit > 0).then(|| limit.saturating_sub(used.rows_written)),
+        "spent": limit > 0 && used.rows_written >= limit,
+    });
+    Ok((
+        200,
+        json!({
+            "status": overall,
+            "collections": collections,
+            "deletions": deletions,
+            "repairs": repairs,
+            "tickBudget": tick_budget,
+            "daily": daily,
+        }),
+    ))
+}
+
+/// Whether `s` is a day as the status's `day` takes it: `YYYY-MM-DD`, month 01–12, day 01–31.
+fn is_day(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| b.get(r.clone()).is_some_and(|d| d.iter().all(u8::is_ascii_digit));
+    let number = |r: std::ops::Range<usize>| s.get(r).and_then(|n| n.parse::<u32>().ok()).unwrap_or(0);
+    b.len() == 10
+        && digits(0..4)
+        && digits(5..7)
+        && digits(8..10)
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && (1..=12).contains(&number(5..7))
+        && (1..=31).contains(&number(8..10))
 }
 
 /// The `usage` block of `GET /media/{id}?includeUsage=1`: a count only when coverage is
@@ -297,6 +378,8 @@ pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
                 "outcome": t.outcome,
                 "statements": t.statements,
                 "rowsWritten": t.rows_written,
+                "rowsRead": t.rows_read,
+                "budgetDay": t.budget_day,
                 "durationMs": t.duration_ms,
                 "details": t.details.as_deref().and_then(|d| serde_json::from_str::<Json>(d).ok()),
             })
@@ -337,7 +420,7 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         return Err(ApiError::new(404, "COLLECTION_NOT_FOUND", format!("Collection '{slug}' is not actively indexed")));
     }
     // The index's lanes only: sweeping the object store is the cron ticks' work, not a repair's.
-    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget, &ctx.config.background, None).await;
+    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget, &ctx.config.background, None, None).await;
     if let Some(e) = report.error {
         ctx.log(format!("repair request stopped early: {e}"));
     }

@@ -243,17 +243,50 @@ async function showCoverage() {
       ),
     ),
   );
+  const repairs = s.repairs.map((r) =>
+    h(
+      "tr",
+      {},
+      h("th", { scope: "row" }, r.collection),
+      h("td", {}, r.phase),
+      h("td", {}, badge(r.state)),
+      h("td", {}, String(r.entriesLeft)),
+      h("td", {}, String(r.queuedLeft)),
+      h("td", {}, estimateText(r.estimate)),
+    ),
+  );
   put($("coverage-view"), 
     h("p", {}, "Overall coverage: ", badge(s.status)),
     h(
       "p",
       { class: "muted" },
-      `Tick budget: ${s.tickBudget.maxStatements} statements, ${s.tickBudget.maxMs} ms. Collections being deleted: ${s.deletions.length}.`,
+      `Tick budget: ${s.tickBudget.maxStatements} statements, ${s.tickBudget.maxMs} ms, ${count(s.tickBudget.maxRowsWritten)} rows written, ${count(s.tickBudget.maxRowsRead)} rows read. Collections being deleted: ${s.deletions.length}.`,
     ),
+    h("p", { class: "muted" }, dailyText(s.daily)),
     rows.length
       ? table("Coverage per collection", ["Collection", "Status", "Capture", "Epoch", "Reconciliation required", "Last error", "Repair"], rows)
       : h("p", {}, "No collections yet."),
+    repairs.length
+      ? table("Repairs in progress", ["Collection", "Phase", "State", "Entries to scan", "Queued", "Estimate"], repairs)
+      : null,
   );
+}
+
+const count = (n) => Number(n).toLocaleString("en-US");
+
+/** The daily budget of background work in words: the day's use, and whether lanes rest. */
+function dailyText(d) {
+  const used = `Background work on ${d.day} (UTC): ${count(d.rowsWritten)} rows written, ${count(d.rowsRead)} read in ${d.ticks} tick(s)`;
+  if (!d.budget) return `${used}; no daily budget.`;
+  return d.spent
+    ? `${used} of a daily budget of ${count(d.budget)}: spent, so deletions, repairs and the storage sweep rest until the next UTC day (content is still indexed).`
+    : `${used} of a daily budget of ${count(d.budget)} (${count(d.remaining)} left).`;
+}
+
+/** When background work is expected to finish, in words. */
+function estimateText(e) {
+  const days = e.days ? `, on ${e.days} more day(s) of the daily budget` : "";
+  return `${count(e.rowsToWrite)} rows to write: at least ${e.ticks} tick(s)${days}, done ${e.days ? "by" : "on"} ${e.finishDay} (UTC)`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,6 +361,8 @@ async function showWork() {
 // Deletions.
 
 async function showDeletions() {
+  const s = await status();
+  const progress = new Map(s.deletions.map((d) => [d.collectionId, d]));
   const items = [];
   let more = false;
   for (const state of ["pending", "leased", "retry", "failed"]) {
@@ -346,6 +381,7 @@ async function showDeletions() {
       h("td", {}, orDash(d.lastErrorCode)),
       h("td", {}, when(d.nextAttemptAt)),
       h("td", {}, when(d.leaseExpiresAt)),
+      h("td", {}, progress.has(d.collectionId) ? `${count(progress.get(d.collectionId).rowsLeft)} rows left; ${estimateText(progress.get(d.collectionId).estimate)}` : "—"),
       h(
         "td",
         {},
@@ -369,9 +405,10 @@ async function showDeletions() {
   );
   put($("deletions-view"), 
     h("p", {}, `${rows.length} collection deletion(s) in progress or failed.`),
+    h("p", { class: "muted" }, dailyText(s.daily)),
     more ? h("p", { class: "muted" }, "Only the first 500 per state are shown.") : null,
     rows.length
-      ? table("Collection deletions", ["Collection", "Phase", "State", "Attempts", "Error", "Next attempt", "Lease expires", "Retry"], rows)
+      ? table("Collection deletions", ["Collection", "Phase", "State", "Attempts", "Error", "Next attempt", "Lease expires", "Estimate", "Retry"], rows)
       : h("p", {}, "No collection deletions."),
   );
 }
@@ -399,7 +436,7 @@ function tickChart(ticks, budget) {
       "data-tick": t.id,
     });
     bar.append(
-      svg("title", {}, `Tick ${t.id} at ${when(t.startedAt)}: ${t.statements} statements, lanes ${t.lane || "none"}, ${t.outcome}, ${t.rowsWritten} rows written, ${t.durationMs} ms`),
+      svg("title", {}, `Tick ${t.id} at ${when(t.startedAt)}: ${t.statements} statements, lanes ${t.lane || "none"}, ${t.outcome}, ${t.rowsWritten} rows written, ${t.rowsRead ?? 0} read${t.details && t.details.dailyBudgetSpent ? ", daily budget spent" : ""}, ${t.durationMs} ms`),
     );
     chart.append(bar);
   });
@@ -424,7 +461,8 @@ async function showTicks() {
       h("td", {}, t.lane || "—"),
       h("td", {}, badge(t.outcome)),
       h("td", {}, `${t.statements} / ${budget}`),
-      h("td", {}, String(t.rowsWritten)),
+      h("td", {}, `${count(t.rowsWritten)} / ${count(s.tickBudget.maxRowsWritten)}`),
+      h("td", {}, `${count(t.rowsRead ?? 0)} / ${count(s.tickBudget.maxRowsRead)}`),
       h("td", {}, `${t.durationMs} ms`),
       h("td", {}, t.details ? String(t.details.jobs ?? 0) : "—"),
       h("td", {}, t.details && t.details.error ? t.details.error : "—"),
@@ -440,7 +478,7 @@ async function showTicks() {
         )
       : null,
     rows.length
-      ? table("Recent ticks", ["Tick", "Started", "Lanes", "Outcome", "Statements", "Rows written", "Duration", "Jobs", "Error"], rows)
+      ? table("Recent ticks", ["Tick", "Started", "Lanes", "Outcome", "Statements", "Rows written", "Rows read", "Duration", "Jobs", "Error"], rows)
       : h("p", {}, "No ticks recorded yet."),
   );
 }

@@ -144,8 +144,9 @@ async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) 
 /// One cron tick. It cannot return an error: the outcome is logged and recorded in
 /// `_emdash_media_usage_ticks` by the core.
 #[event(scheduled)]
-async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
-    tick_and_continue(&env, None).await;
+async fn scheduled(event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
+    // The tick's rows count against the daily budget of its scheduled time's UTC day.
+    tick_and_continue(&env, None, Some(tick::utc_day(event.schedule()))).await;
 }
 
 /// A continuation message: run another tick at once, with the same budgets. Any batch from any
@@ -155,7 +156,8 @@ async fn scheduled(_event: worker::ScheduledEvent, env: Env, _ctx: worker::Sched
 async fn queue(batch: worker::MessageBatch<ContinueMessage>, env: Env, _ctx: Context) -> worker::Result<()> {
     for message in batch.raw_iter() {
         let token = serde_wasm_bindgen::from_value::<ContinueMessage>(message.body()).ok().map(|m| m.token);
-        tick_and_continue(&env, token.as_deref()).await;
+        // A continuation tick counts against the database's day.
+        tick_and_continue(&env, token.as_deref(), None).await;
     }
     batch.ack_all();
     Ok(())
@@ -169,7 +171,7 @@ struct ContinueMessage {
 
 /// Runs one tick; with the optional `MEDIA_USAGE_CONTINUE` queue bound, a tick that leaves due
 /// work sends one continuation message.
-async fn tick_and_continue(env: &Env, handing_on: Option<&str>) {
+async fn tick_and_continue(env: &Env, handing_on: Option<&str>, day: Option<String>) {
     let settings = settings(env);
     let exec = match executor(env, &settings) {
         Ok(exec) => exec,
@@ -182,8 +184,8 @@ async fn tick_and_continue(env: &Env, handing_on: Option<&str>) {
     let continuation = if queue.is_some() { Continuation::On { handing_on } } else { Continuation::Off };
     let store = storage(env, &settings);
     let store: Option<&dyn Storage> = store.as_ref().map(|s| s as &dyn Storage);
-    let report =
-        tick::run(&exec, &clock::DateClock, settings.budget(), &settings.background(), continuation, store).await;
+    let (budget, policy) = (settings.budget(), settings.background());
+    let report = tick::run_on(&exec, &clock::DateClock, budget, &policy, continuation, store, day.as_deref()).await;
     match &report.error {
         Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.count("jobs")),
         None => worker::console_log!(

@@ -73,10 +73,45 @@ impl Counts {
     }
 }
 
+/// Rows read and written, as D1 reports them per statement (every index entry written counts):
+/// what a step may spend, what it spent, or what it costs at most.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RowCount {
+    pub written: u64,
+    pub read: u64,
+}
+
+impl RowCount {
+    pub const fn new(written: u64, read: u64) -> RowCount {
+        RowCount { written, read }
+    }
+
+    /// Both counts added.
+    pub const fn plus(self, other: RowCount) -> RowCount {
+        RowCount { written: self.written.saturating_add(other.written), read: self.read.saturating_add(other.read) }
+    }
+
+    /// Both counts less `other`'s, at least 0.
+    pub const fn minus(self, other: RowCount) -> RowCount {
+        RowCount { written: self.written.saturating_sub(other.written), read: self.read.saturating_sub(other.read) }
+    }
+
+    /// Whether both counts are within `limit`'s.
+    pub const fn fits(self, limit: RowCount) -> bool {
+        self.written <= limit.written && self.read <= limit.read
+    }
+
+    /// How many items of `per_item` each fit in these counts (at most `cap`).
+    pub fn items(self, per_item: RowCount, cap: u32) -> u32 {
+        let by = |room: u64, each: u64| room.checked_div(each).unwrap_or(u64::MAX);
+        let n = by(self.written, per_item.written).min(by(self.read, per_item.read));
+        u32::try_from(n).unwrap_or(u32::MAX).min(cap)
+    }
+}
+
 /// What one lane step may use. Statements go through `exec`; what the step did is added to
 /// `counts` as it happens, so a step that ends with nothing due or fails still reports what it
 /// spent.
-#[derive(Debug)]
 pub struct Ctx<'a, E, K> {
     /// The tick's (metered) executor.
     pub exec: &'a E,
@@ -85,14 +120,31 @@ pub struct Ctx<'a, E, K> {
     /// How many statements this step may issue: at least its lane's reserve, and more when the
     /// budget has room (the work lane then runs group jobs).
     pub room: u64,
+    /// The rows this step may read and write: at least its lane's row reserve; a lane sizes its
+    /// batches to stay within them.
+    pub rows: RowCount,
+    /// The rows the tick's statements have read and written so far (as the database reported
+    /// them), so a step can measure what its own statements cost.
+    pub spent: &'a dyn Fn() -> RowCount,
     /// The tick's counts.
     pub counts: &'a mut Counts,
+}
+
+impl<E, K> std::fmt::Debug for Ctx<'_, E, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx").field("room", &self.room).field("rows", &self.rows).field("counts", &self.counts).finish()
+    }
 }
 
 impl<E, K> Ctx<'_, E, K> {
     /// Adds `n` to `counter`.
     pub fn count(&mut self, counter: Counter, n: u64) {
         self.counts.add(counter, n);
+    }
+
+    /// The rows the tick has read and written so far.
+    pub fn spent(&self) -> RowCount {
+        (self.spent)()
     }
 }
 
@@ -111,12 +163,21 @@ pub struct LaneStep {
     /// A failure the step recorded for retry and went on from: the tick reports it as its
     /// error.
     pub failure: Option<String>,
+    /// The lane had due work but the rows left in the tick do not fit its next unit (a group,
+    /// a cleanup statement): it did nothing, and steps no more this tick, as if its reserve
+    /// had not fit.
+    pub out_of_room: bool,
 }
 
 impl LaneStep {
     /// A step that changed something and asks nothing of the rotation.
     pub fn progress() -> LaneStep {
-        LaneStep { progressed: true, wakes_work: false, waits_for_work: false, failure: None }
+        LaneStep { progressed: true, wakes_work: false, waits_for_work: false, failure: None, out_of_room: false }
+    }
+
+    /// A step that found no room for its next unit and did nothing.
+    pub fn out_of_room() -> LaneStep {
+        LaneStep { progressed: false, out_of_room: true, ..LaneStep::progress() }
     }
 
     /// A step that only looked.
@@ -143,6 +204,19 @@ mod tests {
         assert_eq!(counts.iter().collect::<Vec<_>>(), [("a", 0), ("ops", 4), ("b", 5)]);
         assert_eq!((counts.get("b"), counts.get("nothing")), (5, 0));
         assert!(counts.has("a") && !counts.has("nothing"));
+    }
+
+    #[test]
+    fn row_counts_add_subtract_and_divide_into_items() {
+        let room = RowCount::new(1_000, 500);
+        assert_eq!(room.plus(RowCount::new(1, 2)), RowCount::new(1_001, 502));
+        assert_eq!(room.minus(RowCount::new(2_000, 1)), RowCount::new(0, 499), "never below 0");
+        assert!(RowCount::new(1_000, 500).fits(room) && !RowCount::new(1_001, 0).fits(room));
+        assert_eq!(room.items(RowCount::new(10, 1), 10_000), 100, "bounded by rows written");
+        assert_eq!(room.items(RowCount::new(1, 10), 10_000), 50, "bounded by rows read");
+        assert_eq!(room.items(RowCount::new(1, 1), 60), 60, "bounded by the cap");
+        assert_eq!(room.items(RowCount::new(0, 0), 60), 60, "free items: the cap");
+        assert_eq!(RowCount::new(5, 5).items(RowCount::new(6, 1), 60), 0, "not even one");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
-use crate::lane::{Counter, Ctx, LaneStep};
+use crate::lane::{Counter, Ctx, LaneStep, RowCount};
 use crate::model::ident::Ident;
 use crate::model::state::DeletionPhase;
 use crate::repo::capture;
@@ -37,11 +37,44 @@ pub const MIN_BATCH_ROWS: u32 = 50;
 pub const MAX_BATCH_ROWS: u32 = 10_000;
 
 /// The most statements one lane step issues: a claim, then the largest phase step (`status`: the
-/// leftover check and a batch of three; a cleanup step is at most two deletes and a checkpoint,
-/// the table drop a guarded batch of three), then recording its failure.
+/// leftover check and a batch of three; a cleanup step is at most [`STEP_MAX_DELETES`] deletes
+/// and a checkpoint, the table drop a guarded batch of three), then recording its failure.
 pub const STEP_MAX_STATEMENTS: u64 = 6;
+/// The most cleanup statements one step issues (a probe of one row, a statement sized from it,
+/// and the next kind's first).
+pub const STEP_MAX_DELETES: usize = 3;
 /// Statements releasing a held deletion costs at the end of a tick.
 pub const RELEASE_STATEMENTS: u64 = 1;
+/// The rows releasing a held deletion costs (its tombstone written with its index entries).
+pub const RELEASE_ROWS: RowCount = RowCount::new(8, 20);
+/// The rows of a step that do not grow with its batches: the claim, a checkpoint (or the status
+/// phase's statements, or the finalisation) and a failure record, each a tombstone written with
+/// its index entries and a few index reads.
+pub const STEP_FIXED_ROWS: RowCount = RowCount::new(30, 100);
+
+/// What deleting one row of a kind is assumed to cost until a statement of that kind has
+/// measured it: D1 counts one row written per deleted row, and reads the row and each of its
+/// index entries (a source also looks for its occurrences, a revision for the entries that
+/// point at it).
+pub fn declared_row_cost(rows: Rows) -> RowCount {
+    match rows {
+        Rows::Work => RowCount::new(1, 8),
+        Rows::Revisions => RowCount::new(1, 20),
+        Rows::Occurrences => RowCount::new(1, 8),
+        Rows::Sources => RowCount::new(2, 12),
+    }
+}
+
+/// Whether a kind's first statement in a tick deletes a single row to measure what a row costs:
+/// revisions, whose delete checks every content table's references to them (through their
+/// indexes, but a table the `tables` lane has not upgraded yet is scanned), which no declared
+/// figure can say; the other kinds cost their row and its index entries, as declared.
+fn probed(rows: Rows) -> bool {
+    matches!(rows, Rows::Revisions)
+}
+
+/// The largest [`declared_row_cost`].
+const MAX_DECLARED_ROW_COST: RowCount = RowCount::new(2, 20);
 
 /// How many rows a cleanup statement deletes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -218,6 +251,13 @@ pub struct Held {
     batch_rows: u32,
     /// Which kind of row of the current phase is being deleted (index into its rows).
     rows_idx: usize,
+    /// What deleting one row of that kind costs: measured by its last statement, declared
+    /// ([`declared_row_cost`]) before.
+    row_cost: RowCount,
+    /// Whether a statement of this kind has measured `row_cost` in this tick: until one has, a
+    /// kind that is [`probed`] deletes a single row first, so it passes the rows budget by at
+    /// most one row's cost however far its cost is from the declared one.
+    measured: bool,
 }
 
 impl Held {
@@ -225,9 +265,17 @@ impl Held {
     /// the new phase's first kind of row starts at the batch's first size `start`.
     fn progressed(&mut self, to: DeletionPhase, start: u32) {
         self.lease.phase = to;
-        self.rows_idx = 0;
-        self.batch_rows = start;
         self.attempts = Attempts::new(1);
+        self.begin_kind(0, start);
+    }
+
+    /// Starts deleting the current phase's `idx`th kind of row at the batch `start`, at its
+    /// declared cost until measured.
+    fn begin_kind(&mut self, idx: usize, start: u32) {
+        self.rows_idx = idx;
+        self.batch_rows = start;
+        self.row_cost = phase_rows(self.lease.phase).get(idx).map_or(MAX_DECLARED_ROW_COST, |r| declared_row_cost(*r));
+        self.measured = false;
     }
 
     /// The batch to store for the next holder.
@@ -285,6 +333,19 @@ pub async fn step<E: Executor, K: Clock>(
     batch: CleanupBatch,
     held: &mut Option<Held>,
 ) -> Result<Option<StepOutcome>, Error> {
+    step_within(exec, clock, batch, held, RowCount::new(u64::MAX, u64::MAX), &RowCount::default).await
+}
+
+/// [`step`] within `rows`: its cleanup statements delete no more rows than fit, at what a row of
+/// their kind costs (measured through `spent`, the rows read and written so far).
+pub async fn step_within<E: Executor, K: Clock>(
+    exec: &E,
+    clock: &K,
+    batch: CleanupBatch,
+    held: &mut Option<Held>,
+    rows: RowCount,
+    spent: &dyn Fn() -> RowCount,
+) -> Result<Option<StepOutcome>, Error> {
     if held.is_none() {
         let token = ids::new_id();
         let Some(row) = repo::claim_next(exec, &token).await? else { return Ok(None) };
@@ -307,7 +368,10 @@ pub async fn step<E: Executor, K: Clock>(
         };
         // The kind of row the stored batch was learned on (a phase's kinds are few).
         let rows_idx = usize::try_from(row.cleanup_rows_kind).unwrap_or(0).min(phase_rows(row.phase).len());
-        let h = Held { lease, attempts: Attempts::new(row.attempt_count), batch_rows, rows_idx };
+        let attempts = Attempts::new(row.attempt_count);
+        let row_cost = MAX_DECLARED_ROW_COST;
+        let mut h = Held { lease, attempts, batch_rows, rows_idx, row_cost, measured: false };
+        h.row_cost = phase_rows(row.phase).get(rows_idx).map_or(MAX_DECLARED_ROW_COST, |r| declared_row_cost(*r));
         // Claimed more often than it may be attempted: earlier holders died without recording
         // anything. Stop here, visibly.
         if h.attempts.over_claimed() {
@@ -317,7 +381,10 @@ pub async fn step<E: Executor, K: Clock>(
         *held = Some(h);
     }
     let Some(h) = held.as_mut() else { return Ok(None) };
-    let res = match phase_step(exec, clock, batch, h).await {
+    // Without a rows budget there is nothing a probe would protect.
+    let probes = rows != RowCount::new(u64::MAX, u64::MAX);
+    let room = Room { rows, spent, from: spent(), probes };
+    let res = match phase_step(exec, clock, batch, h, &room).await {
         Ok(outcome) => Ok(outcome),
         Err(failure) => fail(exec, batch, h, failure).await,
     };
@@ -355,12 +422,32 @@ async fn fail<E: Executor>(
     Ok(if recorded { StepOutcome::Failed { terminal: failure.terminal, reason } } else { StepOutcome::LeaseLost })
 }
 
+/// The rows a step may spend, and how it measures what it spent.
+struct Room<'a> {
+    rows: RowCount,
+    spent: &'a dyn Fn() -> RowCount,
+    /// What was spent before the step.
+    from: RowCount,
+    /// A kind's first statement in a tick deletes one row, to measure what a row costs.
+    probes: bool,
+}
+
+impl Room<'_> {
+    /// How many rows of `cost` each the next statement may delete (at most `cap`), leaving room
+    /// for the step's fixed statements.
+    fn items(&self, cost: RowCount, cap: u32) -> u32 {
+        let used = (self.spent)().minus(self.from);
+        self.rows.minus(used).minus(STEP_FIXED_ROWS).items(cost, cap)
+    }
+}
+
 /// Advances a held deletion by one bounded step of its phase.
 async fn phase_step<E: Executor, K: Clock>(
     exec: &E,
     clock: &K,
     batch: CleanupBatch,
     h: &mut Held,
+    room: &Room<'_>,
 ) -> Result<StepOutcome, StepFailure> {
     match h.lease.phase {
         phase if phase.is_front() => match front_step(exec, &mut h.lease, h.batch_rows, false).await? {
@@ -375,24 +462,57 @@ async fn phase_step<E: Executor, K: Clock>(
             // Delete from the first kind of row that is not exhausted; a kind is exhausted once
             // a statement deletes fewer rows than asked. Moving on within the step means every
             // step deletes rows or finishes the phase, even when a tick has room for only one.
+            // Each statement is sized to the rows the step has left, at what a row of its kind
+            // costs; a kind that is probed deletes one row first to measure that.
             let kinds = phase_rows(phase);
             let mut deleted = Vec::new();
+            let mut issued = 0;
+            // Rows the probe of the current kind deleted in this step: part of its batch.
+            let mut probed_rows = 0;
             while let Some(&rows) = kinds.get(h.rows_idx) {
-                let limit = h.batch_rows;
+                if issued == STEP_MAX_DELETES {
+                    return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
+                }
+                let probe = room.probes && probed(rows) && !h.measured;
+                let cap = if probe { 1 } else { h.batch_rows.saturating_sub(probed_rows).max(1) };
+                let limit = room.items(h.row_cost, cap);
+                if limit == 0 {
+                    // The rows left do not fit one more row of this kind.
+                    return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
+                }
+                issued += 1;
                 let started = clock.now_ms();
+                let before = (room.spent)();
                 let n = repo::delete_rows(exec, &h.lease, rows, limit).await?;
-                h.batch_rows = batch.sizer().next(limit, clock.now_ms() - started, n);
+                let cost = (room.spent)().minus(before);
                 deleted.push((rows, n));
                 if n > 0 {
                     // Progress: the attempt under way is the only one that counts.
                     h.attempts = Attempts::new(1);
+                    if cost != RowCount::default() {
+                        h.row_cost = RowCount::new(cost.written.div_ceil(n), cost.read.div_ceil(n));
+                    }
+                    h.measured = true;
                 }
                 if n >= u64::from(limit) {
+                    if probe {
+                        // Measured: the rest of the batch is sized from it.
+                        probed_rows = 1;
+                        continue;
+                    }
+                    // A statement cut short by the rows left says nothing about larger ones.
+                    if limit == cap {
+                        h.batch_rows = batch.sizer().next(
+                            limit + probed_rows,
+                            clock.now_ms() - started,
+                            n + u64::from(probed_rows),
+                        );
+                    }
                     return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
                 }
                 // This kind is exhausted; the next starts small (its rows may be far heavier).
-                h.rows_idx += 1;
-                h.batch_rows = batch.start();
+                probed_rows = 0;
+                h.begin_kind(h.rows_idx + 1, batch.start());
             }
             let to = phase.next().unwrap_or(DeletionPhase::Finalize);
             advance(exec, h, to, batch.start()).await?;
@@ -469,6 +589,21 @@ impl DeletionLane {
         STEP_MAX_STATEMENTS
     }
 
+    /// The most rows one step reads and writes at its smallest: its fixed statements and one
+    /// row of the kind being deleted (its cleanup statements are sized to the rows it is given).
+    pub fn reserve_rows(&self) -> RowCount {
+        STEP_FIXED_ROWS.plus(self.held.as_ref().map_or(MAX_DECLARED_ROW_COST, |h| h.row_cost))
+    }
+
+    /// Rows [`DeletionLane::finish`] will cost.
+    pub fn release_rows(&self) -> RowCount {
+        if self.held.is_some() {
+            RELEASE_ROWS
+        } else {
+            RowCount::default()
+        }
+    }
+
     /// Statements [`DeletionLane::finish`] will cost: releasing the deletion it holds.
     pub fn release_cost(&self) -> u64 {
         if self.held.is_some() {
@@ -482,7 +617,13 @@ impl DeletionLane {
     /// nothing is held and nothing is due. A failure recorded on the tombstone is the step's
     /// `failure`.
     pub async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
-        let Some(outcome) = step(ctx.exec, ctx.clock, self.batch, &mut self.held).await? else { return Ok(None) };
+        let Some(outcome) = step_within(ctx.exec, ctx.clock, self.batch, &mut self.held, ctx.rows, ctx.spent).await?
+        else {
+            return Ok(None);
+        };
+        if matches!(&outcome, StepOutcome::Deleted { deleted, advanced_to: None } if deleted.is_empty()) {
+            return Ok(Some(LaneStep::out_of_room()));
+        }
         ctx.count(DELETION_STEPS, 1);
         let mut failure = None;
         match outcome {

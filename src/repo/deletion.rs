@@ -40,6 +40,7 @@ const LIST: &str = include_str!("../sql/deletion/list.sql");
 const LIST_IN_PROGRESS: &str = include_str!("../sql/deletion/list_in_progress.sql");
 const GET: &str = include_str!("../sql/deletion/get.sql");
 const RETRY: &str = include_str!("../sql/deletion/retry.sql");
+const REMAINING: &str = include_str!("../sql/deletion/remaining.sql");
 
 /// A tombstone row.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -433,4 +434,29 @@ pub async fn get<E: Executor>(exec: &E, collection_id: &str) -> Result<Option<To
 /// (already pending, or leased live).
 pub async fn retry<E: Executor>(exec: &E, collection_id: &str, batch_rows: u32) -> Result<Option<Tombstone>, Error> {
     exec.query_first(Statement::new(lease::render(RETRY, &[])).bind(collection_id).bind(batch_rows)).await
+}
+
+/// How many rows of each kind a deletion has left, each counted up to `cap`.
+pub async fn remaining<E: Executor>(exec: &E, row: &Tombstone, cap: u32) -> Result<Vec<(Rows, u64)>, Error> {
+    #[derive(Deserialize, Default)]
+    struct Counts {
+        work: u64,
+        revisions: u64,
+        sources: u64,
+        occurrences: u64,
+    }
+    let (lo, hi) = source_key_range(&row.collection_id);
+    let stmt = Statement::new(REMAINING)
+        .bind(row.collection_id.as_str())
+        .bind(lo)
+        .bind(hi)
+        .bind(row.collection_slug.as_str())
+        .bind(i64::from(cap));
+    let c: Counts = exec.query_first(stmt).await?.unwrap_or_default();
+    Ok(vec![
+        (Rows::Work, c.work),
+        (Rows::Revisions, c.revisions),
+        (Rows::Occurrences, c.occurrences),
+        (Rows::Sources, c.sources),
+    ])
 }

@@ -4,6 +4,7 @@
 pub mod capture;
 pub mod content;
 pub mod continuation;
+pub mod daily;
 pub mod deletion;
 pub mod encode;
 pub mod lease;

@@ -24,6 +24,8 @@ const END_RUN: &str = include_str!("../sql/repair/end_run.sql");
 const FAIL_RUN: &str = include_str!("../sql/repair/fail_run.sql");
 const BARRIER_WAIT: &str = include_str!("../sql/repair/barrier_wait.sql");
 const NEEDS_RULES: &str = include_str!("../sql/repair/needs_rules.sql");
+const LIST_RUNS: &str = include_str!("../sql/repair/list_runs.sql");
+const REMAINING: &str = include_str!("../sql/repair/remaining.sql");
 
 /// Starts (or restarts) a run for each of `collection_ids` whose capture is active, in one
 /// atomic batch of two statements whatever their number: coverage `running` under a new run
@@ -213,4 +215,44 @@ pub async fn end<E: Executor>(exec: &E, run: &Run) -> Result<bool, Error> {
         .bind(run.lease_token.clone())
         .bind(run.run_token.as_str());
     Ok(exec.execute(stmt).await? > 0)
+}
+
+/// A repair run in progress, as operators see it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RunView {
+    pub collection_id: String,
+    pub collection_slug: String,
+    pub phase: RepairPhase,
+    pub scan_cursor: Option<String>,
+    pub state: crate::model::state::QueueState,
+    pub attempt_count: i64,
+    pub next_attempt_at: String,
+}
+
+/// Repair runs in progress, oldest first (at most `limit`).
+pub async fn list_runs<E: Executor>(exec: &E, limit: u32) -> Result<Vec<RunView>, Error> {
+    exec.query(Statement::new(LIST_RUNS).bind(i64::from(limit))).await
+}
+
+/// What a run has left, each count at most `cap`: entries still to scan, and queued work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+pub struct Remaining {
+    pub entries: u64,
+    pub queued: u64,
+}
+
+/// What `run` has left (a collection whose table is gone has nothing left to scan).
+pub async fn remaining<E: Executor>(exec: &E, run: &RunView, cap: u32) -> Result<Remaining, Error> {
+    let Ok(slug) = Ident::parse(&run.collection_slug) else { return Ok(Remaining::default()) };
+    let sql = render(REMAINING, &[("table", &Fragment::content_table(&slug))]);
+    let stmt = Statement::new(sql)
+        .bind(run.scan_cursor.as_deref())
+        .bind(run.collection_id.as_str())
+        .bind(i64::from(cap))
+        .bind(run.phase);
+    match exec.query_first(stmt).await {
+        Ok(found) => Ok(found.unwrap_or_default()),
+        Err(e) if e.is_missing_content_table() => Ok(Remaining::default()),
+        Err(e) => Err(e),
+    }
 }

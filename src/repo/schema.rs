@@ -22,6 +22,7 @@ const CONTENT_EXISTS: &str = include_str!("../sql/schema/content_exists.sql");
 const CREATE_LIVE_REVISION_INDEX: &str = include_str!("../sql/schema/create_live_revision_index.sql");
 const CREATE_DRAFT_REVISION_INDEX: &str = include_str!("../sql/schema/create_draft_revision_index.sql");
 const CREATE_PUBLISHED_INDEX: &str = include_str!("../sql/schema/create_published_index.sql");
+const TABLE_ROWS_BOUND: &str = include_str!("../sql/schema/table_rows_bound.sql");
 const OUTDATED_TABLE: &str = include_str!("../sql/schema/outdated_table.sql");
 const SET_TABLE_REVISION: &str = include_str!("../sql/schema/set_table_revision.sql");
 
@@ -173,8 +174,24 @@ pub async fn upgrade_table<E: Executor>(exec: &E, id: &str, slug: &Ident) -> Res
     exec.batch(stmts).await.map(|_| ())
 }
 
-/// The most statements [`outdated_table`] and [`upgrade_table`] issue together.
-pub const UPGRADE_STEP_STATEMENTS: u64 = 5;
+/// An upper bound of the rows a content table holds (its largest rowid; one statement, reading
+/// one row).
+pub async fn table_rows_bound<E: Executor>(exec: &E, slug: &Ident) -> Result<u64, Error> {
+    #[derive(Deserialize)]
+    struct Bound {
+        n: u64,
+    }
+    let table = Fragment::content_table(slug);
+    let stmt = Statement::new(render(TABLE_ROWS_BOUND, &[("table", &table)]));
+    Ok(exec.query_first::<Bound>(stmt).await?.map_or(0, |b| b.n))
+}
+
+/// How many indexes [`upgrade_table`] creates.
+pub const UPGRADE_INDEXES: u64 = 3;
+
+/// The most statements [`outdated_table`], [`table_rows_bound`] and [`upgrade_table`] issue
+/// together.
+pub const UPGRADE_STEP_STATEMENTS: u64 = 6;
 
 /// The guard that makes collection creation fail cleanly when the slug or table is taken.
 pub fn creation_guard(slug: &Ident) -> Guard {

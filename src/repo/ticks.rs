@@ -17,8 +17,11 @@ pub struct TickRow {
     pub outcome: TickOutcome,
     pub statements: i64,
     pub rows_written: i64,
+    pub rows_read: i64,
     pub duration_ms: i64,
     pub details: Option<String>,
+    /// The UTC day whose daily budget it counted against (NULL for ticks logged before).
+    pub budget_day: Option<String>,
 }
 
 /// What a tick reports about itself.
@@ -28,11 +31,15 @@ pub struct TickLog {
     pub outcome: TickOutcome,
     pub statements: u64,
     pub rows_written: u64,
+    pub rows_read: u64,
     pub duration_ms: u64,
     pub details: Option<String>,
+    /// The UTC day (`YYYY-MM-DD`) its rows count against; `None`: the database's day.
+    pub day: Option<String>,
 }
 
-/// Writes a tick row; `started_at` is the database clock minus the tick's duration.
+/// Writes a tick row (and, through its trigger, adds its rows to its day's use); `started_at` is
+/// the database clock minus the tick's duration.
 pub async fn insert_tick<E: Executor>(exec: &E, log: &TickLog) -> Result<(), Error> {
     let offset = format!("-{:.3} seconds", log.duration_ms as f64 / 1000.0);
     let stmt = Statement::new(INSERT_TICK)
@@ -42,7 +49,9 @@ pub async fn insert_tick<E: Executor>(exec: &E, log: &TickLog) -> Result<(), Err
         .bind(log.statements as i64)
         .bind(log.rows_written as i64)
         .bind(log.duration_ms as i64)
-        .bind(log.details.clone());
+        .bind(log.details.clone())
+        .bind(log.rows_read as i64)
+        .bind(log.day.clone());
     exec.execute(stmt).await.map(drop)
 }
 

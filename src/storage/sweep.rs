@@ -8,7 +8,7 @@
 
 use super::{Storage, StorageError};
 use crate::exec::{Error, Executor};
-use crate::lane::{Counter, Ctx, LaneStep};
+use crate::lane::{Counter, Ctx, LaneStep, RowCount};
 use crate::repo::media as repo;
 
 /// Objects listed per step.
@@ -16,6 +16,9 @@ pub const PAGE: u32 = 100;
 /// The most a step costs: reading the cursor, checking the page's keys against the media rows
 /// and writing the cursor (statements), listing and deleting (storage operations).
 pub const STEP_MAX_OPERATIONS: u64 = 5;
+/// The most rows a step reads and writes: the cursor, and each listed key looked up in the media
+/// table's unique index.
+pub const STEP_MAX_ROWS: RowCount = RowCount::new(4, 4 * PAGE as u64 + 10);
 /// What a step did.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SweepStep {
@@ -91,6 +94,11 @@ impl<'a> StorageLane<'a> {
     /// The most statements and storage operations one step issues.
     pub fn reserve(&self) -> u64 {
         STEP_MAX_OPERATIONS
+    }
+
+    /// The most rows one step reads and writes.
+    pub fn reserve_rows(&self) -> RowCount {
+        STEP_MAX_ROWS
     }
 
     /// Sweeps the next page ([`step`]); `None` once the pass is done. A page that deleted

@@ -17,7 +17,7 @@ use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
-use crate::lane::{Counter, Ctx, LaneStep};
+use crate::lane::{Counter, Ctx, LaneStep, RowCount};
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
 use crate::repo::media as media_repo;
@@ -47,7 +47,24 @@ impl Admission {
     /// bound JSON) in both variants stay within [`MAX_BOUND_BYTES`]; larger ones are refused by
     /// the byte bound anyway.
     pub const MAX_OCCURRENCES: usize = 5_000;
+
+    /// The most rows one job reads and writes under this limit: both variants' occurrences
+    /// written (each its row and its five index entries) and as many of the previous generation
+    /// deleted (one written, its row and index entries read), their media lookup, and what
+    /// does not grow with them ([`JOB_FIXED_ROWS`]: the claim, the load, the source rows, the work
+    /// row, the coverage row and the guard).
+    pub const fn job_max_rows(self) -> RowCount {
+        let occurrences = 2 * self.max_occurrences as u64;
+        RowCount::new(occurrences * (OCCURRENCE_ROWS.written + 1), occurrences * (OCCURRENCE_ROWS.read + 6))
+            .plus(JOB_FIXED_ROWS)
+    }
 }
+
+/// What one occurrence written costs: its row and its five index entries written, and the rows
+/// read to place them and to look its media item up.
+pub const OCCURRENCE_ROWS: RowCount = RowCount::new(6, 4);
+/// The rows of a job that do not grow with its occurrences.
+pub const JOB_FIXED_ROWS: RowCount = RowCount::new(100, 500);
 
 /// What a projection needs besides the data: what counts as a use, and what it may publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -635,14 +652,24 @@ pub const FAILED_JOBS: Counter = Counter::new("failedJobs");
 /// Single jobs that lost a race, and groups handed back whole.
 pub const CONFLICTS: Counter = Counter::new("conflicts");
 
+/// What a group job's entry is assumed to cost until the tick has measured one: an entry with a
+/// few references (its claim, load, occurrences, source rows and work row).
+pub const GROUP_ENTRY_ROWS: RowCount = RowCount::new(60, 150);
+/// The rows of a group job that do not grow with its entries.
+pub const GROUP_FIXED_ROWS: RowCount = RowCount::new(50, 200);
+
 /// The work lane in a tick: projection jobs from the work queue, in groups while a group fits
-/// the budget, the group's size adapting within the tick.
+/// the budget, the group's size adapting within the tick (to the time its groups take, and to
+/// the rows left, at what its groups' entries cost so far).
 #[derive(Debug, Clone)]
 pub struct WorkLane<'a> {
     policy: &'a Policy,
     groups: AdaptiveBatch,
     /// The size of the next group job.
     group: u32,
+    /// What one entry of a group cost, measured from the last group ([`GROUP_ENTRY_ROWS`]
+    /// before the first).
+    entry_rows: RowCount,
 }
 
 impl<'a> WorkLane<'a> {
@@ -653,12 +680,25 @@ impl<'a> WorkLane<'a> {
 
     /// The lane at the start of a tick: jobs under `policy`, groups sized by `groups`.
     pub fn new(policy: &'a Policy, groups: AdaptiveBatch) -> WorkLane<'a> {
-        WorkLane { policy, groups, group: groups.start }
+        WorkLane { policy, groups, group: groups.start, entry_rows: GROUP_ENTRY_ROWS }
     }
 
     /// The most statements one step issues: a single job's (a group runs only with more room).
     pub fn reserve(&self) -> u64 {
         JOB_MAX_STATEMENTS
+    }
+
+    /// The most rows its smallest step reads and writes: a group of two at what its entries
+    /// cost so far, or a single job's worst case under the admission limit if that is less. A
+    /// step that finds room for neither does nothing and says so (`LaneStep::out_of_room`).
+    pub fn reserve_rows(&self) -> RowCount {
+        let pair = GROUP_FIXED_ROWS.plus(self.entry_rows).plus(self.entry_rows);
+        let job = self.policy.admission.job_max_rows();
+        if pair.fits(job) {
+            pair
+        } else {
+            job
+        }
     }
 
     /// Runs the next group job, or single job once a group no longer fits `ctx.room`; `None`
@@ -667,16 +707,21 @@ impl<'a> WorkLane<'a> {
         // Fresh work goes in groups while a group fits (the group claim takes one retry, expired
         // lease or handed-back row as a single job when nothing fresh is due); once a group no
         // longer fits, single jobs.
-        if ctx.room >= GROUP_MAX_STATEMENTS {
+        let fits = ctx.rows.minus(GROUP_FIXED_ROWS).items(self.entry_rows, self.group);
+        if ctx.room >= GROUP_MAX_STATEMENTS && fits >= 2 {
             let started = ctx.clock.now_ms();
-            let size = self.group;
+            let before = ctx.spent();
+            let size = fits;
             match process_group(ctx.exec, self.policy, size).await? {
                 GroupOutcome::Nothing => return Ok(None),
                 GroupOutcome::Single(outcome) => {
                     count_job(ctx, &outcome);
                     return Ok(Some(LaneStep::progress()));
                 }
-                GroupOutcome::Published { published, .. } => {
+                GroupOutcome::Published { published, released } => {
+                    let claimed = (published + released).max(1) as u64;
+                    let cost = ctx.spent().minus(before);
+                    self.entry_rows = RowCount::new(cost.written.div_ceil(claimed), cost.read.div_ceil(claimed));
                     let published = published as u64;
                     ctx.count(JOBS, published);
                     self.group = self.groups.next(size, ctx.clock.now_ms() - started, published);
@@ -687,6 +732,10 @@ impl<'a> WorkLane<'a> {
                     return Ok(Some(LaneStep::progress()));
                 }
             }
+        }
+        // A single job may write what the admission limit allows: only with room for that.
+        if !self.policy.admission.job_max_rows().fits(ctx.rows) {
+            return Ok(Some(LaneStep::out_of_room()));
         }
         Ok(process_next(ctx.exec, None, self.policy).await?.map(|outcome| {
             count_job(ctx, &outcome);

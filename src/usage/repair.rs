@@ -10,7 +10,7 @@
 use super::backoff::Attempts;
 use super::extract::Rules;
 use crate::exec::{Error, Executor};
-use crate::lane::{Counter, Ctx, LaneStep};
+use crate::lane::{Counter, Ctx, LaneStep, RowCount};
 use crate::model::ident::Ident;
 use crate::model::state::RepairPhase;
 use crate::repo::repair::{self as repo, Advance, Barrier, Run};
@@ -26,6 +26,13 @@ pub const BARRIER_POLL_SECONDS: i64 = 10;
 pub const STEP_MAX_STATEMENTS: u64 = 6;
 /// The statements of a step of a run known to be at its barrier: claim and a batch of three.
 pub const BARRIER_STEP_STATEMENTS: u64 = 4;
+/// The most rows an entry (or orphaned source) of a page costs: read by the page query and
+/// queued (its work row written with its five index entries, an existing one read first).
+pub const PAGE_ENTRY_ROWS: RowCount = RowCount::new(6, 10);
+/// The rows of a step that do not grow with its page: the claim, the guard, the run's advance,
+/// or the barrier's look; and the start of runs for other reference rules (each collection's run
+/// and coverage row).
+pub const STEP_FIXED_ROWS: RowCount = RowCount::new(100, 400);
 
 /// What one step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,8 +72,19 @@ pub const RULES_CHECK_STATEMENTS: u64 = 3;
 /// coverage proven under other reference rules needs ([`start_for_rules`]), so an upgrade
 /// re-projects every entry without an operator.
 pub async fn step_next<E: Executor>(exec: &E, only: Option<&str>, rules: &Rules) -> Result<Option<StepOutcome>, Error> {
+    step_next_sized(exec, only, rules, PAGE_SIZE).await
+}
+
+/// [`step_next`] with pages of at most `page` entries (1..=[`PAGE_SIZE`]): the repair lane's
+/// pages fit the rows its tick has left.
+pub async fn step_next_sized<E: Executor>(
+    exec: &E,
+    only: Option<&str>,
+    rules: &Rules,
+    page: u32,
+) -> Result<Option<StepOutcome>, Error> {
     if let Some(run) = repo::claim(exec, only).await? {
-        return step(exec, &run).await.map(Some);
+        return step(exec, &run, page.clamp(1, PAGE_SIZE)).await.map(Some);
     }
     if only.is_some() {
         return Ok(None);
@@ -77,7 +95,7 @@ pub async fn step_next<E: Executor>(exec: &E, only: Option<&str>, rules: &Rules)
     })
 }
 
-async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
+async fn step<E: Executor>(exec: &E, run: &Run, page_size: u32) -> Result<StepOutcome, Error> {
     // Claimed more often than it may be attempted (its holders kept dying): give up, visibly.
     if Attempts::new(run.attempt_count).over_claimed() {
         repo::fail(exec, run).await?;
@@ -90,7 +108,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
 
     match run.phase {
         RepairPhase::Scan => {
-            let ids = match repo::scan_page(exec, &slug, run.scan_cursor.as_deref(), PAGE_SIZE).await {
+            let ids = match repo::scan_page(exec, &slug, run.scan_cursor.as_deref(), page_size).await {
                 Ok(ids) => ids,
                 Err(e) if e.is_missing_content_table() => {
                     repo::end(exec, run).await?;
@@ -98,7 +116,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
                 }
                 Err(e) => return Err(e),
             };
-            let done = ids.len() < PAGE_SIZE as usize;
+            let done = ids.len() < page_size as usize;
             let next = Advance {
                 phase: if done { RepairPhase::Sources } else { RepairPhase::Scan },
                 scan_cursor: ids.last().map(String::as_str).or(run.scan_cursor.as_deref()),
@@ -109,7 +127,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
             advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len(), next.phase).await
         }
         RepairPhase::Sources => {
-            let page = match repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), PAGE_SIZE).await {
+            let page = match repo::orphan_page(exec, run, &slug, run.source_cursor.as_deref(), page_size).await {
                 Ok(page) => page,
                 Err(e) if e.is_missing_content_table() => {
                     repo::end(exec, run).await?;
@@ -117,7 +135,7 @@ async fn step<E: Executor>(exec: &E, run: &Run) -> Result<StepOutcome, Error> {
                 }
                 Err(e) => return Err(e),
             };
-            let done = page.len() < PAGE_SIZE as usize;
+            let done = page.len() < page_size as usize;
             let ids: Vec<String> = page.iter().filter(|(_, orphan)| *orphan).map(|(id, _)| id.clone()).collect();
             let next = Advance {
                 phase: if done { RepairPhase::Barrier } else { RepairPhase::Sources },
@@ -194,10 +212,18 @@ impl<'a> RepairLane<'a> {
         }
     }
 
-    /// Advances the next due run by one step ([`step_next`]); `None` when none is due.
+    /// The most rows one step reads and writes at its smallest (a page of one entry); its pages
+    /// are sized to the rows it is given.
+    pub fn reserve_rows(&self) -> RowCount {
+        STEP_FIXED_ROWS.plus(PAGE_ENTRY_ROWS)
+    }
+
+    /// Advances the next due run by one step ([`step_next`]), its page sized to the rows left;
+    /// `None` when none is due.
     pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         let only = self.barrier.take();
-        let Some(step) = step_next(ctx.exec, only.as_deref(), self.rules).await? else {
+        let page = ctx.rows.minus(STEP_FIXED_ROWS).items(PAGE_ENTRY_ROWS, PAGE_SIZE);
+        let Some(step) = step_next_sized(ctx.exec, only.as_deref(), self.rules, page).await? else {
             // The run it waited for is not due any more (someone else has it); other runs may be.
             return Ok(only.map(|_| LaneStep::progress()));
         };

@@ -1,9 +1,12 @@
 //! The scheduled tick: runs the lanes of the lane list ([`Lane`]) in rotation while the tick's
-//! statement and time budgets allow, decides whether to ask for a continuation, and records the
-//! tick. Each lane's step lives with its work ([`crate::lane`]); the tick only dispatches, and
+//! statement, row and time budgets allow, decides whether to ask for a continuation, and records
+//! the tick. Each lane's step lives with its work ([`crate::lane`]); the tick only dispatches, and
 //! keeps the rules between lanes (`Rotation`). Budgets are configuration (D1 plans differ),
 //! checked before each step against the metered count, so a tick never issues more statements
-//! than configured.
+//! than configured, and a lane steps only while the most rows its step reads and writes fit what
+//! is left. Background work shares a daily budget of rows written per UTC day: once the day's
+//! ticks have written it, every lane but the work lane (the projection of content writes) rests
+//! until the next day.
 
 use serde_json::{json, Map, Value as Json};
 
@@ -15,11 +18,12 @@ use crate::exec::meter::{Metered, Usage};
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
-use crate::lane::{Counter, Counts, Ctx, LaneStep};
+use crate::lane::{Counter, Counts, Ctx, LaneStep, RowCount};
 use crate::lifecycle::deletion::{CleanupBatch, DeletionLane};
 use crate::lifecycle::tables::TablesLane;
 use crate::model::state::TickOutcome;
 use crate::repo::continuation as continuation_repo;
+use crate::repo::daily;
 use crate::repo::ticks::{self as repo, TickLog};
 use crate::storage::sweep::StorageLane;
 use crate::storage::Storage;
@@ -29,22 +33,50 @@ use crate::storage::Storage;
 pub const MIN_TICK_STATEMENTS: u64 = JOB_MAX_STATEMENTS + CONTINUATION_STATEMENTS + LOG_STATEMENTS;
 /// Statements the tick's own log write costs.
 pub const LOG_STATEMENTS: u64 = 1;
+/// The most rows the tick's log write costs: its row, the pruning of the oldest and, through a
+/// trigger, the day's row of [`daily`] and its pruning.
+pub const LOG_ROWS: RowCount = RowCount::new(6, 6);
+/// Statements reading the day's use of the daily budget (once per tick, before the first step of
+/// a lane the daily budget stops).
+pub const DAILY_STATEMENTS: u64 = 1;
 /// An upper bound on steps per tick, whatever the budget.
 pub const MAX_STEPS_PER_TICK: u32 = 10_000;
 
-/// What a tick (or a repair request running the lanes) may spend: statements and wall time.
+/// What a tick (or a repair request running the lanes) may spend: statements, rows and wall
+/// time; and what background work may write per UTC day.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Budget {
     /// Statements (and object-store operations) it may issue, its log write included.
     pub max_statements: u64,
     /// Wall time it may take, in milliseconds: no lane steps once it has passed.
     pub max_ms: f64,
+    /// Rows it may read and write, as D1 reports them, its log write included.
+    pub max_rows: RowCount,
+    /// Rows the ticks of one UTC day may write before every lane but the work lane rests until
+    /// the next day; 0: unlimited.
+    pub daily_rows_written: u64,
 }
 
 impl Budget {
-    /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`.
+    /// A budget of `max_statements` (at least [`MIN_TICK_STATEMENTS`]) and `max_ms`, rows
+    /// unlimited.
     pub fn new(max_statements: u64, max_ms: f64) -> Budget {
-        Budget { max_statements: max_statements.max(MIN_TICK_STATEMENTS), max_ms }
+        Budget {
+            max_statements: max_statements.max(MIN_TICK_STATEMENTS),
+            max_ms,
+            max_rows: RowCount::new(u64::MAX, u64::MAX),
+            daily_rows_written: 0,
+        }
+    }
+
+    /// This budget with at most `max_rows` rows read and written per tick.
+    pub fn with_rows(self, max_rows: RowCount) -> Budget {
+        Budget { max_rows, ..self }
+    }
+
+    /// This budget with a daily budget of `rows_written` for background work (0: unlimited).
+    pub fn with_daily_rows_written(self, rows_written: u64) -> Budget {
+        Budget { daily_rows_written: rows_written, ..self }
     }
 }
 
@@ -101,6 +133,11 @@ pub struct TickReport {
     pub counts: Counts,
     /// Statements issued, the log write included when the tick is recorded ([`run`]).
     pub statements: u64,
+    /// Rows read and written, as the database reported them (the log write's [`LOG_ROWS`]
+    /// included when the tick is recorded).
+    pub rows: RowCount,
+    /// The daily budget stopped a lane that had work due: it rests until the next UTC day.
+    pub daily_spent: bool,
     /// The first error, prefixed with the lane (or step) it came from; the tick log says only
     /// that there was one.
     pub error: Option<String>,
@@ -115,6 +152,8 @@ impl TickReport {
             outcome: TickOutcome::Idle,
             counts: Counts::declare(Lane::COUNTERS),
             statements: 0,
+            rows: RowCount::default(),
+            daily_spent: false,
             error: None,
             continue_with: None,
         }
@@ -226,11 +265,37 @@ impl<'a> Lane<'a> {
         }
     }
 
+    /// The most rows its next step reads and writes at its smallest: a lane sizes its batches
+    /// to the room it is given beyond that.
+    pub fn reserve_rows(&self) -> RowCount {
+        match self {
+            Lane::Work(l) => l.reserve_rows(),
+            Lane::Deletion(l) => l.reserve_rows(),
+            Lane::Repair(l) => l.reserve_rows(),
+            Lane::Storage(l) => l.reserve_rows(),
+            Lane::Tables(l) => l.reserve_rows(),
+        }
+    }
+
+    /// Whether the daily budget stops it: every lane but the work lane, which projects what
+    /// content writes queued.
+    fn daily(&self) -> bool {
+        !matches!(self, Lane::Work(_))
+    }
+
     /// Statements finishing the lane will cost when the tick ends (releasing what it holds).
     pub fn release_cost(&self) -> u64 {
         match self {
             Lane::Deletion(l) => l.release_cost(),
             Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) | Lane::Tables(_) => 0,
+        }
+    }
+
+    /// Rows finishing the lane will cost when the tick ends.
+    pub fn release_rows(&self) -> RowCount {
+        match self {
+            Lane::Deletion(l) => l.release_rows(),
+            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) | Lane::Tables(_) => RowCount::default(),
         }
     }
 
@@ -317,6 +382,12 @@ impl Rotation {
         self.slots[k].idle = true;
     }
 
+    /// The daily budget has no room for lane `k`'s step: it rests until the next day, which is
+    /// not a budget stop (no continuation is asked for it).
+    fn rest_for_the_day(&mut self, k: usize) {
+        self.slots[k].idle = true;
+    }
+
     /// Lane `k` stepped.
     fn stepped(&mut self, k: usize, step: &LaneStep) {
         if step.wakes_work {
@@ -341,20 +412,108 @@ impl Rotation {
     }
 }
 
+/// The UTC day (`YYYY-MM-DD`) of a time in milliseconds since the Unix epoch: the day a
+/// scheduled tick's rows count against, from its scheduled time.
+pub fn utc_day(epoch_ms: f64) -> String {
+    let days = (epoch_ms / 86_400_000.0).floor() as i64;
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The day `n` days after `day` (`YYYY-MM-DD`); `None` when `day` is not such a date.
+pub fn add_days(day: &str, n: u64) -> Option<String> {
+    let mut parts = day.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || day.len() != 10 {
+        return None;
+    }
+    // Howard Hinnant's days-from-civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468 + i64::try_from(n).ok()?;
+    Some(utc_day(days as f64 * 86_400_000.0))
+}
+
+/// How long background work that writes `rows_to_write` rows takes under a [`Budget`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Estimate {
+    /// The rows it will write (what is left times what a row of its kind costs).
+    pub rows_to_write: u64,
+    /// Ticks it needs at least, at the tick's rows written (less the tick's own costs).
+    pub ticks: u64,
+    /// UTC days after today the daily budget spreads it over (0: it fits what today has left).
+    pub days: u64,
+    /// The UTC day it is expected to finish on, at the earliest.
+    pub finish_day: String,
+}
+
+impl Budget {
+    /// The estimate for work writing `rows_to_write` rows, `today` (`YYYY-MM-DD`) having written
+    /// `written_today` rows of its daily budget. A lower bound: ticks also stop at their
+    /// statements and wall time, and other lanes share them.
+    pub fn estimate(&self, rows_to_write: u64, today: &str, written_today: u64) -> Estimate {
+        let mut per_tick = self.max_rows.written.saturating_sub(LOG_ROWS.written + CONTINUATION_ROWS.written).max(1);
+        if self.daily_rows_written > 0 {
+            per_tick = per_tick.min(self.daily_rows_written);
+        }
+        let days = match self.daily_rows_written {
+            0 => 0,
+            daily => rows_to_write.saturating_sub(daily.saturating_sub(written_today)).div_ceil(daily),
+        };
+        Estimate {
+            rows_to_write,
+            ticks: rows_to_write.div_ceil(per_tick),
+            days,
+            finish_day: add_days(today, days).unwrap_or_else(|| today.to_owned()),
+        }
+    }
+}
+
+/// Where a tick stands with the daily budget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Daily {
+    /// No daily budget.
+    Unlimited,
+    /// The day's use is read before the first step a daily budget can stop.
+    Unread,
+    /// The budget less what the day's ticks wrote before this one.
+    Left(u64),
+}
+
 /// Runs the lanes in rotation while the budget allows another step of one of them, without
 /// recording a tick; with an object store (`storage`), its sweep is one more lane, whose
-/// operations count against the statement budget.
+/// operations count against the statement budget. The daily budget is kept for `day` (a UTC
+/// date, `YYYY-MM-DD`; `None`: the database's day).
 pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
     budget: Budget,
     policy: &BackgroundPolicy,
     storage: Option<&dyn Storage>,
+    day: Option<&str>,
 ) -> TickReport {
     let started = clock.now_ms();
     let mut report = TickReport::new();
     let mut lanes = Lane::all(policy, storage);
     let mut rotation = Rotation::new(lanes.len(), lanes.iter().position(|l| matches!(l, Lane::Work(_))));
+    let spent = || {
+        let u = exec.usage();
+        RowCount::new(u.rows_written, u.rows_read)
+    };
+    let mut daily = if budget.daily_rows_written == 0 { Daily::Unlimited } else { Daily::Unread };
 
     let mut stopped_by_budget = false;
     for turn in 0..MAX_STEPS_PER_TICK as usize {
@@ -370,19 +529,53 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         if !rotation.ready(k) {
             continue;
         }
+        let reading_day = lanes[k].daily() && daily == Daily::Unread;
         // Spent so far (object-store operations count like statements), plus what releasing the
         // lanes' holds and the log write will cost.
         let held: u64 = lanes.iter().map(Lane::release_cost).sum();
-        let committed = exec.usage().statements + report.counts.spending_budget() + held + LOG_STATEMENTS;
-        if committed + lanes[k].reserve() > budget.max_statements {
+        let held_rows = lanes.iter().map(Lane::release_rows).fold(RowCount::default(), RowCount::plus);
+        let committed = exec.usage().statements
+            + report.counts.spending_budget()
+            + held
+            + LOG_STATEMENTS
+            + if reading_day { DAILY_STATEMENTS } else { 0 };
+        let committed_rows = spent().plus(held_rows).plus(LOG_ROWS);
+        let reserve_rows = lanes[k].reserve_rows();
+        if committed + lanes[k].reserve() > budget.max_statements
+            || !committed_rows.plus(reserve_rows).fits(budget.max_rows)
+        {
             rotation.out_of_budget(k);
             continue;
         }
+        let mut rows = budget.max_rows.minus(committed_rows);
+        if lanes[k].daily() {
+            if reading_day {
+                daily = match daily::usage(exec, day).await {
+                    Ok(used) => Daily::Left(budget.daily_rows_written.saturating_sub(used.rows_written)),
+                    // Unknown: nothing the daily budget stops runs in this tick.
+                    Err(e) => {
+                        report.note_error("daily budget", e);
+                        Daily::Left(0)
+                    }
+                };
+            }
+            if let Daily::Left(left) = daily {
+                // Everything this tick writes counts against the day (its log write included).
+                let left = left.saturating_sub(spent().written + held_rows.written + LOG_ROWS.written);
+                if left < reserve_rows.written {
+                    report.daily_spent = true;
+                    rotation.rest_for_the_day(k);
+                    continue;
+                }
+                rows.written = rows.written.min(left);
+            }
+        }
         let lane = &mut lanes[k];
         let room = budget.max_statements.saturating_sub(committed);
-        let mut ctx = Ctx { exec, clock, room, counts: &mut report.counts };
+        let mut ctx = Ctx { exec, clock, room, rows, spent: &spent, counts: &mut report.counts };
         match lane.step(&mut ctx).await {
             Ok(None) => rotation.nothing_due(k),
+            Ok(Some(step)) if step.out_of_room => rotation.out_of_budget(k),
             Ok(Some(step)) => {
                 report.stepped(lane.name(), &step);
                 rotation.stepped(k, &step);
@@ -401,6 +594,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
     }
     report.rotation_ended(stopped_by_budget);
     report.statements = exec.usage().statements;
+    report.rows = spent();
     report
 }
 
@@ -417,6 +611,8 @@ pub enum Continuation<'a> {
 
 /// Statements the continuation decision costs (taking or dropping the baton).
 pub const CONTINUATION_STATEMENTS: u64 = 1;
+/// The most rows the continuation decision costs.
+pub const CONTINUATION_ROWS: RowCount = RowCount::new(4, 4);
 
 /// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`. With
 /// an object store (`storage`), its sweep is one more lane. With a continuation queue, a tick
@@ -432,12 +628,30 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(
     continuation: Continuation<'_>,
     storage: Option<&dyn Storage>,
 ) -> TickReport {
+    run_on(exec, clock, budget, policy, continuation, storage, None).await
+}
+
+/// [`run`], counting the tick's rows against the daily budget of `day` (a UTC date,
+/// `YYYY-MM-DD`: the scheduled time's; `None`: the database's day).
+pub async fn run_on<E: Executor, C: Clock, K: Clock>(
+    exec: &Metered<E, C>,
+    clock: &K,
+    budget: Budget,
+    policy: &BackgroundPolicy,
+    continuation: Continuation<'_>,
+    storage: Option<&dyn Storage>,
+    day: Option<&str>,
+) -> TickReport {
     let started = clock.now_ms();
     let lanes_budget = match continuation {
         Continuation::Off => budget,
-        Continuation::On { .. } => Budget { max_statements: budget.max_statements - CONTINUATION_STATEMENTS, ..budget },
+        Continuation::On { .. } => Budget {
+            max_statements: budget.max_statements - CONTINUATION_STATEMENTS,
+            max_rows: budget.max_rows.minus(CONTINUATION_ROWS),
+            ..budget
+        },
     };
-    let mut report = run_lanes(exec, clock, lanes_budget, policy, storage).await;
+    let mut report = run_lanes(exec, clock, lanes_budget, policy, storage, day).await;
     if let Continuation::On { handing_on } = continuation {
         let decided = if report.outcome == TickOutcome::Budget {
             let token = ids::new_id();
@@ -454,13 +668,16 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(
     }
     let usage = exec.usage();
     report.statements = usage.statements + LOG_STATEMENTS;
+    report.rows = RowCount::new(usage.rows_written, usage.rows_read).plus(LOG_ROWS);
     let log = TickLog {
         lane: report.lanes.join(","),
         outcome: report.outcome,
         statements: report.statements,
-        rows_written: usage.rows_written + 1,
+        rows_written: report.rows.written,
+        rows_read: report.rows.read,
         duration_ms: (clock.now_ms() - started).max(0.0).round() as u64,
         details: Some(details(&report, &usage)),
+        day: day.map(str::to_owned),
     };
     if let Err(e) = repo::insert_tick(exec, &log).await {
         report.note_error("tick log", format!("write failed: {e}"));
@@ -475,6 +692,7 @@ fn details(report: &TickReport, usage: &Usage) -> String {
     let mut details: Map<String, Json> =
         report.counts.iter().map(|(name, n)| (name.to_owned(), Json::from(n))).collect();
     details.insert("continued".into(), Json::from(report.continue_with.is_some()));
+    details.insert("dailyBudgetSpent".into(), Json::from(report.daily_spent));
     details.insert(
         "d1".into(),
         json!({
@@ -497,8 +715,47 @@ mod tests {
     #[test]
     fn a_budget_is_raised_to_the_smallest_tick() {
         assert_eq!(MIN_TICK_STATEMENTS, 11);
-        assert_eq!(Budget::new(3, 100.0), Budget { max_statements: MIN_TICK_STATEMENTS, max_ms: 100.0 });
-        assert_eq!(Budget::new(1000, 100.0), Budget { max_statements: 1000, max_ms: 100.0 });
+        assert_eq!(Budget::new(3, 100.0).max_statements, MIN_TICK_STATEMENTS);
+        assert_eq!(Budget::new(1000, 100.0).max_statements, 1000);
+        let unlimited = Budget::new(1000, 100.0);
+        assert_eq!((unlimited.max_rows, unlimited.daily_rows_written), (RowCount::new(u64::MAX, u64::MAX), 0));
+    }
+
+    #[test]
+    fn a_scheduled_time_falls_on_its_utc_day() {
+        assert_eq!(utc_day(0.0), "1970-01-01");
+        assert_eq!(utc_day(86_399_999.0), "1970-01-01");
+        assert_eq!(utc_day(86_400_000.0), "1970-01-02");
+        assert_eq!(utc_day(951_782_400_000.0), "2000-02-29");
+        assert_eq!(utc_day(1_798_761_599_999.0), "2026-12-31");
+        assert_eq!(utc_day(1_798_761_600_000.0), "2027-01-01");
+        assert_eq!(utc_day(-1.0), "1969-12-31");
+    }
+
+    #[test]
+    fn days_are_added_across_months_years_and_leap_days() {
+        assert_eq!(add_days("2030-01-01", 0).as_deref(), Some("2030-01-01"));
+        assert_eq!(add_days("2030-01-31", 1).as_deref(), Some("2030-02-01"));
+        assert_eq!(add_days("2028-02-28", 1).as_deref(), Some("2028-02-29"));
+        assert_eq!(add_days("2030-12-31", 1).as_deref(), Some("2031-01-01"));
+        assert_eq!(add_days("2030-01-01", 365).as_deref(), Some("2031-01-01"));
+        assert_eq!(add_days("not a day", 1), None);
+        assert_eq!(add_days("2030-13-01", 1), None);
+    }
+
+    #[test]
+    fn an_estimate_counts_ticks_at_the_tick_rows_and_days_at_the_daily_budget() {
+        let budget = Budget::new(40, 2500.0).with_rows(RowCount::new(20_000, 200_000)).with_daily_rows_written(50_000);
+        let per_tick = 20_000 - LOG_ROWS.written - CONTINUATION_ROWS.written;
+        let e = budget.estimate(100_000, "2030-01-01", 10_000);
+        assert_eq!(e.ticks, 100_000u64.div_ceil(per_tick));
+        // 40,000 left today, then 60,000 more: two more days.
+        assert_eq!((e.days, e.finish_day.as_str()), (2, "2030-01-03"));
+        let e = budget.estimate(30_000, "2030-01-01", 10_000);
+        assert_eq!((e.days, e.finish_day.as_str()), (0, "2030-01-01"), "fits what today has left");
+        let e = budget.with_daily_rows_written(0).estimate(100_000, "2030-01-01", 99_999_999);
+        assert_eq!((e.days, e.finish_day.as_str()), (0, "2030-01-01"), "no daily budget");
+        assert_eq!(budget.estimate(0, "2030-01-01", 60_000).ticks, 0);
     }
 
     #[test]
@@ -507,9 +764,16 @@ mod tests {
         let store = crate::storage::memory::MemoryStorage::new(0.0);
         let lanes = Lane::all(&policy, Some(&store));
         assert_eq!(lanes.len(), Lane::COUNTERS.len(), "the lane list and its counters name the same lanes");
+        let rows = crate::settings::Settings::defaults().budget().max_rows;
         for lane in lanes {
             let needs = lane.reserve() + CONTINUATION_STATEMENTS + LOG_STATEMENTS;
             assert!(needs <= MIN_TICK_STATEMENTS, "{} needs {needs}", lane.name());
+            // A lane the daily budget can stop reads the day's use before its first step.
+            let needs = needs + if lane.daily() { DAILY_STATEMENTS } else { 0 };
+            assert!(needs <= MIN_TICK_STATEMENTS, "{} needs {needs} with the daily read", lane.name());
+            let needs = lane.reserve_rows().plus(CONTINUATION_ROWS).plus(LOG_ROWS);
+            assert!(needs.fits(crate::settings::MIN_TICK_ROWS), "{} needs {needs:?} rows", lane.name());
+            assert!(needs.fits(rows), "{} needs {needs:?} rows", lane.name());
         }
     }
 
@@ -644,6 +908,7 @@ mod tests {
             "storageOperations": 2,
             "tablesUpgraded": 0,
             "continued": false,
+            "dailyBudgetSpent": false,
             "d1": { "results": 4, "failed": 1, "rowsRead": 5, "rowsWritten": 6, "maxBinds": 7, "maxSqlBytes": 8 },
             "error": "see worker logs",
         });

@@ -193,7 +193,8 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   assert.match(await pagesRow.innerText(), /stale\tactive\t\d+\tyes\t/);
   assert.match(await coverage.getByRole("row", { name: /^posts/ }).innerText(), /partial\tactive\t\d+\tno\tMEDIA_USAGE_RESOURCE_LIMIT/);
   assert.match(await coverage.innerText(), /Overall coverage: stale/);
-  assert.match(await coverage.innerText(), /Tick budget: 40 statements, 2500 ms/);
+  assert.match(await coverage.innerText(), /Tick budget: 40 statements, 2500 ms, 20,000 rows written, 200,000 rows read/);
+  assert.match(await coverage.innerText(), /Background work on \d{4}-\d{2}-\d{2} \(UTC\): [\d,]+ rows written, [\d,]+ read in \d+ tick\(s\) of a daily budget of 50,000/);
   await shot("coverage");
   await pagesRow.getByRole("button", { name: "Repair pages" }).click();
   await page.getByText(/Repair of pages: 1 run\(s\) started, coverage is complete/).waitFor();
@@ -268,7 +269,11 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   assert.equal(await ticks.locator("svg.chart line.limit").count(), 1);
   assert.equal(await ticks.locator("tbody tr").count(), recorded.length);
   const newest = recorded[0];
-  assert.match(await ticks.locator("tbody tr").first().innerText(), new RegExp(`^${newest.id}\\t.*\\t${newest.statements} / 40\\t${newest.rowsWritten}\\t${newest.durationMs} ms`));
+  const n = (v) => v.toLocaleString("en-US");
+  assert.match(
+    await ticks.locator("tbody tr").first().innerText(),
+    new RegExp(`^${newest.id}\\t.*\\t${newest.statements} / 40\\t${n(newest.rowsWritten)} / 20,000\\t${n(newest.rowsRead)} / 200,000\\t${newest.durationMs} ms`),
+  );
   await shot("ticks");
 
   // Media with complete coverage: the count, and the refusal with the entries that use it.

@@ -13,6 +13,7 @@ mod ownership;
 mod projection;
 mod reference_rules;
 mod repair;
+mod rows_budget;
 mod safe_delete;
 mod scans;
 mod settings;

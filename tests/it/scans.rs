@@ -34,7 +34,10 @@ fn site() -> Api {
              INSERT INTO revisions (id, collection, entry_id, data) SELECT 'r' || i, 'big', 'e' || i, '{{}}' FROM n;
              WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {BIG})
              INSERT INTO ec_big (id, slug, status, live_revision_id, title)
-             SELECT 'e' || i, 's' || i, 'published', 'r' || i, 't' FROM n;"
+             SELECT 'e' || i, 's' || i, 'published', 'r' || i, 't' FROM n;
+             -- Their projection is not what these tests look at (and a tick that writes rows
+             -- leaves a table too large for its rows budget for a quieter tick).
+             DELETE FROM _emdash_media_usage_work;"
         ))
         .unwrap();
     api
@@ -87,6 +90,19 @@ fn tick_on<E: media_usage_worker::exec::Executor>(exec: &E) -> TickReport {
     block_on(tick::run(&metered, &clock, budget(), &policy(), tick::Continuation::Off, None))
 }
 
+fn exec_sql(db: &SqliteExecutor, sql: &str) {
+    db.connection().execute_batch(sql).unwrap();
+}
+
+/// Queues projection work for every entry of `posts`, as a write whose projection was deferred.
+fn queue_posts(db: &SqliteExecutor) {
+    exec_sql(
+        db,
+        "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug)
+         SELECT c.id, e.id, 'posts' FROM ec_posts AS e, _emdash_collections AS c WHERE c.slug = 'posts'",
+    );
+}
+
 /// Makes `big`'s table look like one created before the revision indexes.
 fn outdate(db: &SqliteExecutor) {
     db.connection()
@@ -120,6 +136,45 @@ fn the_tables_lane_brings_a_table_created_before_the_revision_indexes_up_to_date
     let (_, usage) =
         metered_call(&api, "PUT", &format!("/content/posts/{id}"), &json!({"draft": true, "data": {"title": "x"}}));
     assert!(usage.rows_read < 500, "{usage:?}");
+}
+
+#[test]
+fn a_table_too_large_for_the_rows_budget_is_upgraded_by_a_tick_that_writes_nothing_else() {
+    let api = site();
+    outdate(&api.db);
+    // Its upgrade writes an index entry per row, three indexes: more than a tick's budget.
+    let budget = budget();
+    assert!(u64::from(BIG) * 3 > budget.max_rows.written);
+    // A tick that projects a content write first leaves the upgrade for a quieter tick.
+    data(&api.post("/content/posts", &json!({"slug": "a", "data": {"title": "A"}})));
+    queue_posts(&api.db);
+    let busy = tick_on(&api.db);
+    assert!(busy.count("jobs") >= 1 && busy.rows.written > 0, "{busy:?}");
+    assert_eq!(busy.count("tablesUpgraded"), 0, "{busy:?}");
+    assert!(busy.rows.fits(budget.max_rows), "{busy:?}");
+    assert!(revision_indexes(&api.db).is_empty());
+    // The next tick has nothing else to write: the upgrade runs, the one step past the budget.
+    let quiet = tick_on(&api.db);
+    assert_eq!((quiet.count("jobs"), quiet.count("tablesUpgraded")), (0, 1), "{quiet:?}");
+    assert_eq!(revision_indexes(&api.db).len(), 2);
+}
+
+#[test]
+fn a_table_whose_upgrade_fits_the_rows_left_is_upgraded_in_a_busy_tick() {
+    let api = site();
+    // A small table: `posts`, with a few entries.
+    for i in 0..3 {
+        data(&api.post("/content/posts", &json!({"slug": format!("p{i}"), "data": {"title": "A"}})));
+    }
+    exec_sql(
+        &api.db,
+        "DROP INDEX idx_ec_posts_live_revision; DROP INDEX idx_ec_posts_draft_revision;
+         UPDATE _emdash_collections SET table_revision = 0 WHERE slug = 'posts';",
+    );
+    queue_posts(&api.db);
+    let report = tick_on(&api.db);
+    assert!(report.count("jobs") >= 1 && report.rows.written > 0, "{report:?}");
+    assert_eq!(report.count("tablesUpgraded"), 1, "{report:?}");
 }
 
 #[test]
@@ -176,6 +231,11 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
     ("usage/guard_media_unused.sql", "SCAN c", "the registry: a row per collection"),
     ("continuation/release.sql", "SCAN _emdash_media_usage_continuation", "one row at most"),
     ("selfcheck/count_guard_rows.sql", "SCAN _emdash_batch_guard", "a guard row lives only inside its batch"),
+    (
+        "repair/list_runs.sql",
+        "SCAN _emdash_media_usage_reconciliations",
+        "a row per collection with a repair run in progress (finishing deletes it)",
+    ),
     (
         "deletion/list_in_progress.sql",
         "SCAN _emdash_media_usage_collection_deletions",

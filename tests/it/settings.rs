@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::fs;
 use std::path::Path;
 
+use media_usage_worker::lane::RowCount;
 use media_usage_worker::lifecycle::deletion::CleanupBatch;
 use media_usage_worker::model::auth::hash_token;
 use media_usage_worker::settings::{Bounds, Reported, Setting, SettingWarning, Settings, TABLE};
@@ -42,7 +43,15 @@ fn an_empty_environment_is_every_default() {
     let (s, warnings) = parse(&[]);
     assert_eq!(warnings, vec![]);
     assert_eq!(s, Settings::defaults());
-    assert_eq!(s.budget(), Budget { max_statements: 40, max_ms: 2500.0 });
+    assert_eq!(
+        s.budget(),
+        Budget {
+            max_statements: 40,
+            max_ms: 2500.0,
+            max_rows: RowCount::new(20_000, 200_000),
+            daily_rows_written: 50_000
+        }
+    );
     assert_eq!(s.cleanup(), CleanupBatch::Adaptive { target_ms: 200.0 });
     assert_eq!(s.projection().admission, Admission::DEFAULT);
     assert_eq!(s.projection().rules, Rules::current(None));

@@ -277,11 +277,19 @@ fn a_thousand_occurrences_per_variant_are_indexed_in_one_job_through_every_trans
 fn status_reports_the_configured_tick_budget() {
     let api = setup();
     let st = data(&api.get("/admin/media-usage/status"));
-    assert_eq!(st["tickBudget"], json!({"maxStatements": 40, "maxMs": 2500.0}));
+    assert_eq!(
+        st["tickBudget"],
+        json!({"maxStatements": 40, "maxMs": 2500.0, "maxRowsWritten": 20_000, "maxRowsRead": 200_000})
+    );
     let mut small = setup();
     small.config.tick_budget = Budget::new(12, 900.0);
     let st = data(&small.get("/admin/media-usage/status"));
-    assert_eq!(st["tickBudget"], json!({"maxStatements": 12, "maxMs": 900.0}), "the configured one");
+    let unlimited = u64::MAX;
+    assert_eq!(
+        st["tickBudget"],
+        json!({"maxStatements": 12, "maxMs": 900.0, "maxRowsWritten": unlimited, "maxRowsRead": unlimited}),
+        "the configured one"
+    );
 }
 
 #[test]

@@ -8,7 +8,9 @@ import assert from "node:assert/strict";
 import { startWorker, faultVariants } from "./harness.mjs";
 import { ok, err, validation, rows, uniq, NO_STORE } from "./helpers.mjs";
 
-const BATCH_50 = { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50" };
+// Crash points below count a tick's statements; without a daily budget a tick does not read the
+// day's use before its deletion step (rows_budget.test.mjs tests the daily budget).
+const BATCH_50 = { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50", MEDIA_USAGE_DAILY_ROWS_WRITTEN: "0" };
 const w = await startWorker(BATCH_50, faultVariants([4, 5, 6, 7]));
 after(() => w.dispose());
 

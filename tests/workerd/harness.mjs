@@ -177,9 +177,12 @@ export function dispatchTo(mf, name, url, init = {}) {
   return mf.dispatchFetch(url, { ...init, headers: { ...(init.headers ?? {}), "MF-Route-Override": name } });
 }
 
-/** Runs one cron tick of worker `name` by HTTP; resolves with `{outcome}`. */
-export async function scheduledOn(mf, name, cron = "*/2 * * * *") {
-  const res = await dispatchTo(mf, name, `http://localhost/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}&time=${Date.now()}`);
+/**
+ * Runs one cron tick of worker `name` by HTTP, scheduled at `time` (ms since the epoch: the tick's
+ * rows count against that UTC day's daily budget); resolves with `{outcome}`.
+ */
+export async function scheduledOn(mf, name, cron = "*/2 * * * *", time = Date.now()) {
+  const res = await dispatchTo(mf, name, `http://localhost/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}&time=${time}`);
   return { outcome: await res.text() };
 }
 
@@ -278,8 +281,8 @@ export class Worker {
     return res.json.data.token;
   }
 
-  scheduled(cron = "*/2 * * * *") {
-    return scheduledOn(this.mf, this.name, cron);
+  scheduled(cron = "*/2 * * * *", time = Date.now()) {
+    return scheduledOn(this.mf, this.name, cron, time);
   }
 
   async dispose() {

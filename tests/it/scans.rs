@@ -227,6 +227,12 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
         "SCAN c USING INDEX sqlite_autoindex__emdash_collections_2",
         "the registry: a row per collection",
     ),
+    (
+        "usage/claim_group.sql",
+        "SCAN _emdash_collections USING COVERING INDEX sqlite_autoindex__emdash_collections_1",
+        "the registry: a row per collection (each collection's earliest due work is found by index)",
+    ),
+    ("usage/claim_group.sql", "SCAN l", "the registered collections (above)"),
     ("usage/coverage_rows.sql", "SCAN c USING INDEX sqlite_autoindex__emdash_collections_2", "a row per collection"),
     ("usage/guard_media_unused.sql", "SCAN c", "the registry: a row per collection"),
     ("continuation/release.sql", "SCAN _emdash_media_usage_continuation", "one row at most"),
@@ -318,4 +324,58 @@ fn no_statement_scans_a_table_that_grows_with_content() {
             "{file}: {detail} is no longer a scan; drop it from the list"
         );
     }
+}
+
+/// Queues `n` pending work rows of the collection `id` (`slug`), as writes whose projection was
+/// deferred.
+fn queue_rows(db: &SqliteExecutor, id: &str, slug: &str, n: u32) {
+    exec_sql(
+        db,
+        &format!(
+            "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < {n})
+             INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug)
+             SELECT '{id}', printf('{slug}-%06d', i), '{slug}' FROM k"
+        ),
+    );
+}
+
+/// Which rows a claim takes beside a large queue of a collection being deleted. (What the claim
+/// reads there is asserted on D1, `tests/workerd/scans.test.mjs`: SQLite's counters do not show
+/// an index walk.)
+#[test]
+fn a_work_claim_takes_the_oldest_live_collections_rows_beside_a_collection_being_deleted() {
+    let api = site();
+    let id_of = |slug: &str| {
+        api.db
+            .connection()
+            .query_row("SELECT id FROM _emdash_collections WHERE slug = ?1", [slug], |r| r.get::<_, String>(0))
+            .unwrap()
+    };
+    let (big, posts) = (id_of("big"), id_of("posts"));
+    // A collection being deleted with a large queue: its rows come first in due order.
+    data(&api.post("/schema/collections", &json!({"slug": "gone", "label": "gone"})));
+    let gone = id_of("gone");
+    queue_rows(&api.db, &gone, "gone", BIG);
+    assert_eq!(api.call("DELETE", "/schema/collections/gone?force=true", Some(ADMIN), None).status, 200);
+    // Then a large backlog of `big`, then one row of `posts`.
+    queue_rows(&api.db, &big, "big", BIG);
+    queue_rows(&api.db, &posts, "posts", 1);
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z'");
+    let claim = |limit: u32| {
+        let metered = Metered::new(&api.db, MonotonicClock::default());
+        let rows = block_on(media_usage_worker::repo::work::claim_group(&metered, "t", limit)).unwrap();
+        (rows, metered.usage())
+    };
+    let (rows, usage) = claim(50);
+    assert_eq!(rows.len(), 50);
+    assert!(rows.iter().all(|r| r.collection_id == big), "the oldest live collection's rows");
+    assert!(usage.rows_read < 1_000, "a claim of 50 read {} rows", usage.rows_read);
+    // The rows of the collection being deleted are never claimed, nor walked.
+    exec_sql(&api.db, &format!("DELETE FROM _emdash_media_usage_work WHERE collection_id = '{big}'"));
+    let (rows, usage) = claim(50);
+    assert_eq!(rows.iter().map(|r| r.collection_id.as_str()).collect::<Vec<_>>(), [posts.as_str()]);
+    assert!(usage.rows_read < 1_000, "a claim of 1 read {} rows", usage.rows_read);
+    let (rows, usage) = claim(50);
+    assert!(rows.is_empty());
+    assert!(usage.rows_read < 1_000, "a claim of nothing read {} rows", usage.rows_read);
 }

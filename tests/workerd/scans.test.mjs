@@ -45,6 +45,21 @@ test("a draft save that prunes a revision reads a bounded number of rows beside 
   assert.ok(k["rows-read"] < 1_000, `a draft save read ${k["rows-read"]} rows: ${JSON.stringify(k)}`);
 });
 
+test("a tick with a 100,000-entry backlog reads about what its jobs need", async (t) => {
+  // Inserting the entries queued each for projection (the capture trigger).
+  const [queued] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage_work");
+  assert.ok(queued.n >= BIG, JSON.stringify(queued));
+  const before = ok(await w.get("/admin/media-usage/ticks?limit=1")).items[0]?.id ?? 0;
+  await w.scheduled();
+  const [tick] = ok(await w.get("/admin/media-usage/ticks?limit=1")).items.filter((k) => k.id > before);
+  t.diagnostic(`tick beside a ${BIG}-row queue: ${tick.details.jobs} jobs, ${tick.rowsRead} rows read`);
+  assert.ok(tick.details.jobs > 0, JSON.stringify(tick));
+  // The claims find each collection's earliest work by index: no claim reads the queue.
+  assert.ok(tick.rowsRead < 100 * tick.details.jobs, JSON.stringify(tick));
+  // The rest of the backlog is not what the next test looks at.
+  await w.db.prepare("DELETE FROM _emdash_media_usage_work").run();
+});
+
 test("a table created before the revision indexes gets them from the tables lane, once", async (t) => {
   // As a table created by an earlier version: no revision indexes, table revision 0.
   await w.db.prepare(`DROP INDEX "idx_ec_${big.slug}_live_revision"`).run();

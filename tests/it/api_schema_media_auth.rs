@@ -370,3 +370,57 @@ fn a_job_facing_a_missing_system_table_fails_and_keeps_its_work() {
     assert_eq!(now(process_next(&api.db, None, &policy)).unwrap(), Some(JobOutcome::Obsolete));
     assert_eq!(scalar(&api, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
 }
+
+/// D1 as seen by a job whose collection's table is dropped between its load and its publish (a
+/// deletion getting past `table` meanwhile): the table goes just before the publish batch.
+struct DropsTableBeforePublish<'a>(&'a media_usage_worker::exec::sqlite::SqliteExecutor);
+
+impl media_usage_worker::exec::Executor for DropsTableBeforePublish<'_> {
+    async fn run(
+        &self,
+        stmt: media_usage_worker::exec::Statement,
+    ) -> Result<media_usage_worker::exec::Outcome, media_usage_worker::exec::Error> {
+        self.0.run(stmt).await
+    }
+
+    async fn batch(
+        &self,
+        stmts: Vec<media_usage_worker::exec::Statement>,
+    ) -> Result<Vec<media_usage_worker::exec::Outcome>, media_usage_worker::exec::Error> {
+        self.0
+            .connection()
+            .execute_batch("PRAGMA foreign_keys = OFF; DELETE FROM _emdash_collections WHERE slug = 'x'; DROP TABLE IF EXISTS ec_x")
+            .unwrap();
+        self.0.batch(stmts).await
+    }
+}
+
+#[test]
+fn a_job_whose_table_is_dropped_before_its_publish_stays_within_its_statements_and_its_work_goes_later() {
+    use media_usage_worker::clock::MonotonicClock;
+    use media_usage_worker::exec::meter::Metered;
+    use media_usage_worker::usage::project::{process_next, JobOutcome, JOB_MAX_STATEMENTS};
+
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "x", "label": "X", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    data(&api.post("/content/x", &json!({"slug": "a", "data": {"hero": "m1"}})));
+    // A write outside the API: the capture trigger queues the entry.
+    api.db.connection().execute_batch("UPDATE ec_x SET hero = 'm2'").unwrap();
+    let policy = api.config.background.projection.clone();
+    let dropping = DropsTableBeforePublish(&api.db);
+    let metered = Metered::new(&dropping, MonotonicClock::default());
+    assert_eq!(now(process_next(&metered, None, &policy)).unwrap(), Some(JobOutcome::Conflict));
+    assert!(metered.usage().statements <= JOB_MAX_STATEMENTS, "{:?}", metered.usage());
+    // Its work row stays leased (a deletion would delete it); once the lease expires, the next
+    // claim's load finds the collection gone and drops it.
+    assert_eq!(scalar(&api, "SELECT count(*) FROM _emdash_media_usage_work WHERE state = 'leased'"), 1);
+    api.db
+        .connection()
+        .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z'")
+        .unwrap();
+    assert_eq!(now(process_next(&api.db, None, &policy)).unwrap(), Some(JobOutcome::Obsolete));
+    assert_eq!(scalar(&api, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+}

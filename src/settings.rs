@@ -291,6 +291,16 @@ pub const STORAGE_GRACE_HOURS: Number = Number {
     meaning: "age, in hours, an unreferenced object the worker stored must reach before the storage sweep deletes it",
 };
 
+pub const TRASH_DAYS: Number = Number {
+    name: "MEDIA_TRASH_DAYS",
+    default: 30.0,
+    min: 0.0,
+    inclusive: true,
+    finite: true,
+    meaning:
+        "days a media item stays in the trash before the tick's purge deletes it (row, then object) if nothing uses it",
+};
+
 pub const FAULT_AFTER_STATEMENTS: OptionalCount = OptionalCount {
     name: "MEDIA_USAGE_FAULT_AFTER_STATEMENTS",
     unset: "no injected faults",
@@ -327,6 +337,7 @@ pub const TABLE: &[Setting] = &[
     Setting::Count(&MAX_UPLOAD_BYTES),
     Setting::Plain(&ALLOWED_TYPES),
     Setting::Number(&STORAGE_GRACE_HOURS),
+    Setting::Number(&TRASH_DAYS),
     Setting::OptionalCount(&FAULT_AFTER_STATEMENTS),
     Setting::Plain(&FAULT_STORAGE_DELETE),
 ];
@@ -507,6 +518,8 @@ pub struct Settings {
     pub allowed_types: Option<Vec<String>>,
     /// `MEDIA_STORAGE_GRACE_HOURS`.
     pub storage_grace_hours: f64,
+    /// `MEDIA_TRASH_DAYS`.
+    pub trash_days: f64,
     /// `MEDIA_USAGE_FAULT_AFTER_STATEMENTS`: `None` for no injected faults.
     pub fault_after_statements: Option<u64>,
     /// `MEDIA_USAGE_FAULT_STORAGE_DELETE`.
@@ -539,6 +552,7 @@ impl Settings {
                 env.keep(read)
             },
             storage_grace_hours: env.number(&STORAGE_GRACE_HOURS),
+            trash_days: env.number(&TRASH_DAYS),
             fault_after_statements: env.optional_count(&FAULT_AFTER_STATEMENTS),
             fault_storage_delete: env.raw(FAULT_STORAGE_DELETE.name).is_some(),
             admin_token_hash: {
@@ -596,6 +610,7 @@ impl Settings {
             projection: self.projection(),
             groups: project::group_sizer(group_target_ms),
             storage_grace_ms: self.storage_grace_hours * 3_600_000.0,
+            trash_days: self.trash_days,
         }
     }
 

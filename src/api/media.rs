@@ -43,8 +43,19 @@ pub fn media_json(m: &Media, public_url: Option<&str>) -> Json {
         "storageKey": m.storage_key,
         "status": m.status,
         "createdAt": m.created_at,
+        "deletedAt": m.deleted_at,
     })
 }
+
+/// The most rows a filtered list page examines (a page may then hold fewer items than asked,
+/// with a cursor to go on from): what a page reads stays bounded whatever the library holds.
+pub const LIST_WINDOW: u32 = 200;
+/// The most entries counted per item by `include=usage` (`usageCountCapped` says when reached).
+pub const USAGE_COUNT_CAP: u32 = 100;
+/// The most ids a bulk delete takes.
+pub const BULK_MAX_IDS: usize = 100;
+/// The entries a bulk delete names per item it refuses.
+pub const BULK_ENTRIES: u32 = 5;
 
 pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
     let body = json_body(req)?;
@@ -103,39 +114,125 @@ pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Resu
     Ok((200, json!({ "item": item })))
 }
 
+/// `GET /media`: the library (or, with `trashed=true`, the trash), newest first. Filters:
+/// `search` (a part of the file name), `usage=used|unused` (by the safe delete's rule; `unused`
+/// only while coverage is complete, else 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`), and
+/// `include=usage` adds each item's `usageCount` (entries using it, up to [`USAGE_COUNT_CAP`]).
+/// A filtered page examines at most [`LIST_WINDOW`] items, so it may hold fewer than `limit` (even
+/// none) with a `nextCursor` to go on from.
 pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
     let mut issues = Issues::default();
     let limit = input::limit(req, &mut issues);
     let after = input::cursor(req, &mut issues)?;
+    let used = match input::query(req, "usage") {
+        None => None,
+        Some("used") => Some(true),
+        Some("unused") => Some(false),
+        Some(_) => {
+            issues.add("usage", "Expected used or unused");
+            None
+        }
+    };
+    let include_usage = match input::query(req, "include") {
+        None => false,
+        Some("usage") => true,
+        Some(_) => {
+            issues.add("include", "Expected usage");
+            false
+        }
+    };
+    let search = input::query(req, "search").map(str::to_owned);
+    if search.as_deref().is_some_and(|q| q.is_empty() || q.chars().count() > 255) {
+        issues.add("search", "Expected 1 to 255 characters");
+    }
     issues.finish()?;
-    let mut rows = repo::list(ctx.exec, after, limit).await?;
-    let next = input::paginate(&mut rows, limit, |m| (m.created_at.clone(), m.id.clone()));
+    if used == Some(false) {
+        // "Unused" is a claim only complete coverage proves (the safe delete's rule).
+        let (status, _) = super::usage::coverage(ctx).await?;
+        if status != CoverageStatus::Complete {
+            return Err(coverage_incomplete(status));
+        }
+    }
+    let shelf = if input::query_flag(req, "trashed") { repo::Shelf::Trash } else { repo::Shelf::Library };
+    let filtered = search.is_some() || used.is_some();
+    let window = if filtered { LIST_WINDOW.max(limit + 1) } else { limit + 1 };
+    let filter = repo::ListFilter { search, used, count_usage_up_to: include_usage.then_some(USAGE_COUNT_CAP) };
+    let rows = repo::list(ctx.exec, shelf, after, window, &filter).await?;
+    let key = |m: &Media| input::encode_cursor(&m.created_at, &m.id);
+    let last_examined = (rows.len() == window as usize).then(|| rows.last().map(|r| key(&r.media))).flatten();
+    let mut matched: Vec<repo::Listed> = rows.into_iter().filter(|r| r.matches != 0).collect();
+    let next = if matched.len() > limit as usize {
+        matched.truncate(limit as usize);
+        matched.last().map(|r| key(&r.media))
+    } else {
+        last_examined
+    };
     let public_url = ctx.config.media_public_url.as_deref();
-    let items: Vec<Json> = rows.iter().map(|m| media_json(m, public_url)).collect();
+    let items: Vec<Json> = matched
+        .iter()
+        .map(|r| {
+            let mut item = media_json(&r.media, public_url);
+            if let Some(n) = r.usage_count {
+                item["usageCount"] = json!(n);
+                item["usageCountCapped"] = json!(n >= i64::from(USAGE_COUNT_CAP));
+            }
+            item
+        })
+        .collect();
     Ok((200, json!({"items": items, "nextCursor": next})))
 }
 
-/// `DELETE /media/{id}`: refuses while the media is in use or coverage cannot prove it unused;
-/// `?force=true` (admins only, checked by the route's access rule) deletes regardless. The row
-/// goes first, then, for an uploaded row, its stored object (before the response); an object left
-/// behind by a failure in between is reclaimed by the tick's storage sweep. A row registered by
-/// JSON names an object this worker did not store: that object is left alone.
+/// `DELETE /media/{id}`: moves the item to the trash (row and object kept; its file is no longer
+/// served; `POST /media/{id}/restore` brings it back). Refused while the media is in use or
+/// coverage cannot prove it unused; `?force=true` (admins only, checked by the route's access
+/// rule) trashes it regardless. `?permanent=true` (admins only) deletes row and object at once:
+/// an item in the trash, or with `force`, outright; any other only if the safe delete would
+/// take it. The row goes first, then, for an uploaded row, its stored object (before the
+/// response); an object left behind by a failure in between is reclaimed by the tick's storage
+/// sweep. A row registered by JSON names an object this worker did not store: that object is left
+/// alone. Retried (the item already in the trash), it answers as the first time.
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
     let not_found = || ApiError::not_found("Media not found");
     let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
-    let deleted = || async {
+    let force = input::query_flag(req, "force");
+    let done = || Ok((200, json!({"deleted": true, "id": id})));
+    if input::query_flag(req, "permanent") {
+        if !force && media.deleted_at.is_none() {
+            safe_trash(ctx, id).await?;
+        }
+        if !repo::delete(ctx.exec, id).await? {
+            return Err(not_found());
+        }
         forget_object(ctx, &media).await;
-        Ok((200, json!({"deleted": true, "id": id})))
-    };
-    if input::query_flag(req, "force") {
-        return if repo::delete(ctx.exec, id).await? { deleted().await } else { Err(not_found()) };
+        return done();
     }
+    if media.deleted_at.is_some() {
+        return done();
+    }
+    if force {
+        repo::trash(ctx.exec, id).await?;
+        return done();
+    }
+    safe_trash(ctx, id).await?;
+    done()
+}
+
+/// Moves the media to the trash if nothing uses it and coverage proves it (one guarded batch):
+/// otherwise 409 `MEDIA_IN_USE` naming the entries, or 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`.
+async fn safe_trash<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<(), ApiError> {
+    let not_found = || ApiError::not_found("Media not found");
     // Two tries: if the guard refused but the re-check finds neither a reference nor incomplete
     // coverage, what blocked it went away in between; try once more rather than guess a reason.
     for _ in 0..2 {
-        match usage_repo::delete_media_if_unused(ctx.exec, id, ctx.config.background.projection.rules.id()).await? {
-            SafeDelete::Deleted => return deleted().await,
-            SafeDelete::Missing => return Err(not_found()),
+        match usage_repo::trash_media_if_unused(ctx.exec, id, ctx.config.background.projection.rules.id()).await? {
+            SafeDelete::Trashed => return Ok(()),
+            // Gone, or in the trash already (a retry whose first try committed unseen).
+            SafeDelete::Missing => {
+                return match repo::get(ctx.exec, id).await? {
+                    Some(m) if m.deleted_at.is_some() => Ok(()),
+                    _ => Err(not_found()),
+                };
+            }
             SafeDelete::Refused => {}
         }
         let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
@@ -160,6 +257,73 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         }
     }
     Err(coverage_incomplete(CoverageStatus::Complete))
+}
+
+/// `POST /media/{id}/restore`: brings the item back from the trash (the same id and URL; its file
+/// is served again). An item not in the trash answers as it is.
+pub async fn restore<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
+    let m = repo::restore(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
+    Ok((200, json!({"item": media_json(&m, ctx.config.media_public_url.as_deref())})))
+}
+
+/// `POST /media/bulk-delete {ids}`: moves to the trash, in one statement, each item (at most
+/// [`BULK_MAX_IDS`]) that the safe delete would take, and answers per id: `trashed` (an item
+/// already in the trash too), `in_use` (with up to [`BULK_ENTRIES`] entries using it),
+/// `coverage_incomplete` (nothing uses it that the index knows of, but coverage cannot prove
+/// it), or `not_found`.
+pub async fn bulk_delete<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["ids"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let mut ids: Vec<String> = Vec::new();
+    if let Some(items) = obj.array(&mut issues, "ids", true) {
+        if !(1..=BULK_MAX_IDS).contains(&items.len()) {
+            issues.add("ids", format!("Expected 1 to {BULK_MAX_IDS} ids"));
+        }
+        for (i, item) in items.iter().enumerate() {
+            match item.as_str() {
+                Some(s) if (1..=255).contains(&s.chars().count()) => {
+                    if !ids.iter().any(|x| x == s) {
+                        ids.push(s.to_owned());
+                    }
+                }
+                _ => issues.add(format!("ids[{i}]"), "Expected a media id (1 to 255 characters)"),
+            }
+        }
+    }
+    issues.finish()?;
+    let rules = ctx.config.background.projection.rules.id();
+    let moved = repo::bulk_trash(ctx.exec, &ids, rules).await?;
+    let rest: Vec<String> = ids.iter().filter(|id| !moved.contains(id)).cloned().collect();
+    let statuses = if rest.is_empty() { Vec::new() } else { repo::bulk_status(ctx.exec, &rest, BULK_ENTRIES).await? };
+    let items: Vec<Json> = ids
+        .iter()
+        .map(|id| {
+            if moved.contains(id) {
+                return json!({"id": id, "status": "trashed"});
+            }
+            let Some(s) = statuses.iter().find(|s| &s.id == id) else {
+                return json!({"id": id, "status": "not_found"});
+            };
+            let entries: Vec<Json> = serde_json::from_str::<Vec<(String, String, Option<String>)>>(&s.entries)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(collection, content_id, slug)| json!({"collection": collection, "contentId": content_id, "slug": slug}))
+                .collect();
+            match (s.found != 0, s.trashed != 0) {
+                (false, _) => json!({"id": id, "status": "not_found"}),
+                (true, true) => json!({"id": id, "status": "trashed"}),
+                (true, false) if !entries.is_empty() || s.unindexed_use != 0 => {
+                    json!({"id": id, "status": "in_use", "entries": entries})
+                }
+                (true, false) => json!({"id": id, "status": "coverage_incomplete"}),
+            }
+        })
+        .collect();
+    let trashed = items.iter().filter(|i| i["status"] == "trashed").count();
+    Ok((200, json!({"items": items, "trashed": trashed})))
 }
 
 /// Deletes a deleted row's stored object, if an object store is bound and this worker stored it.
@@ -214,7 +378,9 @@ pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Re
         .await
         .map_err(|e| ApiError::internal(format!("reading {key}: {e}")))?
         .ok_or_else(not_found)?;
-    if !object.marked && !repo::uploaded_key(ctx.exec, key).await? {
+    // One statement on the unique index of storage keys: a file in the trash is not served.
+    let state = repo::key_state(ctx.exec, key).await?;
+    if state.trashed != 0 || (!object.marked && state.uploaded == 0) {
         return Err(not_found());
     }
     let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());

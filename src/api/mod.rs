@@ -339,6 +339,8 @@ async fn dispatch<E: Executor>(
         Op::MediaFile => return media::file(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
+        Op::RestoreMedia => media::restore(&ctx, p(0)).await?,
+        Op::BulkDeleteMedia => media::bulk_delete(&ctx, req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,
         Op::ListTokens => tokens::list(&ctx, req).await?,
         Op::RevokeToken => tokens::revoke(&ctx, p(0), req).await?,

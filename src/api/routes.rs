@@ -28,6 +28,8 @@ pub enum Op {
     CreateMedia,
     GetMedia,
     DeleteMedia,
+    RestoreMedia,
+    BulkDeleteMedia,
     MediaFile,
     CreateToken,
     ListTokens,
@@ -80,6 +82,8 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
+    r("POST", "/_emdash/api/media/bulk-delete", Op::BulkDeleteMedia),
+    r("POST", "/_emdash/api/media/{id}/restore", Op::RestoreMedia),
     // Before `/media/{id}/usage`: a key is never a media id. `HEAD` answers as `GET` without a
     // body.
     r("GET", "/_emdash/api/media/file/{key}", Op::MediaFile),
@@ -122,8 +126,10 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),
         Op::ListMedia | Op::GetMedia => Need(Role::Subscriber, Scope::MediaRead),
         Op::CreateMedia => Need(Role::Author, Scope::MediaWrite),
-        Op::DeleteMedia if query_flag(req, "force") => Need(Role::Admin, Scope::MediaWrite),
-        Op::DeleteMedia => Need(Role::Editor, Scope::MediaWrite),
+        Op::DeleteMedia if query_flag(req, "force") || query_flag(req, "permanent") => {
+            Need(Role::Admin, Scope::MediaWrite)
+        }
+        Op::DeleteMedia | Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
         Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
         Op::CreateToken
         | Op::ListTokens
@@ -143,7 +149,9 @@ pub fn access(op: Op, req: &Request) -> Access {
 pub fn flags(op: Op) -> &'static [&'static str] {
     match op {
         Op::GetCollection => &["includeFields"],
-        Op::DeleteCollection | Op::DeleteMedia => &["force"],
+        Op::DeleteCollection => &["force"],
+        Op::DeleteMedia => &["force", "permanent"],
+        Op::ListMedia => &["trashed"],
         Op::DeleteContent => &["permanent"],
         Op::GetMedia => &["includeUsage"],
         Op::RevokeToken => &["cascade"],

@@ -324,6 +324,12 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
     let public_url = ctx.config.media_public_url.as_deref();
     let deduplicated = |m: &repo::Media| (200, json!({"item": media_json(m, public_url), "deduplicated": true}));
     if let Some(existing) = repo::by_hash(ctx.exec, &hash).await? {
+        // The same bytes in the trash: uploading them again brings the item back (same id and
+        // URL), as the editor means.
+        if existing.deleted_at.is_some() {
+            let restored = repo::restore(ctx.exec, &existing.id).await?.unwrap_or(existing);
+            return Ok(deduplicated(&restored));
+        }
         return Ok(deduplicated(&existing));
     }
     let (width, height) = match (form.width, form.height) {

@@ -14,7 +14,13 @@ const DELETE: &str = include_str!("../sql/media/delete.sql");
 const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
 const ID_BY_STORAGE_KEY: &str = include_str!("../sql/media/id_by_storage_key.sql");
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
-const UPLOADED_KEY: &str = include_str!("../sql/media/uploaded_key.sql");
+const KEY_STATE: &str = include_str!("../sql/media/key_state.sql");
+const TRASH: &str = include_str!("../sql/media/trash.sql");
+const RESTORE: &str = include_str!("../sql/media/restore.sql");
+const BULK_TRASH: &str = include_str!("../sql/media/bulk_trash.sql");
+const BULK_STATUS: &str = include_str!("../sql/media/bulk_status.sql");
+const PURGE_DUE: &str = include_str!("../sql/media/purge_due.sql");
+const PURGE: &str = include_str!("../sql/media/purge.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
 const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql");
 const ENQUEUE_LINKING: &str = include_str!("../sql/media/enqueue_linking.sql");
@@ -38,6 +44,9 @@ pub struct Media {
     /// SHA-256 of the stored bytes (hex): set only for an upload, whose object this worker
     /// stored under a key it chose; `None` for media registered by JSON (stored elsewhere).
     pub content_hash: Option<String>,
+    /// When it was moved to the trash (`None`: in the library).
+    #[serde(default)]
+    pub deleted_at: Option<String>,
 }
 
 impl Media {
@@ -102,10 +111,134 @@ pub async fn get<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, Error
     exec.query_first(Statement::new(SELECT_ONE).bind(id)).await
 }
 
-/// Newest first; up to `limit + 1` rows after `(created_at, id)`.
-pub async fn list<E: Executor>(exec: &E, after: Option<(String, String)>, limit: u32) -> Result<Vec<Media>, Error> {
+/// Which part of the library a list reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shelf {
+    Library,
+    Trash,
+}
+
+/// What a list keeps of the rows it examines.
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// A case-insensitive part of the file name.
+    pub search: Option<String>,
+    /// `Some(true)`: only items in use; `Some(false)`: only items not in use.
+    pub used: Option<bool>,
+    /// Count the entries using each item, up to this many.
+    pub count_usage_up_to: Option<u32>,
+}
+
+/// A row a list examined: the media, whether it passes the filter, and (when asked) how many
+/// entries use it (up to the cap).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub media: Media,
+    pub matches: i64,
+    pub usage_count: Option<i64>,
+}
+
+/// Up to `window` rows of `shelf`, newest first after `(created_at, id)`, each marked with whether
+/// it passes `filter` (one statement; what it reads is bounded by `window`).
+pub async fn list<E: Executor>(
+    exec: &E,
+    shelf: Shelf,
+    after: Option<(String, String)>,
+    window: u32,
+    filter: &ListFilter,
+) -> Result<Vec<Listed>, Error> {
     let (at, id) = after.unzip();
-    exec.query(Statement::new(LIST).bind(at).bind(id).bind(i64::from(limit) + 1)).await
+    let stmt = Statement::new(LIST)
+        .bind(at)
+        .bind(id)
+        .bind(i64::from(window))
+        .bind(i64::from(shelf == Shelf::Trash))
+        .bind(filter.search.clone())
+        .bind(filter.used.map(|u| if u { "used" } else { "unused" }))
+        .bind(i64::from(filter.count_usage_up_to.is_some()))
+        .bind(i64::from(filter.count_usage_up_to.unwrap_or(0)));
+    exec.query(stmt).await
+}
+
+/// Moves the media to the trash (its row and object kept); false when it is missing or already
+/// in the trash.
+pub async fn trash<E: Executor>(exec: &E, id: &str) -> Result<bool, Error> {
+    Ok(exec.execute(Statement::new(TRASH).bind(id)).await? > 0)
+}
+
+/// The statement [`trash`] runs, for a guarded batch.
+pub fn trash_statement(id: &str) -> Statement {
+    Statement::new(TRASH).bind(id)
+}
+
+/// Brings the media back from the trash (no change when it is not in it); `None` when missing.
+pub async fn restore<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, Error> {
+    exec.query_first(Statement::new(RESTORE).bind(id)).await
+}
+
+/// Moves to the trash each of `ids` that nothing uses while coverage proves it (one statement,
+/// under the deployed reference rules `rules_id`); the ids moved.
+pub async fn bulk_trash<E: Executor>(exec: &E, ids: &[String], rules_id: &str) -> Result<Vec<String>, Error> {
+    let json = serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))?;
+    let rows: Vec<IdRow> = exec.query(Statement::new(BULK_TRASH).bind(json).bind(rules_id)).await?;
+    Ok(rows.into_iter().map(|r| r.id).collect())
+}
+
+/// What a bulk delete answers for an id it did not move.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BulkStatus {
+    pub id: String,
+    pub found: i64,
+    pub trashed: i64,
+    /// A JSON array of `[collection, content id, slug]`.
+    pub entries: String,
+    pub unindexed_use: i64,
+}
+
+/// For each of `ids`: whether it exists, whether it is in the trash, and up to `entries` of the
+/// entries that use it (one statement).
+pub async fn bulk_status<E: Executor>(exec: &E, ids: &[String], entries: u32) -> Result<Vec<BulkStatus>, Error> {
+    let json = serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))?;
+    exec.query(Statement::new(BULK_STATUS).bind(json).bind(i64::from(entries))).await
+}
+
+/// A media item in the trash, as the purge orders them.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Trashed {
+    pub id: String,
+    pub deleted_at: String,
+}
+
+/// Up to `limit` media trashed more than `days` ago (by the database clock), oldest first, after
+/// `after`.
+pub async fn purge_due<E: Executor>(
+    exec: &E,
+    days: f64,
+    after: Option<&Trashed>,
+    limit: u32,
+) -> Result<Vec<Trashed>, Error> {
+    let stmt = Statement::new(PURGE_DUE)
+        .bind(days)
+        .bind(i64::from(limit))
+        .bind(after.map(|t| t.deleted_at.clone()))
+        .bind(after.map(|t| t.id.clone()));
+    exec.query(stmt).await
+}
+
+/// A purged row: its storage key, and whether this worker stored its object.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Purged {
+    pub id: String,
+    pub storage_key: String,
+    pub content_hash: Option<String>,
+}
+
+/// Deletes those of `ids` in the trash for more than `days` and used by nothing (under the rules
+/// `rules_id`, coverage complete), in one statement; the rows deleted.
+pub async fn purge<E: Executor>(exec: &E, ids: &[String], days: f64, rules_id: &str) -> Result<Vec<Purged>, Error> {
+    let json = serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))?;
+    exec.query(Statement::new(PURGE).bind(json).bind(days).bind(rules_id)).await
 }
 
 /// Deletes the metadata row; false when it did not exist. In the same atomic batch, the entries
@@ -154,14 +287,18 @@ pub async fn referenced_keys<E: Executor>(exec: &E, keys: &[String]) -> Result<V
     Ok(rows.into_iter().map(|r| r.storage_key).collect())
 }
 
-/// Whether a media row that was uploaded (not registered by JSON) has `key` (one statement).
-pub async fn uploaded_key<E: Executor>(exec: &E, key: &str) -> Result<bool, Error> {
-    #[derive(Deserialize)]
-    struct Row {
-        uploaded: i64,
-    }
-    let row: Option<Row> = exec.query_first(Statement::new(UPLOADED_KEY).bind(key)).await?;
-    Ok(row.is_some_and(|r| r.uploaded != 0))
+/// What the file route knows of a storage key: whether an uploaded row names it, and whether a
+/// row in the trash names it.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct KeyState {
+    pub uploaded: i64,
+    pub trashed: i64,
+}
+
+/// [`KeyState`] of `key` (one statement, from the unique index on storage keys).
+pub async fn key_state<E: Executor>(exec: &E, key: &str) -> Result<KeyState, Error> {
+    let row: Option<KeyState> = exec.query_first(Statement::new(KEY_STATE).bind(key)).await?;
+    Ok(row.unwrap_or(KeyState { uploaded: 0, trashed: 0 }))
 }
 
 #[derive(Deserialize)]

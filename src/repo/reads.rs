@@ -11,7 +11,6 @@ const COUNT_ENTRIES: &str = include_str!("../sql/usage/count_entries.sql");
 const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
 const UNINDEXED_USERS: &str = include_str!("../sql/usage/unindexed_users.sql");
 const MEDIA_USAGE_ENTRIES: &str = include_str!("../sql/usage/media_usage_entries.sql");
-const DELETE_MEDIA: &str = include_str!("../sql/media/delete.sql");
 
 /// One eligible occurrence of a media item, with its entry's display metadata.
 #[derive(Debug, Clone, Deserialize)]
@@ -54,24 +53,21 @@ pub async fn count_entries<E: Executor>(exec: &E, media_id: &str) -> Result<i64,
 /// How a safe media delete ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SafeDelete {
-    Deleted,
-    /// No such media row.
+    /// Moved to the trash.
+    Trashed,
+    /// No such media row, or it is in the trash already.
     Missing,
     /// A current occurrence references it, or coverage cannot prove it unused.
     Refused,
 }
 
-/// Deletes a media row only if, at that instant, no current occurrence references it and every
-/// collection's coverage is complete under the deployed reference rules (`rules_id`): the check
-/// and the delete are one guarded batch.
-pub async fn delete_media_if_unused<E: Executor>(
-    exec: &E,
-    media_id: &str,
-    rules_id: &str,
-) -> Result<SafeDelete, Error> {
+/// Moves a media item to the trash only if, at that instant, no current occurrence references it
+/// and every collection's coverage is complete under the deployed reference rules (`rules_id`):
+/// the check and the move are one guarded batch.
+pub async fn trash_media_if_unused<E: Executor>(exec: &E, media_id: &str, rules_id: &str) -> Result<SafeDelete, Error> {
     let guard = Guard::new(GUARD_MEDIA_UNUSED).bind(media_id).bind(rules_id);
-    match guarded_batch(exec, guard, vec![Statement::new(DELETE_MEDIA).bind(media_id)]).await {
-        Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeDelete::Deleted),
+    match guarded_batch(exec, guard, vec![crate::repo::media::trash_statement(media_id)]).await {
+        Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeDelete::Trashed),
         Ok(_) => Ok(SafeDelete::Missing),
         Err(Error::Stale) => Ok(SafeDelete::Refused),
         Err(e) => Err(e),

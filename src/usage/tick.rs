@@ -25,6 +25,7 @@ use crate::model::state::TickOutcome;
 use crate::repo::continuation as continuation_repo;
 use crate::repo::daily;
 use crate::repo::ticks::{self as repo, TickLog};
+use crate::storage::purge::PurgeLane;
 use crate::storage::sweep::StorageLane;
 use crate::storage::Storage;
 
@@ -96,6 +97,8 @@ pub struct BackgroundPolicy {
     pub groups: AdaptiveBatch,
     /// How old an unreferenced stored object must be before the storage lane deletes it.
     pub storage_grace_ms: f64,
+    /// How many days a media item stays in the trash before the purge lane deletes it.
+    pub trash_days: f64,
 }
 
 impl BackgroundPolicy {
@@ -112,6 +115,11 @@ impl BackgroundPolicy {
     /// This policy under other reference rules.
     pub fn with_rules(self, rules: Rules) -> BackgroundPolicy {
         BackgroundPolicy { projection: Policy { rules, ..self.projection }, ..self }
+    }
+
+    /// This policy with another trash period.
+    pub fn with_trash_days(self, trash_days: f64) -> BackgroundPolicy {
+        BackgroundPolicy { trash_days, ..self }
     }
 
     /// This policy with another storage grace period.
@@ -211,6 +219,8 @@ pub enum Lane<'a> {
     Deletion(DeletionLane),
     /// Repair runs.
     Repair(RepairLane<'a>),
+    /// The media trash's purge.
+    Purge(PurgeLane<'a>),
     /// The storage sweep (only with an object store).
     Storage(StorageLane<'a>),
     /// Content tables brought up to the current table revision.
@@ -224,6 +234,7 @@ impl<'a> Lane<'a> {
         WorkLane::COUNTERS,
         DeletionLane::COUNTERS,
         RepairLane::COUNTERS,
+        PurgeLane::COUNTERS,
         StorageLane::COUNTERS,
         TablesLane::COUNTERS,
     ];
@@ -235,6 +246,7 @@ impl<'a> Lane<'a> {
             Lane::Work(WorkLane::new(&policy.projection, policy.groups)),
             Lane::Deletion(DeletionLane::new(policy.cleanup)),
             Lane::Repair(RepairLane::new(&policy.projection.rules)),
+            Lane::Purge(PurgeLane::new(storage, policy.trash_days, policy.projection.rules.id())),
         ];
         if let Some(store) = storage {
             lanes.push(Lane::Storage(StorageLane::new(store, policy.storage_grace_ms)));
@@ -249,6 +261,7 @@ impl<'a> Lane<'a> {
             Lane::Work(_) => WorkLane::NAME,
             Lane::Deletion(_) => DeletionLane::NAME,
             Lane::Repair(_) => RepairLane::NAME,
+            Lane::Purge(_) => PurgeLane::NAME,
             Lane::Storage(_) => StorageLane::NAME,
             Lane::Tables(_) => TablesLane::NAME,
         }
@@ -260,6 +273,7 @@ impl<'a> Lane<'a> {
             Lane::Work(l) => l.reserve(),
             Lane::Deletion(l) => l.reserve(),
             Lane::Repair(l) => l.reserve(),
+            Lane::Purge(l) => l.reserve(),
             Lane::Storage(l) => l.reserve(),
             Lane::Tables(l) => l.reserve(),
         }
@@ -272,6 +286,7 @@ impl<'a> Lane<'a> {
             Lane::Work(l) => l.reserve_rows(),
             Lane::Deletion(l) => l.reserve_rows(),
             Lane::Repair(l) => l.reserve_rows(),
+            Lane::Purge(l) => l.reserve_rows(),
             Lane::Storage(l) => l.reserve_rows(),
             Lane::Tables(l) => l.reserve_rows(),
         }
@@ -287,7 +302,7 @@ impl<'a> Lane<'a> {
     pub fn release_cost(&self) -> u64 {
         match self {
             Lane::Deletion(l) => l.release_cost(),
-            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) | Lane::Tables(_) => 0,
+            Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => 0,
         }
     }
 
@@ -295,7 +310,9 @@ impl<'a> Lane<'a> {
     pub fn release_rows(&self) -> RowCount {
         match self {
             Lane::Deletion(l) => l.release_rows(),
-            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) | Lane::Tables(_) => RowCount::default(),
+            Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => {
+                RowCount::default()
+            }
         }
     }
 
@@ -305,6 +322,7 @@ impl<'a> Lane<'a> {
             Lane::Work(l) => l.step(ctx).await,
             Lane::Deletion(l) => l.step(ctx).await,
             Lane::Repair(l) => l.step(ctx).await,
+            Lane::Purge(l) => l.step(ctx).await,
             Lane::Storage(l) => l.step(ctx).await,
             Lane::Tables(l) => l.step(ctx).await,
         }
@@ -314,7 +332,7 @@ impl<'a> Lane<'a> {
     async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
         match self {
             Lane::Deletion(l) => l.finish(exec).await,
-            Lane::Work(_) | Lane::Repair(_) | Lane::Storage(_) | Lane::Tables(_) => Ok(()),
+            Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => Ok(()),
         }
     }
 }
@@ -904,6 +922,8 @@ mod tests {
             "deletedRows": 0,
             "deletionsFinalized": 0,
             "deletionFailures": 0,
+            "mediaPurged": 0,
+            "purgeOperations": 0,
             "objectsDeleted": 0,
             "storageOperations": 2,
             "tablesUpgraded": 0,

@@ -80,6 +80,9 @@ fn media_metadata_round_trips_and_deletes() {
     // It names the item holding the key (a retry after an unseen commit finds its own).
     assert_eq!(dup.body_json()["error"]["details"], json!({"id": id, "storageKey": "uploads/a.jpg"}));
     assert_eq!(data(&api.delete(&format!("/media/{id}")))["deleted"], true);
+    // In the trash: still there, with when it was trashed; deleted for good on request.
+    assert!(data(&api.get(&format!("/media/{id}")))["item"]["deletedAt"].is_string());
+    assert_eq!(data(&api.delete(&format!("/media/{id}?permanent=true")))["deleted"], true);
     assert_eq!(api.get(&format!("/media/{id}")).status, 404);
 }
 

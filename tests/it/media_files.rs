@@ -317,14 +317,17 @@ fn deleting_media_deletes_its_object_and_a_crash_between_is_swept_after_the_grac
     let a = upload_png(&api, &png(1, 1, 10));
     let b = upload_png(&api, &png(1, 1, 11));
     let c = upload_png(&api, &png(1, 1, 12));
-    // Safe and forced deletes remove the object before answering.
+    // A delete moves the item to the trash: its object stays.
     assert_eq!(api.delete(&format!("/media/{}", a["id"].as_str().unwrap())).status, 200);
-    assert_eq!(api.delete(&format!("/media/{}?force=true", b["id"].as_str().unwrap())).status, 200);
+    assert_eq!(objects(&api).len(), 3);
+    // Permanent deletes (of an item in the trash, and forced) remove the object before answering.
+    assert_eq!(api.delete(&format!("/media/{}?permanent=true", a["id"].as_str().unwrap())).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}?permanent=true&force=true", b["id"].as_str().unwrap())).status, 200);
     assert_eq!(objects(&api), [c["storageKey"].as_str().unwrap()]);
     // The object delete "crashes": the row is gone, the object stays behind.
     let store = api.storage.as_ref().unwrap();
     store.fail_deletes.set(true);
-    assert_eq!(api.delete(&format!("/media/{}", c["id"].as_str().unwrap())).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}?permanent=true", c["id"].as_str().unwrap())).status, 200);
     store.fail_deletes.set(false);
     let orphan = c["storageKey"].as_str().unwrap().to_owned();
     assert_eq!(objects(&api), [orphan]);
@@ -606,11 +609,11 @@ fn file_metered(api: &Api, method: &str, key: &str) -> (media_usage_worker::api:
 #[test]
 fn the_file_route_serves_only_objects_the_worker_stored() {
     let api = Api::with_storage(T0);
-    // Marked: served with no statement at all.
+    // Marked: served after one statement (whether its row is in the trash).
     let ours = upload_png(&api, &png(6, 6, 60));
     let ours_key = ours["storageKey"].as_str().unwrap();
     let (r, statements) = file_metered(&api, "GET", ours_key);
-    assert_eq!((r.status, statements), (200, 0), "{}", r.body);
+    assert_eq!((r.status, statements), (200, 1), "{}", r.body);
     // Unmarked and named by no row: 404, after one statement.
     put_foreign(&api, "theirs.png", &png(6, 6, 61), "image/png");
     let (r, statements) = file_metered(&api, "GET", "theirs.png");
@@ -640,9 +643,9 @@ fn the_file_route_serves_only_objects_the_worker_stored() {
 }
 
 #[test]
-fn the_legacy_lookup_is_answered_from_the_storage_key_index() {
+fn the_file_routes_lookup_is_answered_from_the_storage_key_index() {
     let api = Api::new();
-    let sql = include_str!("../../src/sql/media/uploaded_key.sql");
+    let sql = include_str!("../../src/sql/media/key_state.sql");
     let conn = api.db.connection();
     let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
     let plan: Vec<String> = stmt
@@ -664,22 +667,22 @@ fn deleting_json_registered_media_never_deletes_the_object_it_names() {
     let two = register_json(&api, "theirs/two.png");
     let store = api.storage.as_ref().unwrap();
     let before = store.operations.get();
-    assert_eq!(api.delete(&format!("/media/{}", one["id"].as_str().unwrap())).status, 200);
-    assert_eq!(api.delete(&format!("/media/{}?force=true", two["id"].as_str().unwrap())).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}?permanent=true", one["id"].as_str().unwrap())).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}?permanent=true&force=true", two["id"].as_str().unwrap())).status, 200);
     assert_eq!(store.operations.get(), before, "no storage operation at all");
     assert_eq!(objects(&api), ["theirs/one.png", "theirs/two.png"]);
     // Even a marked object a JSON row names is left to the sweep (which takes it once no row
     // names it and the grace period is over).
     put_raw(store, "ours-registered.png", png(7, 7, 72), "image/png");
     let three = register_json(&api, "ours-registered.png");
-    assert_eq!(api.delete(&format!("/media/{}", three["id"].as_str().unwrap())).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}?permanent=true", three["id"].as_str().unwrap())).status, 200);
     assert!(objects(&api).contains(&"ours-registered.png".to_owned()));
     store.now_ms.set(T0 + 25.0 * HOUR_MS);
     assert_eq!(tick(&api, 24.0).count("objectsDeleted"), 1);
     assert_eq!(objects(&api), ["theirs/one.png", "theirs/two.png"]);
-    // An uploaded row's delete still deletes its object.
+    // An uploaded row's permanent delete still deletes its object.
     let up = upload_png(&api, &png(7, 7, 73));
-    assert_eq!(api.delete(&format!("/media/{}", up["id"].as_str().unwrap())).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}?permanent=true", up["id"].as_str().unwrap())).status, 200);
     assert_eq!(objects(&api), ["theirs/one.png", "theirs/two.png"]);
 }
 

@@ -344,8 +344,8 @@ fn media_registered_after_the_content_shows_where_it_is_linked() {
     assert_eq!(ids, want);
     assert!(items.iter().all(|(_, o)| o.iter().all(|(_, t)| t == "embedded_url")));
 
-    // Deleted by force and registered again under the same key (a new id): still found.
-    assert_eq!(api.call("DELETE", &format!("/media/{late}?force=true"), Some(ADMIN), None).status, 200);
+    // Deleted for good by force and registered again under the same key (a new id): still found.
+    assert_eq!(api.call("DELETE", &format!("/media/{late}?force=true&permanent=true"), Some(ADMIN), None).status, 200);
     drain(&api);
     let again = media(&api, "late.png", "image/png");
     drain(&api);

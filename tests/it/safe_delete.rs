@@ -29,6 +29,10 @@ fn unused_media_with_complete_coverage_is_deleted() {
     let m = media(&api, "a.png");
     entry(&api, "other", "someone-else");
     assert_eq!(data(&api.delete(&format!("/media/{m}")))["deleted"], true);
+    // In the trash; a retry (its first try committed unseen) answers as the first did.
+    assert!(data(&api.get(&format!("/media/{m}")))["item"]["deletedAt"].is_string());
+    assert_eq!(data(&api.delete(&format!("/media/{m}")))["deleted"], true);
+    assert_eq!(data(&api.delete(&format!("/media/{m}?permanent=true")))["deleted"], true);
     assert_eq!(code(&api.delete(&format!("/media/{m}"))), "NOT_FOUND");
 }
 

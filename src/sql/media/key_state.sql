@@ -1,0 +1,6 @@
+-- What the file route needs to know of the storage key ?1 (from the unique index on it): whether
+-- an uploaded media row (only an upload sets content_hash) names it — the legacy rule for objects
+-- stored before the storage marker existed — and whether a row in the trash names it (its file is
+-- not served).
+SELECT EXISTS (SELECT 1 FROM media WHERE storage_key = ?1 AND content_hash IS NOT NULL) AS uploaded,
+       EXISTS (SELECT 1 FROM media WHERE storage_key = ?1 AND deleted_at IS NOT NULL) AS trashed

@@ -9,12 +9,12 @@ import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
 import { ok, rows, uniq, err } from "./helpers.mjs";
 
-// The smallest rows-written budget (one projection job at the default admission limit) and the
-// default rows-read budget (the work lane's claim reads the queued rows of a collection being
-// deleted as it passes them: about three per row, 69,000 with 20,000 queued); statements and time
-// do not bind.
+// The smallest row budgets (one projection job at the default admission limit): no claim or
+// barrier reads the queue (a claim used to read the queued rows of a collection being deleted as
+// it passed them, 69,000 with 20,000 queued; a repair's barrier, three per queued row); statements
+// and time do not bind.
 const MAX_WRITTEN = 14110;
-const MAX_READ = 200000;
+const MAX_READ = 20510;
 const tight = { MEDIA_USAGE_TICK_MAX_ROWS_WRITTEN: String(MAX_WRITTEN), MEDIA_USAGE_TICK_MAX_ROWS_READ: String(MAX_READ) };
 const w = await startWorker(
   { MEDIA_USAGE_TICK_MAX_QUERIES: "1000", MEDIA_USAGE_TICK_MAX_MS: "60000", MEDIA_USAGE_DAILY_ROWS_WRITTEN: "0", ...tight },
@@ -93,7 +93,7 @@ test("no tick passes its rows budgets across a repair, and the status estimates 
   const slug = uniq("p");
   ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "title", type: "string" }] }), 201);
   await sql(
-    `WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 3000)
+    `WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < 10000)
      INSERT INTO "ec_${slug}" (id, slug, title) SELECT printf('p%06d', i), printf('p%06d', i), 'T' FROM seq`,
   );
   // An import behind the API: nothing queued.
@@ -103,14 +103,14 @@ test("no tick passes its rows budgets across a repair, and the status estimates 
   const status = ok(await w.get("/admin/media-usage/status"));
   const run = status.repairs.find((r) => r.collection === slug);
   assert.ok(run && run.entriesLeft + run.queuedLeft > 0 && run.estimate.rowsToWrite > 0, JSON.stringify(status.repairs));
-  for (let i = 0; i < 60; i++) {
+  for (let i = 0; i < 150; i++) {
     await w.scheduled();
     const t = await lastTick();
     withinBudget(t, i);
     const s = ok(await w.get("/admin/media-usage/status"));
     if (s.collections.find((c) => c.collection === slug).status === "complete" && s.repairs.length === 0) return;
   }
-  throw new Error("the repair did not finish in 60 ticks");
+  throw new Error("the repair did not finish in 150 ticks");
 });
 
 test("the daily budget stops the deletion on day D (not the work lane) and it resumes on day D+1", async () => {

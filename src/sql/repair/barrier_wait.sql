@@ -1,5 +1,6 @@
 -- Puts a run whose queue has not drained back to wait at the barrier: due again when the
--- collection's earliest unfinished work row is due (now, if one already is), at most 10 s away;
+-- collection's earliest unfinished work row is due (now, if one already is), at most 10 s away
+-- (?3);
 -- 10 s when nothing is queued (whatever keeps the run from finalising is not queue work).
 -- Returns whether queue work is due now, so the caller can run it before looking again.
 UPDATE _emdash_media_usage_reconciliations
@@ -8,10 +9,18 @@ SET state = 'pending',
     next_attempt_at = min(
       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?3 || ' seconds'),
       coalesce(
-        (SELECT max(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-                    min(CASE WHEN w.state = 'leased' THEN w.lease_expires_at ELSE w.next_attempt_at END))
-         FROM _emdash_media_usage_work AS w
-         WHERE w.collection_id = ?1 AND w.state <> 'failed'),
+        (SELECT max(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), min(due)) FROM (
+           -- Its oldest pending row (pending rows are due from when they were queued), its
+           -- retrying rows and its leases: a few rows read however many are queued.
+           SELECT * FROM (SELECT w.next_attempt_at AS due
+                          FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_operator
+                          WHERE w.collection_id = ?1 AND w.state = 'pending' ORDER BY w.updated_at LIMIT 1)
+           UNION ALL
+           SELECT min(w.next_attempt_at) FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_operator
+           WHERE w.collection_id = ?1 AND w.state = 'retry'
+           UNION ALL
+           SELECT min(w.lease_expires_at) FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_operator
+           WHERE w.collection_id = ?1 AND w.state = 'leased')),
         strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?3 || ' seconds'))),
     lease_token = NULL,
     lease_expires_at = NULL,

@@ -422,15 +422,18 @@ test("SVG, PNG and PDF files carry their headers by GET and HEAD alike: only ras
   }
 });
 
-test("a safe delete removes the object; one that dies before the object delete is swept only after the grace period", async () => {
+test("a permanent delete removes the object; one that dies before the object delete is swept only after the grace period", async () => {
   const gone = await client().mediaUpload(png(3, 3, 11), "gone.png");
+  // EmDash's client deletes into the trash: the object stays (not served) until a permanent delete.
   await client().mediaDelete(gone.id);
+  assert.ok((await keys()).includes(gone.storageKey), "kept in the trash");
+  assert.equal((await api("DELETE", `/media/${gone.id}?permanent=true`)).status, 200);
   assert.ok(!(await keys()).includes(gone.storageKey), "deleted before the response");
 
   // A crash between the row delete and the object delete leaves the object behind.
   const orphan = await client().mediaUpload(png(3, 3, 12), "orphan.png");
   const kept = await client().mediaUpload(png(3, 3, 13), "kept.png");
-  const res = await api("DELETE", `/media/${orphan.id}`, { worker: "crashdelete" });
+  const res = await api("DELETE", `/media/${orphan.id}?permanent=true`, { worker: "crashdelete" });
   assert.equal(res.status, 200);
   assert.equal((await api("GET", `/media/${orphan.id}`)).status, 404, "the row is gone");
   assert.ok((await keys()).includes(orphan.storageKey), "the object stayed behind");
@@ -462,8 +465,9 @@ test("a bucket shared with other files: foreign objects survive ten sweeps at gr
   const json = (key) => api("POST", "/media", { headers: { "content-type": "application/json" }, body: JSON.stringify({ filename: "f.png", mimeType: "image/png", storageKey: key }) });
   const registered = (await (await json("theirs/registered.png")).json()).data.item;
   const deleted = (await (await json("theirs/deleted.png")).json()).data.item;
-  // A JSON registration's delete, safe or forced, never deletes the object it names.
+  // A JSON registration's delete, to the trash or for good, never deletes the object it names.
   assert.equal((await api("DELETE", `/media/${deleted.id}?force=true`)).status, 200);
+  assert.equal((await api("DELETE", `/media/${deleted.id}?permanent=true`)).status, 200);
   assert.ok((await keys()).includes("theirs/deleted.png"));
 
   // An upload from before the marker existed: its object has none, its row was uploaded.
@@ -471,7 +475,7 @@ test("a bucket shared with other files: foreign objects survive ten sweeps at gr
   await bucket.put(legacy.storageKey, png(6, 6, 44), { contentType: "image/png" });
   // And an orphan the worker stored (its row delete "crashed" before the object delete).
   const orphan = await client().mediaUpload(png(6, 6, 45), "orphan.png");
-  assert.equal((await api("DELETE", `/media/${orphan.id}`, { worker: "crashdelete" })).status, 200);
+  assert.equal((await api("DELETE", `/media/${orphan.id}?permanent=true`, { worker: "crashdelete" })).status, 200);
 
   // Only objects the worker stored are served: a foreign key is 404 by GET and HEAD, even when a
   // JSON registration names it; the legacy upload is still served.
@@ -501,4 +505,183 @@ test("a bucket shared with other files: foreign objects survive ten sweeps at gr
   assert.equal((await fetch(`${url}/_emdash/api/media/file/theirs%2Fphoto.png`, { method: "HEAD" })).status, 404);
   assert.equal((await api("DELETE", `/media/${registered.id}`)).status, 200);
   assert.ok((await keys()).includes("theirs/registered.png"), "a safe delete of a JSON registration leaves the object");
+});
+
+/** Distinct images (their bytes differ: uploads deduplicate by content). */
+let seed = 150;
+/** A worker-stored image used by an entry of a fresh collection, and `n` unused ones; every write
+ * projected. */
+async function library(n) {
+  const slug = `lib${Math.random().toString(36).slice(2, 8)}`;
+  const create = await api("POST", "/schema/collections", {
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ slug, label: slug, fields: [{ slug: "hero", type: "image" }] }),
+  });
+  assert.equal(create.status, 201);
+  const used = await client().mediaUpload(png(4, 4, seed++), `used-${slug}.png`);
+  const unused = [];
+  for (let i = 0; i < n; i++) unused.push(await client().mediaUpload(png(4, 4, seed++), `unused-${slug}-${i}.png`));
+  const entry = await api("POST", `/content/${slug}`, {
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ slug: "e", data: { hero: used.id } }),
+  });
+  assert.equal(entry.status, 201);
+  return { slug, used, unused, entryId: (await entry.json()).data.item.id };
+}
+
+const listAll = async (query) => {
+  const items = [];
+  let cursor = null;
+  for (let i = 0; i < 100; i++) {
+    const res = await api("GET", `/media?limit=100${query}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    assert.equal(res.status, 200, await res.clone().text());
+    const page = (await res.json()).data;
+    items.push(...page.items);
+    if (!page.nextCursor) return items;
+    cursor = page.nextCursor;
+  }
+  throw new Error("no end");
+};
+const fileStatus = async (item) => (await fetch(`${url}/_emdash/api/media/file/${item.storageKey}`)).status;
+
+test("the library: usage=unused lists exactly what the index proves unused, with usage counts, and 409 while coverage is incomplete", async () => {
+  const lib = await library(3);
+  const unused = new Set((await listAll("&usage=unused")).map((m) => m.id));
+  for (const m of lib.unused) assert.ok(unused.has(m.id), `${m.filename} is unused`);
+  assert.ok(!unused.has(lib.used.id), "the used image is not listed as unused");
+  const used = await listAll("&usage=used&include=usage");
+  const mine = used.find((m) => m.id === lib.used.id);
+  assert.ok(mine, "listed as used");
+  assert.equal(mine.usageCount, 1);
+  assert.equal(mine.usageCountCapped, false);
+  assert.ok(used.every((m) => m.usageCount > 0 && !unused.has(m.id)), "used and unused are disjoint");
+  // Every item matches the index's own answer.
+  for (const m of [lib.used, ...lib.unused]) {
+    const usage = (await (await api("GET", `/media/${m.id}/usage`)).json()).data;
+    assert.equal(usage.items.length > 0, !unused.has(m.id), m.filename);
+  }
+  // By file name.
+  const named = await listAll(`&search=${encodeURIComponent(`UNUSED-${lib.slug}`)}`);
+  assert.deepEqual(named.map((m) => m.id).sort(), lib.unused.map((m) => m.id).sort());
+  // A write the index has not seen yet (behind the API: the capture trigger queues it).
+  await db.prepare(`UPDATE "ec_${lib.slug}" SET hero = ?1`).bind(lib.unused[0].id).run();
+  const refused = await api("GET", "/media?usage=unused");
+  assert.equal(refused.status, 409);
+  assert.equal((await refused.json()).error.code, "MEDIA_USAGE_COVERAGE_INCOMPLETE");
+  assert.equal((await api("GET", "/media?usage=used")).status, 200, "used is never a claim of absence");
+  for (const bad of ["usage=maybe", "include=everything", "search=", "trashed=perhaps"]) {
+    const res = await api("GET", `/media?${bad}`);
+    assert.equal(res.status, 400, bad);
+    assert.equal((await res.json()).error.code, "VALIDATION_ERROR", bad);
+  }
+  await tick("main");
+  // The write used unused[0]: now it is used, and unused no longer lists it.
+  const after = new Set((await listAll("&usage=unused")).map((m) => m.id));
+  assert.ok(!after.has(lib.unused[0].id) && after.has(lib.unused[1].id));
+});
+
+test("trash: a delete hides the item and its file, restore brings both back, a permanent delete and the purge remove row and object", async () => {
+  const lib = await library(3);
+  const [a, b, c] = lib.unused;
+  const aBytes = new Uint8Array(await (await fetch(`${url}/_emdash/api/media/file/${a.storageKey}`)).arrayBuffer());
+  // EmDash's client: delete answers as before; the item moves to the trash.
+  await client().mediaDelete(a.id);
+  assert.equal(await fileStatus(a), 404, "a trashed file is not served");
+  assert.ok((await keys()).includes(a.storageKey), "its object is kept");
+  const item = (await (await api("GET", `/media/${a.id}`)).json()).data.item;
+  assert.match(item.deletedAt, /^\d{4}-\d\d-\d\dT/);
+  const listed = await client().mediaList({ limit: 100 });
+  assert.ok(!listed.items.some((m) => m.id === a.id), "EmDash's mediaList no longer shows it");
+  assert.ok((await listAll("&trashed=true")).some((m) => m.id === a.id), "the trash does");
+  // A retry answers as the first try.
+  assert.equal((await api("DELETE", `/media/${a.id}`)).status, 200);
+  // Restore: the same id and URL, served again.
+  const restored = await api("POST", `/media/${a.id}/restore`);
+  assert.equal(restored.status, 200);
+  const back = (await restored.json()).data.item;
+  assert.equal(back.deletedAt, null);
+  assert.equal(back.url, a.url);
+  assert.equal(await fileStatus(a), 200);
+  assert.ok((await client().mediaList({ limit: 100 })).items.some((m) => m.id === a.id));
+  assert.equal((await api("POST", "/media/no-such-media/restore")).status, 404);
+
+  // A used item: the safe delete refuses; force trashes it, and "Used in" still shows the entry.
+  const inUse = await api("DELETE", `/media/${lib.used.id}`);
+  assert.equal(inUse.status, 409);
+  assert.equal((await inUse.json()).error.code, "MEDIA_IN_USE");
+  assert.equal((await api("DELETE", `/media/${lib.used.id}?force=true`)).status, 200);
+  const usedIn = (await (await api("GET", `/media/${lib.used.id}/usage`)).json()).data;
+  assert.deepEqual(usedIn.items.map((e) => e.contentId), [lib.entryId]);
+
+  // The purge, on a controlled clock: 29 days in the trash stay, 31 go (row, then object); an
+  // item in use stays in the trash whatever its age.
+  await api("DELETE", `/media/${b.id}`);
+  await api("DELETE", `/media/${c.id}`);
+  const age = (id, days) => db.prepare(`UPDATE media SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-${days} days') WHERE id = ?1`).bind(id).run();
+  await age(b.id, 29);
+  await age(c.id, 31);
+  await age(lib.used.id, 31);
+  await tick("main");
+  assert.equal((await api("GET", `/media/${b.id}`)).status, 200, "29 days: kept");
+  assert.equal((await api("GET", `/media/${c.id}`)).status, 404, "31 days: purged");
+  assert.ok(!(await keys()).includes(c.storageKey), "with its object");
+  assert.equal((await api("GET", `/media/${lib.used.id}`)).status, 200, "in use: never purged");
+  const [log] = (await db.prepare("SELECT details FROM _emdash_media_usage_ticks ORDER BY id DESC LIMIT 1").all()).results;
+  assert.ok(JSON.parse(log.details).mediaPurged >= 1, log.details);
+
+  // A purge that dies between the row and the object leaves an object no row names: swept.
+  await age(b.id, 31);
+  await tick("crashdelete");
+  assert.equal((await api("GET", `/media/${b.id}`)).status, 404, "the row went first");
+  assert.ok((await keys()).includes(b.storageKey), "the object stayed behind");
+  await db.prepare("UPDATE _emdash_media_storage_sweep SET cursor = NULL").run();
+  await tick("nograce");
+  assert.ok(!(await keys()).includes(b.storageKey), "swept");
+
+  // Permanent (admins): row and object at once; an item in use only with force.
+  const d = await client().mediaUpload(png(4, 4, seed++), "permanent.png");
+  assert.equal((await api("DELETE", `/media/${d.id}?permanent=true`)).status, 200);
+  assert.equal((await api("GET", `/media/${d.id}`)).status, 404);
+  assert.ok(!(await keys()).includes(d.storageKey));
+  await api("POST", `/media/${lib.used.id}/restore`);
+  assert.equal((await api("DELETE", `/media/${lib.used.id}?permanent=true`)).status, 409, "in use");
+  // Uploading the same bytes again brings a trashed item back.
+  await api("DELETE", `/media/${a.id}`);
+  const again = await client().mediaUpload(aBytes, "again.png");
+  assert.equal(again.id, a.id);
+  assert.equal(await fileStatus(a), 200);
+});
+
+test("bulk delete: each id trashed or refused with its reason, in one statement, and a racing write never loses its item", async () => {
+  const lib = await library(4);
+  const [a, b, c, d] = lib.unused;
+  const bulk = (ids) => api("POST", "/media/bulk-delete", { headers: { "content-type": "application/json" }, body: JSON.stringify({ ids }) });
+  const res = await bulk([a.id, lib.used.id, "no-such-media", a.id]);
+  assert.equal(res.status, 200);
+  const out = (await res.json()).data;
+  assert.deepEqual(out.items.map((i) => [i.id, i.status]), [[a.id, "trashed"], [lib.used.id, "in_use"], ["no-such-media", "not_found"]]);
+  assert.deepEqual(out.items[1].entries.map((e) => e.contentId), [lib.entryId]);
+  assert.equal(out.trashed, 1);
+  assert.equal(await fileStatus(a), 404);
+  for (const body of [{}, { ids: [] }, { ids: "x" }, { ids: [1] }, { ids: Array.from({ length: 101 }, (_, i) => `m${i}`) }]) {
+    const r = await api("POST", "/media/bulk-delete", { headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    assert.equal(r.status, 400, JSON.stringify(body));
+  }
+  // A content write that starts using b, in flight with the bulk delete (both orders, many times):
+  // b is never lost — either refused, or trashed and then kept by the purge because it is used.
+  for (const item of [b, c, d]) {
+    const write = api("POST", `/content/${lib.slug}`, {
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ slug: `w-${item.id}`, data: { hero: item.id } }),
+    });
+    const [w1, del] = await Promise.all([write, bulk([item.id])]);
+    assert.equal(w1.status, 201);
+    assert.equal(del.status, 200);
+    await tick("main");
+    await db.prepare(`UPDATE media SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-31 days') WHERE id = ?1 AND deleted_at IS NOT NULL`).bind(item.id).run();
+    await tick("main");
+    assert.equal((await api("GET", `/media/${item.id}`)).status, 200, `${item.filename} was kept`);
+    const usage = (await (await api("GET", `/media/${item.id}/usage`)).json()).data;
+    assert.equal(usage.items.length, 1, "and the index knows the entry that uses it");
+  }
 });

@@ -44,6 +44,8 @@ test("create answers 201 with the media shape; get returns it", async () => {
       status: "ready",
       // No MEDIA_PUBLIC_URL: the file route, with the key percent-encoded as one segment.
       url: `/_emdash/api/media/file/${encodeURIComponent(storageKey)}`,
+      // In the library, not the trash.
+      deletedAt: null,
     },
   );
   assert.match(item.createdAt, TS);
@@ -117,13 +119,16 @@ test("list pages newest first with a cursor; pages never repeat or skip", async 
   for (const l of ["0", "101", "abc"]) validation(await w.get(`/media?limit=${l}`), "limit");
 });
 
-test("delete answers 200, then the media is 404 NOT_FOUND", async () => {
+test("delete answers 200 and moves the media to the trash; a permanent delete makes it 404 NOT_FOUND", async () => {
   const m = await createMedia();
   assert.deepEqual(ok(await w.del(`/media/${m.id}`)), { deleted: true, id: m.id });
+  assert.ok(!ok(await w.get("/media?limit=100")).items.some((i) => i.id === m.id), "no longer listed");
+  assert.ok(ok(await w.get(`/media/${m.id}`)).item.deletedAt, "in the trash");
+  assert.deepEqual(ok(await w.del(`/media/${m.id}`)), { deleted: true, id: m.id }, "a retry answers the same");
+  assert.deepEqual(ok(await w.del(`/media/${m.id}?permanent=true`)), { deleted: true, id: m.id });
   err(await w.get(`/media/${m.id}`), 404, "NOT_FOUND");
   err(await w.del(`/media/${m.id}`), 404, "NOT_FOUND");
   assert.deepEqual(await rows(w, "SELECT id FROM media WHERE id = ?1", m.id), []);
-  assert.ok(!ok(await w.get("/media?limit=100")).items.some((i) => i.id === m.id));
   err(await w.get("/media/does-not-exist"), 404, "NOT_FOUND");
   // The storage key is free again.
   const again = await createMedia({ storageKey: m.storageKey });

@@ -40,7 +40,8 @@ test("unreferenced media is refused while coverage is incomplete, deleted once i
   assert.equal(e.details.coverage.status, "stale");
   await w.scheduled();
   assert.deepEqual(ok(await w.del(`/media/${m}`)), { deleted: true, id: m });
-  assert.equal((await rows(w, "SELECT * FROM media WHERE id = ?1", m)).length, 0);
+  const [row] = await rows(w, "SELECT deleted_at FROM media WHERE id = ?1", m);
+  assert.ok(row.deleted_at, "in the trash");
 });
 
 test("force deletes regardless, for admins only", async () => {
@@ -49,6 +50,11 @@ test("force deletes regardless, for admins only", async () => {
   const editor = await w.token("editor", ["media:read", "media:write"]);
   err(await w.del(`/media/${m}?force=true`, { token: editor }), 403, "FORBIDDEN");
   err(await w.del(`/media/${m}`, { token: editor }), 409, "MEDIA_IN_USE");
+  err(await w.del(`/media/${m}?permanent=true`, { token: editor }), 403, "FORBIDDEN");
   assert.deepEqual(ok(await w.del(`/media/${m}?force=true`)), { deleted: true, id: m });
+  // In the trash, and still shown where it is used; deleted for good on request.
+  assert.ok(ok(await w.get(`/media/${m}`)).item.deletedAt);
+  assert.equal(ok(await w.get(`/media/${m}/usage`)).items.length, 1);
+  assert.deepEqual(ok(await w.del(`/media/${m}?permanent=true`)), { deleted: true, id: m });
   err(await w.del(`/media/${m}?force=true`), 404, "NOT_FOUND");
 });

@@ -169,14 +169,22 @@ pub enum Barrier {
 /// At the barrier, in one atomic batch: finalises coverage if the collection's queue has
 /// drained, ends the run if it is finalised or superseded, and otherwise puts it back to wait
 /// until its earliest unfinished work is due (at most `max_wait_seconds`).
-pub async fn barrier<E: Executor>(exec: &E, run: &Run, max_wait_seconds: i64) -> Result<Barrier, Error> {
+pub async fn barrier<E: Executor>(
+    exec: &E,
+    run: &Run,
+    max_wait_seconds: i64,
+    count_cap: u32,
+) -> Result<Barrier, Error> {
     #[derive(Deserialize)]
     struct Wait {
         work_due: i64,
     }
     let outcomes = exec
         .batch(vec![
-            Statement::new(FINALIZE_STATUS).bind(run.collection_id.as_str()).bind(run.run_token.as_str()),
+            Statement::new(FINALIZE_STATUS)
+                .bind(run.collection_id.as_str())
+                .bind(run.run_token.as_str())
+                .bind(i64::from(count_cap)),
             Statement::new(END_RUN)
                 .bind(run.collection_id.as_str())
                 .bind(run.lease_token.clone())

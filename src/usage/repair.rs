@@ -29,10 +29,13 @@ pub const BARRIER_STEP_STATEMENTS: u64 = 4;
 /// The most rows an entry (or orphaned source) of a page costs: read by the page query and
 /// queued (its work row written with its five index entries, an existing one read first).
 pub const PAGE_ENTRY_ROWS: RowCount = RowCount::new(6, 10);
+/// A run's finalisation counts the collection's indexed and failed sources up to this many each
+/// (`indexedSourceCount`, `failedSourceCount`): a count at the cap means at least that many.
+pub const SOURCE_COUNT_CAP: u32 = 5_000;
 /// The rows of a step that do not grow with its page: the claim, the guard, the run's advance,
-/// or the barrier's look; and the start of runs for other reference rules (each collection's run
-/// and coverage row).
-pub const STEP_FIXED_ROWS: RowCount = RowCount::new(100, 400);
+/// or the barrier's look and the finalisation's counts; and the start of runs for other
+/// reference rules (each collection's run and coverage row).
+pub const STEP_FIXED_ROWS: RowCount = RowCount::new(100, 400 + 2 * SOURCE_COUNT_CAP as u64);
 
 /// What one step did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +150,7 @@ async fn step<E: Executor>(exec: &E, run: &Run, page_size: u32) -> Result<StepOu
             advanced(exec, run, repo::enqueue_and_advance(exec, run, &ids, &next).await, ids.len(), next.phase).await
         }
         // Waiting for the queue is not a failure: the wait resets the attempt count.
-        RepairPhase::Barrier => Ok(match repo::barrier(exec, run, BARRIER_POLL_SECONDS).await? {
+        RepairPhase::Barrier => Ok(match repo::barrier(exec, run, BARRIER_POLL_SECONDS, SOURCE_COUNT_CAP).await? {
             Barrier::Ended => StepOutcome::Finished,
             Barrier::Waiting { work_due } => {
                 StepOutcome::Waiting { collection_id: run.collection_id.clone(), work_due }

@@ -481,7 +481,7 @@ fn a_barrier_whose_lease_was_lost_changes_nothing() {
         &api.db,
         "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'leased' AND lease_token = 'thief'",
     );
-    assert_eq!(block_on(repo::barrier(&api.db, &run, 10)).unwrap(), repo::Barrier::Lost);
+    assert_eq!(block_on(repo::barrier(&api.db, &run, 10, 5_000)).unwrap(), repo::Barrier::Lost);
     assert_eq!(before, 1);
     assert_eq!(
         scalar(
@@ -528,4 +528,28 @@ fn a_repair_of_10000_entries_finishes_in_at_most_40_default_ticks() {
     assert!(ticks <= 40, "{ticks} ticks");
     assert_eq!(status(&api)["status"], "complete");
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 10_000);
+}
+
+#[test]
+fn a_runs_finalisation_counts_sources_up_to_its_cap() {
+    use media_usage_worker::usage::repair::SOURCE_COUNT_CAP;
+    let api = Api::new();
+    stale_collection(&api, 1);
+    // More entries than the cap, imported behind the API (their capture lost).
+    let n = SOURCE_COUNT_CAP + 10;
+    lost_write(
+        &api,
+        &format!(
+            "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < {n})
+             INSERT INTO ec_posts (id, slug, status, hero) SELECT 'x' || i, 'x' || i, 'published', 'h' || i FROM k"
+        ),
+    );
+    data(&api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"})));
+    drain(&api.db);
+    let st = status(&api);
+    assert_eq!(st["collections"][0]["status"], "complete", "{st}");
+    // Every entry is indexed; the figure says "at least the cap".
+    assert!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources") > i64::from(SOURCE_COUNT_CAP));
+    let counted = scalar(&api.db, "SELECT indexed_source_count FROM _emdash_media_usage_index_status");
+    assert_eq!(counted, i64::from(SOURCE_COUNT_CAP));
 }

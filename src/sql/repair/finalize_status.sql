@@ -16,10 +16,12 @@ SET status = CASE
        WHERE collection_id = ?1 AND state = 'failed' ORDER BY updated_at DESC LIMIT 1),
       (SELECT last_error_code FROM _emdash_media_usage_sources
        WHERE collection_id = ?1 AND source_completeness = 'failed' ORDER BY updated_at DESC LIMIT 1)),
-    indexed_source_count = (SELECT count(*) FROM _emdash_media_usage_sources
-                            WHERE collection_id = ?1 AND source_completeness = 'complete'),
-    failed_source_count = (SELECT count(*) FROM _emdash_media_usage_sources
-                           WHERE collection_id = ?1 AND source_completeness = 'failed'),
+    -- Counted up to ?3 each, so that finalising reads a bounded number of rows whatever the
+    -- collection holds (a count at the cap means at least that many).
+    indexed_source_count = (SELECT count(*) FROM (SELECT 1 FROM _emdash_media_usage_sources
+                            WHERE collection_id = ?1 AND source_completeness = 'complete' LIMIT ?3)),
+    failed_source_count = (SELECT count(*) FROM (SELECT 1 FROM _emdash_media_usage_sources
+                           WHERE collection_id = ?1 AND source_completeness = 'failed' LIMIT ?3)),
     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
 WHERE adapter_id = 'content-media' AND scope_type = 'collection' AND collection_id = ?1
   AND capture_state = 'active' AND status = 'running' AND cursor = ?2

@@ -556,10 +556,10 @@ async function refreshMedia() {
       {
         type: "button",
         id: "delete-media",
-        "aria-label": `Delete media ${item.filename}`,
+        "aria-label": `Move media ${item.filename} to the trash`,
         onclick: (ev) => deleteMedia(ev.currentTarget, item),
       },
-      "Delete",
+      "Move to trash",
     ),
   );
 }
@@ -581,8 +581,17 @@ async function deleteMedia(button, item) {
   try {
     await api("DELETE", `/media/${encodeURIComponent(item.id)}`);
     media = { id: null, cursors: [null] };
-    put($("media-view"), h("p", {}, `Deleted “${item.filename}” (${item.id}): no entry used it.`));
-    notice(`Deleted media ${item.id}.`);
+    put(
+      $("media-view"),
+      h("p", {}, `Moved “${item.filename}” (${item.id}) to the trash: no entry used it. Its file is no longer served; it can be restored until the trash is purged.`),
+      h("div", { id: "restore-result" }),
+      h(
+        "button",
+        { type: "button", class: "secondary", "aria-label": `Restore media ${item.filename}`, onclick: (ev) => restoreMedia(ev.currentTarget, item) },
+        "Restore",
+      ),
+    );
+    notice(`Moved media ${item.id} to the trash.`);
     return;
   } catch (e) {
     if (e instanceof ApiError && e.code === "MEDIA_IN_USE") {
@@ -602,6 +611,7 @@ async function deleteMedia(button, item) {
       );
     } else if (e instanceof ApiError && e.code === "MEDIA_USAGE_COVERAGE_INCOMPLETE") {
       const cov = e.details && e.details.coverage ? e.details.coverage.status : "not complete";
+      // (Refused: nothing was moved.)
       put(out, 
         h(
           "div",
@@ -614,6 +624,19 @@ async function deleteMedia(button, item) {
     }
   }
   button.disabled = false;
+}
+
+async function restoreMedia(button, item) {
+  button.disabled = true;
+  clearMessages();
+  try {
+    await api("POST", `/media/${encodeURIComponent(item.id)}/restore`);
+    put($("restore-result"), h("p", { role: "status" }, `Restored “${item.filename}” (${item.id}): its file is served again at the same URL.`));
+    notice(`Restored media ${item.id}.`);
+  } catch (e) {
+    button.disabled = false;
+    showError(e);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -226,7 +226,7 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   const media = view(page, "Media");
   await media.getByText("Not used in any entry.").waitFor();
   assert.match(await media.innerText(), /Usage count: unknown until coverage is complete\. Coverage: partial/);
-  await page.getByRole("button", { name: "Delete media spare.png" }).click();
+  await page.getByRole("button", { name: "Move media spare.png to the trash" }).click();
   await media.getByRole("alert").waitFor();
   assert.match(
     await media.getByRole("alert").innerText(),
@@ -286,7 +286,7 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   for (const title of ["Spring sale", "Our team", "Launch day"]) {
     assert.equal(await media.getByRole("row", { name: new RegExp(`^posts ${title}`) }).count(), 1, title);
   }
-  await page.getByRole("button", { name: "Delete media hero.jpg" }).click();
+  await page.getByRole("button", { name: "Move media hero.jpg to the trash" }).click();
   await media.getByRole("alert").getByText(/still used in 4 entries/).waitFor();
   const said = await media.getByRole("alert").innerText();
   assert.match(said, /MEDIA_IN_USE, HTTP 409/);
@@ -303,7 +303,7 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   await context.close();
 });
 
-test("at 375 px every view is readable without sideways scrolling, and an unused media is deleted", async () => {
+test("at 375 px every view is readable without sideways scrolling, and an unused media is moved to the trash and restored", async () => {
   const width = 375;
   const { page, context, seen } = await open(width);
   await signIn(page);
@@ -328,9 +328,12 @@ test("at 375 px every view is readable without sideways scrolling, and an unused
   const media = view(page, "Media");
   await media.getByText("Not used in any entry.").waitFor();
   await shot("media");
-  await page.getByRole("button", { name: "Delete media spare.png" }).click();
-  await media.getByText(/Deleted “spare.png”/).waitFor();
-  assert.equal((await api("GET", `/media/${seeded.spare}`)).status, 404, "the API no longer has it");
+  await page.getByRole("button", { name: "Move media spare.png to the trash" }).click();
+  await media.getByText(/Moved “spare.png” .* to the trash/).waitFor();
+  assert.ok((await data("GET", `/media/${seeded.spare}`)).item.deletedAt, "the API has it in the trash");
+  await page.getByRole("button", { name: "Restore media spare.png" }).click();
+  await media.getByText(/Restored “spare.png”/).waitFor();
+  assert.equal((await data("GET", `/media/${seeded.spare}`)).item.deletedAt, null, "and back");
   // An unknown media ID is said in words (the one failed request of this session).
   await page.getByLabel("Media ID").fill("no-such-media");
   await page.getByLabel("Media ID").press("Enter");

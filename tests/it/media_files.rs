@@ -746,3 +746,212 @@ fn head_answers_exactly_as_get_without_a_body() {
     let r = api.request("PUT", &format!("/media/file/{png_key}"), None, None, |_| {});
     assert_eq!((r.status, r.headers.clone()), (405, vec![("allow", "GET, HEAD".to_owned())]));
 }
+
+/// Ages every trashed media item by `days` (the purge reads the database clock).
+fn age_trash(api: &Api, days: u32) {
+    api.db
+        .connection()
+        .execute_batch(&format!(
+            "UPDATE media SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-{days} days') WHERE deleted_at IS NOT NULL"
+        ))
+        .unwrap();
+}
+
+fn media_ids(api: &Api) -> Vec<String> {
+    let conn = api.db.connection();
+    let mut stmt = conn.prepare("SELECT id FROM media ORDER BY id").unwrap();
+    stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+#[test]
+fn the_purge_deletes_items_in_the_trash_past_its_days_row_then_object_and_never_one_in_use() {
+    let api = Api::with_storage(T0);
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "P", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    let old = upload_png(&api, &png(1, 1, 80));
+    let young = upload_png(&api, &png(1, 1, 81));
+    let used = upload_png(&api, &png(1, 1, 82));
+    let id = |m: &Json| m["id"].as_str().unwrap().to_owned();
+    data(&api.post("/content/posts", &json!({"slug": "a", "data": {"hero": id(&used)}})));
+    for m in [&old, &young] {
+        assert_eq!(api.delete(&format!("/media/{}", id(m))).status, 200);
+    }
+    assert_eq!(api.call("DELETE", &format!("/media/{}?force=true", id(&used)), Some(ADMIN), None).status, 200);
+    age_trash(&api, 31);
+    // Restored meanwhile: not purged.
+    data(&api.post(&format!("/media/{}/restore", id(&young)), &json!({})));
+    let report = tick(&api, 24.0);
+    assert_eq!(report.count("mediaPurged"), 1, "{report:?}");
+    assert_eq!(report.count("purgeOperations"), 1, "{report:?}");
+    let mut left = vec![id(&young), id(&used)];
+    left.sort();
+    assert_eq!(media_ids(&api), left, "the old item went; the restored one and the one in use stay");
+    let mut keys =
+        vec![young["storageKey"].as_str().unwrap().to_owned(), used["storageKey"].as_str().unwrap().to_owned()];
+    keys.sort();
+    assert_eq!(objects(&api), keys, "with its object");
+    // Not before its days: 29 days in the trash stay.
+    assert_eq!(api.delete(&format!("/media/{}", id(&young))).status, 200);
+    age_trash(&api, 29);
+    assert_eq!(tick(&api, 24.0).count("mediaPurged"), 0);
+    assert_eq!(media_ids(&api).len(), 2);
+}
+
+#[test]
+fn a_crash_at_any_statement_of_a_purging_tick_leaves_the_row_or_nothing_and_the_sweep_takes_the_object() {
+    let setup = || {
+        let api = Api::with_storage(T0);
+        let gone = upload_png(&api, &png(1, 1, 90));
+        let kept = upload_png(&api, &png(1, 1, 91))["storageKey"].as_str().unwrap().to_owned();
+        assert_eq!(api.delete(&format!("/media/{}", gone["id"].as_str().unwrap())).status, 200);
+        age_trash(&api, 31);
+        (api, kept)
+    };
+    let (probe, _) = setup();
+    let clock = MonotonicClock::default();
+    let metered = Metered::new(&probe.db, &clock);
+    assert_eq!(tick_on(&metered, &probe, 24.0).count("mediaPurged"), 1);
+    let n = metered.usage().statements;
+    for k in 1..=n {
+        for kind in ["crash", "commit-unknown"] {
+            let (api, kept) = setup();
+            let faulty = match kind {
+                "crash" => Faulty::new(&api.db, Some(k)),
+                _ => Faulty::commit_unknown(&api.db, k),
+            };
+            tick_on(&faulty, &api, 24.0);
+            // Whatever happened, the next ticks purge the row, and the object goes with it or
+            // (its row gone first) by the sweep after the grace period.
+            tick(&api, 24.0);
+            api.storage.as_ref().unwrap().now_ms.set(T0 + 25.0 * HOUR_MS);
+            for _ in 0..3 {
+                tick(&api, 24.0);
+            }
+            assert_eq!(media_ids(&api).len(), 1, "{kind} at {k}");
+            assert_eq!(objects(&api), std::slice::from_ref(&kept), "{kind} at {k}");
+        }
+    }
+}
+
+#[test]
+fn a_purge_whose_object_delete_fails_leaves_the_object_to_the_sweep() {
+    let api = Api::with_storage(T0);
+    let gone = upload_png(&api, &png(1, 1, 95));
+    assert_eq!(api.delete(&format!("/media/{}", gone["id"].as_str().unwrap())).status, 200);
+    age_trash(&api, 31);
+    let store = api.storage.as_ref().unwrap();
+    store.fail_deletes.set(true);
+    let report = tick(&api, 24.0);
+    store.fail_deletes.set(false);
+    assert_eq!(report.count("mediaPurged"), 1);
+    assert!(media_ids(&api).is_empty(), "the row went first");
+    assert_eq!(objects(&api).len(), 1, "the object stayed behind");
+    // Within the grace period the sweep leaves it; after it, the sweep takes it.
+    tick(&api, 24.0);
+    assert_eq!(objects(&api).len(), 1);
+    store.now_ms.set(T0 + 25.0 * HOUR_MS);
+    tick(&api, 24.0);
+    assert!(objects(&api).is_empty());
+}
+
+/// D1 as seen by a purge racing a restore: the item is restored (or trashed again, younger)
+/// between the purge's read of due items and its delete.
+struct RestoresBeforePurge<'a>(&'a media_usage_worker::exec::sqlite::SqliteExecutor, &'static str);
+
+impl Executor for RestoresBeforePurge<'_> {
+    async fn run(
+        &self,
+        stmt: media_usage_worker::exec::Statement,
+    ) -> Result<media_usage_worker::exec::Outcome, media_usage_worker::exec::Error> {
+        if stmt.sql().starts_with("-- Deletes each media of the JSON array") {
+            self.0.connection().execute_batch(self.1).unwrap();
+        }
+        self.0.run(stmt).await
+    }
+
+    async fn batch(
+        &self,
+        stmts: Vec<media_usage_worker::exec::Statement>,
+    ) -> Result<Vec<media_usage_worker::exec::Outcome>, media_usage_worker::exec::Error> {
+        self.0.batch(stmts).await
+    }
+}
+
+#[test]
+fn an_item_restored_or_trashed_again_as_the_purge_runs_is_kept() {
+    for meanwhile in
+        ["UPDATE media SET deleted_at = NULL", "UPDATE media SET deleted_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"]
+    {
+        let api = Api::with_storage(T0);
+        let m = upload_png(&api, &png(1, 1, 97));
+        assert_eq!(api.delete(&format!("/media/{}", m["id"].as_str().unwrap())).status, 200);
+        age_trash(&api, 31);
+        let report = tick_on(&RestoresBeforePurge(&api.db, meanwhile), &api, 24.0);
+        assert_eq!(report.count("mediaPurged"), 0, "{meanwhile}");
+        assert_eq!(media_ids(&api).len(), 1, "{meanwhile}");
+        assert_eq!(objects(&api).len(), 1, "{meanwhile}");
+    }
+}
+
+#[test]
+fn a_bulk_delete_trashes_exactly_what_the_safe_delete_would() {
+    let api = Api::new();
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "P", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    let reg = |key: &str| register_json(&api, key)["id"].as_str().unwrap().to_owned();
+    let (free, used, listed) = (reg("free.png"), reg("used.png"), reg("listed.png"));
+    data(&api.post("/content/posts", &json!({"slug": "a", "data": {"hero": used}})));
+    // An entry too large to index that lists `listed` (its failed work row keeps the ids).
+    api.db
+        .connection()
+        .execute_batch(&format!(
+            "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state, last_error_code, unindexed_media)
+             SELECT id, 'big', 'posts', 'failed', 'MEDIA_USAGE_RESOURCE_LIMIT', '[\"{listed}\"]' FROM _emdash_collections"
+        ))
+        .unwrap();
+    let bulk = |ids: &[&str]| data(&api.post("/media/bulk-delete", &json!({ "ids": ids })));
+    let statuses = |r: &Json| -> Vec<(String, String)> {
+        r["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["id"].as_str().unwrap().to_owned(), i["status"].as_str().unwrap().to_owned()))
+            .collect()
+    };
+    // Coverage incomplete (a write the index has not seen): nothing moves.
+    api.db.connection().execute_batch("UPDATE ec_posts SET hero = hero").unwrap();
+    let r = bulk(&[&free]);
+    assert_eq!(statuses(&r), [(free.clone(), "coverage_incomplete".to_owned())]);
+    block_on(crate::support::drain(
+        &api.db,
+        &MonotonicClock::default(),
+        crate::support::budget(),
+        &crate::support::policy(),
+        10,
+    ))
+    .unwrap();
+    let r = bulk(&[&free, &used, &listed, "nope"]);
+    assert_eq!(
+        statuses(&r),
+        [
+            (free.clone(), "trashed".to_owned()),
+            (used.clone(), "in_use".to_owned()),
+            (listed.clone(), "in_use".to_owned()),
+            ("nope".to_owned(), "not_found".to_owned())
+        ]
+    );
+    assert_eq!(r["trashed"], 1);
+    // A retry answers the same for what it moved, and does not restart its time in the trash.
+    api.db
+        .connection()
+        .execute_batch("UPDATE media SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE deleted_at IS NOT NULL")
+        .unwrap();
+    assert_eq!(statuses(&bulk(&[&free]))[0].1, "trashed");
+    let at: String =
+        api.db.connection().query_row("SELECT deleted_at FROM media WHERE id = ?1", [&free], |r| r.get(0)).unwrap();
+    assert_eq!(at, "2001-01-01T00:00:00.000Z");
+}

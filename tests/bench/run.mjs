@@ -191,6 +191,35 @@ const richData = (i) => ({
   results.usedIn = { users, occurrences, apiMs: pct(api, 50), rawMs: pct(raw, 50), ratio: pct(api, 50) / pct(raw, 50), cpuMs: cpu.perInvocation() };
 }
 
+// 2b. The media library's "Unused" filter: pages of a library of N media, half of them used,
+// beside the occurrences above (each page examines a bounded window; none counts all occurrences).
+{
+  const libSize = n(100_000, 200);
+  const users = n(10_000, 20);
+  // Even items are used once each (their ids are occurrences' media ids), odd ones are not.
+  await fill(`INSERT INTO media (id, filename, mime_type, storage_key, status, created_at)
+    SELECT CASE WHEN i % 2 = 0 THEN 'm' || (${users} + i) ELSE 'free' || i END, 'lib' || i || '.jpg', 'image/jpeg', 'lib/' || i || '.jpg', 'ready',
+           strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || i || ' seconds') FROM c`, libSize);
+  const page = async (query) => {
+    const t0 = now();
+    const res = await w.get(`/media?limit=50&${query}`);
+    const ms = now() - t0;
+    const data = res.json?.data;
+    return { status: res.status, ms, items: data?.items?.length ?? 0, next: data?.nextCursor ?? null, ...cost(res) };
+  };
+  const first = await page("usage=unused&include=usage");
+  let deep = null;
+  if (first.status === 200) {
+    let cursor = first.next;
+    for (let i = 0; i < 20 && cursor; i++) {
+      const p = await page(`usage=unused&include=usage&cursor=${encodeURIComponent(cursor)}`);
+      deep = p;
+      cursor = p.next;
+    }
+  }
+  results.unusedPage = { media: libSize, first, deep };
+}
+
 // 3. Repair of a collection of N entries at the default budget.
 {
   const entries = n(100_000, 100);
@@ -296,6 +325,13 @@ const table = [
   [`repair of ${r.repair.entries} entries`, `${tickWord(r.repair.ticks)}${r.repair.finished ? "" : " (stopped: not finished)"}`, `${r.repair.statements} statements (≤ ${r.repair.maxStatements}/tick), ≤ ${r.repair.maxRowsWritten} rows written and ${r.repair.maxRowsRead} read/tick, ${f(r.repair.ms / 1000)} s`],
   [`repair of ${r.richRepair.entries} rich entries (${r.richRepair.occurrences} occ.)`, `${tickWord(r.richRepair.ticks)}${r.richRepair.finished ? "" : " (stopped: not finished)"}`, `${r.richRepair.statements} statements (≤ ${r.richRepair.maxStatements}/tick), ≤ ${r.richRepair.maxBinds} binds, ${f(r.richRepair.ms / 1000)} s`],
   [`deletion of ${r.deletion.entries} entries / ${r.deletion.occurrences} occ.`, `${tickWord(r.deletion.ticks)}, ≤ ${r.deletion.maxStatements} statements/tick`, `≤ ${r.deletion.maxRowsWritten} rows written and ${r.deletion.maxRowsRead} read/tick, ≤ ${r.deletion.maxBinds} binds, ≤ ${r.deletion.maxSqlBytes} B SQL; ${f(r.deletion.ms)} ms vs plain ${f(r.deletion.plainMs)} ms (×${f(r.deletion.ratio, 2)})`],
+  [
+    `"Unused" page (${r.unusedPage.media} media, half used)`,
+    r.unusedPage.first.status === 200 ? `${r.unusedPage.first.items} items, ${r.unusedPage.first["rows-read"]} rows read` : `HTTP ${r.unusedPage.first.status}`,
+    r.unusedPage.first.status === 200
+      ? `${f(r.unusedPage.first.ms)} ms; 21st page ${r.unusedPage.deep ? `${r.unusedPage.deep["rows-read"]} rows read, ${f(r.unusedPage.deep.ms)} ms` : "n/a"}`
+      : "",
+  ],
   ["wasm", `${r.wasm.raw} B raw`, `${r.wasm.gzip} B gzip`],
 ];
 // CPU per invocation: the core natively (median, largest) and workerd's process (upper bound).

@@ -162,14 +162,18 @@ pub fn flags(op: Op) -> &'static [&'static str] {
 /// Finds the route for a method and path: 404 `NOT_FOUND` for an unknown path, 405 for a known
 /// path with another method. Returns the path parameters in order.
 pub fn resolve(method: &str, path: &str) -> Result<(Op, Vec<String>), ApiError> {
+    // A path a template with more fixed segments matches is that template's, not a parameter's:
+    // `/media/bulk-delete` is not the media `bulk-delete` (whose methods it would advertise).
+    let literals = |template: &str| template.split('/').filter(|seg| !seg.contains('{')).count();
+    let matches: Vec<(&Route, Vec<String>)> =
+        ROUTES.iter().filter_map(|route| match_path(route.path, path).map(|params| (route, params))).collect();
+    let best = matches.iter().map(|(route, _)| literals(route.path)).max().unwrap_or(0);
     let mut allowed: Vec<&str> = Vec::new();
-    for route in ROUTES {
-        if let Some(params) = match_path(route.path, path) {
-            if route.method == method {
-                return Ok((route.op, params));
-            }
-            allowed.push(route.method);
+    for (route, params) in matches.into_iter().filter(|(route, _)| literals(route.path) == best) {
+        if route.method == method {
+            return Ok((route.op, params));
         }
+        allowed.push(route.method);
     }
     if allowed.is_empty() {
         return Err(ApiError::not_found(format!("No route for {path}")));
@@ -255,5 +259,9 @@ mod tests {
         assert_eq!(resolve("GET", "/sitemap-.xml").unwrap_err().status, 404);
         let (_, params) = resolve("GET", "/_emdash/api/schema/collections/posts%22%3Bdrop").unwrap();
         assert_eq!(params, ["posts\";drop"]);
+        // A fixed segment beats a parameter: only the bulk delete's method is advertised there.
+        assert_eq!(resolve("POST", "/_emdash/api/media/bulk-delete").unwrap().0, Op::BulkDeleteMedia);
+        assert_eq!(resolve("GET", "/_emdash/api/media/bulk-delete").unwrap_err().allow.as_deref(), Some("POST"));
+        assert_eq!(resolve("GET", "/_emdash/api/media/other").unwrap().0, Op::GetMedia);
     }
 }

@@ -169,8 +169,9 @@ const richData = (i) => ({
   const occurrences = n(1_000_000, 1000);
   ok(await w.post("/schema/collections", { slug: "bench_used", label: "U", fields: [{ slug: "hero", type: "image" }] }), 201);
   const cid = await collectionId("bench_used");
-  await fill(`INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, content_slug, content_status, current_generation, source_completeness)
-    SELECT 'content:' || ?1 || ':u' || i || ':columns', ?1, 'bench_used', 'u' || i, 'columns', 'u' || i, 'published', 'g', 'complete' FROM c`, users, [cid]);
+  // Current sources, as a publish leaves them (identity version 1): "Used in" lists them.
+  await fill(`INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, content_slug, content_status, current_generation, source_completeness, identity_version)
+    SELECT 'content:' || ?1 || ':u' || i || ':columns', ?1, 'bench_used', 'u' || i, 'columns', 'u' || i, 'published', 'g', 'complete', 1 FROM c`, users, [cid]);
   await fill(`INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
     SELECT 'o' || i, 'content:' || ?1 || ':u' || (i % ${users}) || ':columns', 'g', 'hero', 'hero[' || i || ']', 'image_field',
            CASE WHEN i < ${users} THEN 'hot' ELSE 'm' || i END, 'm' || i FROM c`, occurrences, [cid]);
@@ -182,7 +183,9 @@ const richData = (i) => ({
   const cpu = cpuMeter();
   for (let i = 0; i < 15; i++) {
     let t0 = now();
-    ok(await cpu.measure(() => w.get(`/media/${media}/usage`)));
+    const page = ok(await cpu.measure(() => w.get(`/media/${media}/usage`)));
+    // A full first page: the bench measures a media really used by that many entries.
+    if (page.items.length !== Math.min(50, users)) throw new Error(`"Used in" listed ${page.items.length} entries`);
     api.push(now() - t0);
     t0 = now();
     await db.prepare(sql).bind(media, null, null, 51).all();

@@ -260,7 +260,7 @@ pub struct Admitted {
 /// `Err` is the whole answer, given from the head: a refusal, or a file of the operator console
 /// (which needs neither a body nor the database).
 pub async fn admit<E: Executor>(exec: &E, config: &Config, req: &Request) -> Result<Admitted, Response> {
-    if let Some(console_file) = console::respond(req) {
+    if let Some(console_file) = console::respond(req, config) {
         return Err(console_file);
     }
     let refuse = |e: ApiError| Response::error(&e);

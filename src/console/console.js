@@ -172,7 +172,7 @@ function select(view, focus) {
 }
 
 async function load(view) {
-  const loaders = { coverage: showCoverage, work: showWork, deletions: showDeletions, ticks: showTicks, media: showMediaIntro };
+  const loaders = { coverage: showCoverage, work: showWork, deletions: showDeletions, ticks: showTicks, media: showLibrary };
   try {
     await loaders[view]();
   } catch (e) {
@@ -198,7 +198,7 @@ async function act(button, action) {
 }
 
 async function reloadKeepingMessages() {
-  const loaders = { coverage: showCoverage, work: showWork, deletions: showDeletions, ticks: showTicks, media: refreshMedia };
+  const loaders = { coverage: showCoverage, work: showWork, deletions: showDeletions, ticks: showTicks, media: showLibrary };
   await loaders[current]();
 }
 
@@ -484,13 +484,284 @@ async function showTicks() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Media.
+// Media: the library (a grid with filters, search, paging, selection and the trash), and where
+// one item is used.
 
+/** Items a "Load more" adds (a filtered page may hold fewer: it examines a bounded window). */
+const PAGE = 24;
+/** The most requests one load makes while filtered pages come back short. */
+const PAGE_REQUESTS = 10;
+/** The most ids one bulk delete takes (the API's limit). */
+const BULK_MAX = 100;
+
+const library = { filter: "all", search: "", items: [], cursor: null, selected: new Set(), coverage: null };
 let media = { id: null, cursors: [null] };
 
-function showMediaIntro() {
-  if (media.id) return refreshMedia();
-  put($("media-view"), h("p", { class: "muted" }, "Enter a media ID to see where it is used."));
+const plural = (n, one, many) => `${count(n)} ${n === 1 ? one : many}`;
+const complete = () => library.coverage === "complete";
+
+function libraryPath(cursor) {
+  const q = new URLSearchParams({ limit: String(PAGE), include: "usage" });
+  if (library.filter === "used" || library.filter === "unused") q.set("usage", library.filter);
+  if (library.filter === "trash") q.set("trashed", "true");
+  if (library.search) q.set("search", library.search);
+  if (cursor) q.set("cursor", cursor);
+  return `/media?${q}`;
+}
+
+/** Up to a page of items after `cursor`, going on while filtered pages come back short. */
+async function fetchLibrary(cursor) {
+  const items = [];
+  let next = cursor;
+  for (let i = 0; i < PAGE_REQUESTS; i++) {
+    const page = await api("GET", libraryPath(next));
+    items.push(...page.items);
+    next = page.nextCursor;
+    if (!next || items.length >= PAGE) break;
+  }
+  return { items, cursor: next };
+}
+
+/** The Media view: coverage (which decides whether "Unused" can be offered), the first page of
+ * the library as filtered, and the item whose "Used in" is open. */
+async function showLibrary() {
+  const s = await status();
+  library.coverage = s.status;
+  const unused = document.querySelector('[data-filter="unused"]');
+  unused.disabled = !complete();
+  const reason = $("unused-reason");
+  reason.hidden = complete();
+  reason.textContent = complete()
+    ? ""
+    : `“Unused” is unavailable: coverage is ${s.status}, so the index cannot prove that nothing uses an item. Run a repair from the Coverage tab.`;
+  if (!complete() && library.filter === "unused") library.filter = "all";
+  for (const b of document.querySelectorAll("#media-filters [data-filter]")) {
+    b.setAttribute("aria-pressed", String(b.dataset.filter === library.filter));
+  }
+  const got = await fetchLibrary(null);
+  library.items = got.items;
+  library.cursor = got.cursor;
+  const shown = new Set(got.items.map((m) => m.id));
+  library.selected = new Set([...library.selected].filter((id) => shown.has(id)));
+  renderLibrary();
+  if (media.id) await refreshMedia();
+}
+
+function renderLibrary() {
+  const trash = library.filter === "trash";
+  put($("media-grid"), library.items.map(card));
+  $("media-selection").hidden = trash;
+  $("load-more").hidden = !library.cursor;
+  const what = {
+    all: "in the library",
+    used: "used by at least one entry",
+    unused: "used by no entry",
+    trash: "in the trash",
+  }[library.filter];
+  const matching = library.search ? ` whose file name contains “${library.search}”` : "";
+  $("library-summary").textContent = library.items.length
+    ? `${plural(library.items.length, "item", "items")} ${what}${matching}${library.cursor ? " shown (Load more for the rest)" : ""}.`
+    : `No media ${what}${matching}${library.cursor ? " yet (Load more to look further)" : ""}.`;
+  syncSelection();
+}
+
+const size = (n) => (n === null || n === undefined ? null : n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`);
+
+function usageText(m) {
+  const n = m.usageCount;
+  if (n === undefined || n === null) return "Usage unknown";
+  if (n > 0) return `Used in ${m.usageCountCapped ? `${count(n)} or more entries` : plural(n, "entry", "entries")}`;
+  return complete() ? "Not used" : `No indexed use (coverage is ${library.coverage})`;
+}
+
+/** What stands in for a thumbnail: the file's type. */
+const placeholder = (m) => h("span", { class: "placeholder", "aria-hidden": "true" }, (m.mimeType.split("/")[1] || "file").slice(0, 12).toUpperCase());
+
+function card(m) {
+  const trash = library.filter === "trash";
+  // An item in the trash is not served (its file route answers 404): its type stands in.
+  const thumb = m.mimeType.startsWith("image/") && !trash
+    ? h("img", {
+        src: m.url,
+        alt: "",
+        loading: "lazy",
+        decoding: "async",
+        width: m.width || undefined,
+        height: m.height || undefined,
+        onerror: (ev) => ev.currentTarget.replaceWith(placeholder(m)),
+      })
+    : placeholder(m);
+  const details = [m.mimeType, size(m.size), m.width && m.height ? `${m.width}\u00a0×\u00a0${m.height}` : null].filter(Boolean).join(" · ");
+  return h(
+    "li",
+    { class: "card", "data-id": m.id },
+    trash
+      ? null
+      : h("input", {
+          type: "checkbox",
+          class: "pick",
+          "aria-label": `Select ${m.filename}`,
+          onchange: (ev) => pick([m.id], ev.currentTarget.checked),
+        }),
+    // The thumbnail opens the item too (by mouse); the button with the file name is the one
+    // control for it by keyboard and to assistive technology.
+    h("div", { class: "frame", onclick: () => openItem(m.id) }, thumb),
+    h("button", { type: "button", class: "open", "aria-label": `Show where ${m.filename} is used`, onclick: () => openItem(m.id) }, m.filename),
+    h("p", { class: "meta" }, details),
+    h("p", { class: "meta usage" }, trash ? `In the trash since ${when(m.deletedAt)}` : usageText(m)),
+    trash
+      ? h(
+          "button",
+          { type: "button", class: "secondary small", "aria-label": `Restore media ${m.filename}`, onclick: (ev) => restoreFromTrash(ev.currentTarget, m) },
+          "Restore",
+        )
+      : null,
+  );
+}
+
+function pick(ids, on) {
+  for (const id of ids) on ? library.selected.add(id) : library.selected.delete(id);
+  syncSelection();
+}
+
+/** The selection as the page shows it: each checkbox, "Select all shown", the count, the button. */
+function syncSelection() {
+  const shown = library.items.map((m) => m.id);
+  const picked = shown.filter((id) => library.selected.has(id)).length;
+  const all = $("select-all");
+  all.checked = shown.length > 0 && picked === shown.length;
+  all.indeterminate = picked > 0 && picked < shown.length;
+  all.disabled = shown.length === 0;
+  $("trash-selected").disabled = library.selected.size === 0;
+  $("selection-count").textContent = `${count(library.selected.size)} selected`;
+  for (const li of $("media-grid").children) {
+    const on = library.selected.has(li.dataset.id);
+    li.classList.toggle("selected", on);
+    const box = li.querySelector(".pick");
+    if (box) box.checked = on;
+  }
+}
+
+/** A bulk delete's answer for one item, in words. */
+function bulkWords(r) {
+  switch (r.status) {
+    case "trashed":
+      return "moved to the trash";
+    case "in_use":
+      return `kept: still used in ${r.entries.map((e) => `${e.collection} / ${e.slug || e.contentId}`).join(", ") || "an entry too large to index"}`;
+    case "coverage_incomplete":
+      return "kept: the usage index is not complete, so it cannot prove the item unused (run a repair from the Coverage tab)";
+    default:
+      return "not found (deleted meanwhile)";
+  }
+}
+
+async function trashSelected(button) {
+  const ids = [...library.selected];
+  if (!ids.length) return;
+  button.disabled = true;
+  clearMessages();
+  const names = new Map(library.items.map((m) => [m.id, m.filename]));
+  const results = [];
+  try {
+    for (let i = 0; i < ids.length; i += BULK_MAX) {
+      results.push(...(await api("POST", "/media/bulk-delete", { ids: ids.slice(i, i + BULK_MAX) })).items);
+    }
+  } catch (e) {
+    showError(e);
+  }
+  if (results.length) {
+    const moved = results.filter((r) => r.status === "trashed").length;
+    const kept = results.length - moved;
+    put(
+      $("bulk-result"),
+      h(
+        "div",
+        { class: kept ? "report refusal" : "report", role: kept ? "alert" : "status" },
+        h("p", {}, `Moved ${plural(moved, "item", "items")} to the trash${kept ? `; kept ${count(kept)}` : ""}.`),
+        h(
+          "ul",
+          { class: "entries", "aria-label": "What happened to each selected item" },
+          results.map((r) => h("li", { "data-status": r.status }, `${names.get(r.id) || r.id}: ${bulkWords(r)}`)),
+        ),
+      ),
+    );
+    const answered = new Set(results.map((r) => r.id));
+    library.selected = new Set(ids.filter((id) => !answered.has(id)));
+  }
+  try {
+    await showLibrary();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function restoreFromTrash(button, m) {
+  button.disabled = true;
+  clearMessages();
+  try {
+    await api("POST", `/media/${encodeURIComponent(m.id)}/restore`);
+    put($("bulk-result"), h("p", { class: "report", role: "status" }, `Restored “${m.filename}”: its file is served again at the same URL.`));
+    await showLibrary();
+  } catch (e) {
+    button.disabled = false;
+    showError(e);
+  }
+}
+
+async function loadMore(button) {
+  button.disabled = true;
+  try {
+    const first = library.items.length;
+    const got = await fetchLibrary(library.cursor);
+    const known = new Set(library.items.map((m) => m.id));
+    library.items.push(...got.items.filter((m) => !known.has(m.id)));
+    library.cursor = got.cursor;
+    renderLibrary();
+    // Keyboard users go on from the first item added.
+    const added = $("media-grid").children[first];
+    if (added) added.querySelector("button.open").focus();
+  } catch (e) {
+    showError(e);
+  }
+  button.disabled = false;
+}
+
+/** Arrow keys (and Home, End) move between the items of the grid, row by row. */
+function gridKeys(ev) {
+  if (!ev.target.classList || !ev.target.classList.contains("open")) return;
+  const opens = [...$("media-grid").querySelectorAll("button.open")];
+  const i = opens.indexOf(ev.target);
+  const top = (b) => Math.round(b.getBoundingClientRect().top);
+  const columns = Math.max(1, opens.filter((b) => top(b) === top(opens[0])).length);
+  const j = { ArrowRight: i + 1, ArrowLeft: i - 1, ArrowDown: i + columns, ArrowUp: i - columns, Home: 0, End: opens.length - 1 }[ev.key];
+  if (j === undefined) return;
+  ev.preventDefault();
+  if (j >= 0 && j < opens.length) opens[j].focus();
+}
+
+async function filterBy(filter) {
+  if (filter === library.filter) return;
+  library.filter = filter;
+  library.selected.clear();
+  clearMessages();
+  put($("bulk-result"));
+  try {
+    await showLibrary();
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function openItem(id) {
+  media = { id, cursors: [null] };
+  clearMessages();
+  try {
+    await refreshMedia();
+    $("media-view").focus();
+  } catch (e) {
+    showError(e);
+  }
 }
 
 async function refreshMedia() {
@@ -550,18 +821,48 @@ async function refreshMedia() {
         )
       : null,
     pager,
+    item.deletedAt
+      ? h("p", {}, `In the trash since ${when(item.deletedAt)}: its file is not served until it is restored.`)
+      : null,
     h("div", { id: "delete-result" }),
+    h("div", { id: "restore-result" }),
     h(
-      "button",
-      {
-        type: "button",
-        id: "delete-media",
-        "aria-label": `Move media ${item.filename} to the trash`,
-        onclick: (ev) => deleteMedia(ev.currentTarget, item),
-      },
-      "Move to trash",
+      "div",
+      { class: "toolbar" },
+      item.deletedAt
+        ? h(
+            "button",
+            { type: "button", class: "secondary", "aria-label": `Restore media ${item.filename}`, onclick: (ev) => restoreMedia(ev.currentTarget, item) },
+            "Restore",
+          )
+        : h(
+            "button",
+            { type: "button", id: "delete-media", onclick: (ev) => deleteMedia(ev.currentTarget, item) },
+            `Move ${item.filename} to the trash`,
+          ),
+      h("button", { type: "button", class: "secondary", "aria-label": `Close where ${item.filename} is used`, onclick: () => closeItem(item.id) }, "Close"),
     ),
   );
+}
+
+/** Closes the open item's "Used in" and goes back to it in the grid. */
+function closeItem(id) {
+  media = { id: null, cursors: [null] };
+  put($("media-view"));
+  const li = [...$("media-grid").children].find((x) => x.dataset.id === id);
+  (li ? li.querySelector("button.open") : $("media-grid")).focus();
+}
+
+/** Reloads the library after a change made from the item's view, keeping what that view says. */
+async function refreshLibrary() {
+  try {
+    const keep = media;
+    media = { id: null, cursors: [null] };
+    await showLibrary();
+    media = keep;
+  } catch (e) {
+    showError(e);
+  }
 }
 
 async function pageTo(cursors) {
@@ -592,6 +893,7 @@ async function deleteMedia(button, item) {
       ),
     );
     notice(`Moved media ${item.id} to the trash.`);
+    await refreshLibrary();
     return;
   } catch (e) {
     if (e instanceof ApiError && e.code === "MEDIA_IN_USE") {
@@ -633,6 +935,7 @@ async function restoreMedia(button, item) {
     await api("POST", `/media/${encodeURIComponent(item.id)}/restore`);
     put($("restore-result"), h("p", { role: "status" }, `Restored “${item.filename}” (${item.id}): its file is served again at the same URL.`));
     notice(`Restored media ${item.id}.`);
+    await refreshLibrary();
   } catch (e) {
     button.disabled = false;
     showError(e);
@@ -667,11 +970,22 @@ document.addEventListener("DOMContentLoaded", () => {
   $("media-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const id = $("media-id").value.trim();
-    if (!id) return;
-    media = { id, cursors: [null] };
-    clearMessages();
-    refreshMedia().catch(showError);
+    if (id) openItem(id);
   });
+  for (const b of document.querySelectorAll("#media-filters [data-filter]")) {
+    b.addEventListener("click", () => filterBy(b.dataset.filter));
+  }
+  $("media-search-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    library.search = $("media-search").value.trim();
+    library.selected.clear();
+    clearMessages();
+    showLibrary().catch(showError);
+  });
+  $("select-all").addEventListener("change", (ev) => pick(library.items.map((m) => m.id), ev.currentTarget.checked));
+  $("trash-selected").addEventListener("click", (ev) => trashSelected(ev.currentTarget));
+  $("load-more").addEventListener("click", (ev) => loadMore(ev.currentTarget));
+  $("media-grid").addEventListener("keydown", gridKeys);
   if (token) signIn(token);
   else $("token").focus();
 });

@@ -11,8 +11,13 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
 import { chromium } from "playwright-core";
-import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, scheduledOn } from "../workerd/harness.mjs";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, scheduledOn, png } from "../workerd/harness.mjs";
 
+/** axe-core's browser build, evaluated in each page checked (by the test driver, not a script
+ * tag: the console's policy refuses inline scripts, and it must). */
+const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const SHOTS = path.join(path.dirname(fileURLToPath(import.meta.url)), "screenshots");
 const CHROMIUM = process.env.CHROMIUM_BIN || "/usr/bin/chromium";
 const CONSOLE = "/_emdash/admin/media-usage";
@@ -35,12 +40,24 @@ async function api(method, p, body) {
   return { status: res.status, json };
 }
 const data = async (method, p, body) => (await api(method, p, body)).json.data;
+/** Uploads a file as the admin (multipart, as EmDash's client does): the new media item. */
+async function upload(filename, type, bytes) {
+  const form = new FormData();
+  form.append("file", new Blob([bytes], { type }), filename);
+  const res = await fetch(new URL("/_emdash/api/media", origin), { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: form });
+  const json = await res.json();
+  assert.equal(res.status, 201, `upload ${filename}: ${JSON.stringify(json)}`);
+  return json.data.item;
+}
 const sql = (q, ...binds) => db.prepare(q).bind(...binds).run();
 const tick = () => scheduledOn(mf, "main");
 
 before(async () => {
   mf = new Miniflare({
-    workers: [{ name: "main", ...workerOptions({ MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY: "2" }) }, probeWorker()],
+    workers: [
+      { name: "main", ...workerOptions({ MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY: "2" }), r2Buckets: { MEDIA_BUCKET: "console-media" } },
+      probeWorker(),
+    ],
     unsafeTriggerHandlers: true,
     port: 0,
     host: "127.0.0.1",
@@ -49,7 +66,7 @@ before(async () => {
   db = new ProbeDb(mf);
   for (const s of migrationStatements()) await db.prepare(s).run();
 
-  // Posts use a hero image: three of them use "hero.jpg", none uses "spare.png". One entry,
+  // Posts use a hero image: three of them use "hero.png", none uses "spare.png". One entry,
   // saved behind the API (which refuses more gallery images than this worker admits per entry,
   // 2), has image ids so large that even their list does not fit one bound value: its job fails
   // for good and the collection's coverage is partial.
@@ -62,9 +79,10 @@ before(async () => {
       { slug: "gallery", type: "repeater", subFields: [{ slug: "image", type: "image" }] },
     ],
   });
-  const hero = (await data("POST", "/media", { filename: "hero.jpg", mimeType: "image/jpeg", storageKey: "uploads/hero.jpg" })).item;
-  const spare = (await data("POST", "/media", { filename: "spare.png", mimeType: "image/png", storageKey: "uploads/spare.png" })).item;
+  const hero = await upload("hero.png", "image/png", png(48, 32, 11));
+  const spare = await upload("spare.png", "image/png", png(24, 24, 12));
   seeded.hero = hero.id;
+  seeded.heroUrl = hero.url;
   seeded.spare = spare.id;
   for (const [slug, title] of [["spring-sale", "Spring sale"], ["team-photo", "Our team"], ["launch", "Launch day"]]) {
     await data("POST", "/content/posts", { slug, status: "published", data: { title, hero: hero.id } });
@@ -134,10 +152,24 @@ async function noSidewaysScroll(page, what) {
   assert.ok(scroll <= client, `${what}: the page scrolls sideways (${scroll} > ${client})`);
 }
 
-/** Checks a view (no sideways scroll, no rendering slips) and keeps a screenshot of it. */
+/** axe-core finds no serious or critical accessibility violation in the page as it is now. */
+async function accessible(page, what) {
+  if (!(await page.evaluate(() => typeof window.axe === "object"))) await page.evaluate(AXE);
+  const violations = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`);
+  });
+  assert.deepEqual(violations, [], `${what}: axe-core`);
+}
+
+/** Checks a view (no sideways scroll, no rendering slips, no serious accessibility violation)
+ * and keeps a screenshot of it. */
 async function checkedShot(page, width, name) {
   await noSidewaysScroll(page, `${name} at ${width}px`);
   await noRenderingSlips(page, `${name} at ${width}px`);
+  await accessible(page, `${name} at ${width}px`);
   await page.screenshot({ path: path.join(SHOTS, `${name}-${width}.png`), fullPage: true });
 }
 
@@ -162,6 +194,7 @@ test("the page is served with a strict policy and makes no API call before a tok
   assert.deepEqual(seen.api, [], "no API call before a token");
   assert.deepEqual(seen.failures, []);
   assert.deepEqual(seen.errors, []);
+  await accessible(page, "the token prompt");
   await page.screenshot({ path: path.join(SHOTS, "token-1280.png"), fullPage: true });
   await context.close();
 });
@@ -219,14 +252,20 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   assert.ok(pending.items.some((w) => w.contentId === seeded.broken), "the API reports it pending");
   await work.getByText("No failed or retrying jobs.").waitFor();
 
-  // Media while coverage is incomplete: the unused "spare.png" cannot be proven unused.
+  // Media while coverage is incomplete: "Unused" is offered only with the reason it is not, and
+  // the unused "spare.png" cannot be proven unused.
   await tab(page, "Media").click();
+  const unusedFilter = page.getByRole("button", { name: "Unused", exact: true });
+  await page.locator("#unused-reason").waitFor();
+  assert.equal(await unusedFilter.isDisabled(), true);
+  assert.match(await page.locator("#unused-reason").innerText(), /“Unused” is unavailable: coverage is partial, so the index cannot prove/);
+  assert.equal(await unusedFilter.getAttribute("aria-describedby"), "unused-reason");
   await page.getByLabel("Media ID").fill(seeded.spare);
   await page.getByLabel("Media ID").press("Enter");
   const media = view(page, "Media");
   await media.getByText("Not used in any entry.").waitFor();
   assert.match(await media.innerText(), /Usage count: unknown until coverage is complete\. Coverage: partial/);
-  await page.getByRole("button", { name: "Move media spare.png to the trash" }).click();
+  await page.getByRole("button", { name: "Move spare.png to the trash" }).click();
   await media.getByRole("alert").waitFor();
   assert.match(
     await media.getByRole("alert").innerText(),
@@ -239,7 +278,7 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   await data("DELETE", `/content/posts/${seeded.broken}?permanent=true`);
   for (let i = 0; i < 3; i++) await tick();
   assert.equal((await data("GET", "/admin/media-usage/status")).status, "complete");
-  // An entry too large to index, saved behind the API, that uses hero.jpg too: its job fails for
+  // An entry too large to index, saved behind the API, that uses hero.png too: its job fails for
   // good, but the media it uses are known, so coverage stays complete.
   await sql(
     "INSERT INTO ec_posts (id, slug, status, title, gallery) VALUES ('wall', 'wall', 'published', 'Wall', ?1)",
@@ -282,11 +321,11 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   await page.getByLabel("Media ID").press("Enter");
   await media.getByText(/Used by 4 entries/).waitFor();
   await media.getByText(/Also used by 1 entry too large to index \(see Work\): posts\/wall/).waitFor();
-  assert.equal(await media.getByRole("link", { name: "Open the file" }).getAttribute("href"), "/_emdash/api/media/file/uploads%2Fhero.jpg");
+  assert.equal(await media.getByRole("link", { name: "Open the file" }).getAttribute("href"), seeded.heroUrl);
   for (const title of ["Spring sale", "Our team", "Launch day"]) {
     assert.equal(await media.getByRole("row", { name: new RegExp(`^posts ${title}`) }).count(), 1, title);
   }
-  await page.getByRole("button", { name: "Move media hero.jpg to the trash" }).click();
+  await page.getByRole("button", { name: "Move hero.png to the trash" }).click();
   await media.getByRole("alert").getByText(/still used in 4 entries/).waitFor();
   const said = await media.getByRole("alert").innerText();
   assert.match(said, /MEDIA_IN_USE, HTTP 409/);
@@ -328,7 +367,7 @@ test("at 375 px every view is readable without sideways scrolling, and an unused
   const media = view(page, "Media");
   await media.getByText("Not used in any entry.").waitFor();
   await shot("media");
-  await page.getByRole("button", { name: "Move media spare.png to the trash" }).click();
+  await page.getByRole("button", { name: "Move spare.png to the trash" }).click();
   await media.getByText(/Moved “spare.png” .* to the trash/).waitFor();
   assert.ok((await data("GET", `/media/${seeded.spare}`)).item.deletedAt, "the API has it in the trash");
   await page.getByRole("button", { name: "Restore media spare.png" }).click();
@@ -341,4 +380,140 @@ test("at 375 px every view is readable without sideways scrolling, and an unused
   assert.deepEqual(seen.failures, ["GET /_emdash/api/media/no-such-media?includeUsage=true 404"]);
   assert.deepEqual(seen.errors.filter((e) => !/status of 404/.test(e)), []);
   await context.close();
+});
+
+test("the media library: thumbnails, usage counts, Unused with proof, search, keyboard, bulk move to trash, the Trash and Restore", async () => {
+  // 30 small images to page through, and four named ones: one used by an entry, two unused
+  // images and an unused PDF.
+  for (let i = 0; i < 30; i++) await upload(`filler-${String(i).padStart(2, "0")}.png`, "image/png", png(8, 8, 100 + i));
+  const used = await upload("library-used.png", "image/png", png(40, 30, 1));
+  const a = await upload("library-a.png", "image/png", png(64, 48, 2));
+  const b = await upload("library-b.png", "image/png", png(32, 32, 3));
+  const pdf = await upload("library-notes.pdf", "application/pdf", new TextEncoder().encode("%PDF-1.4\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n"));
+  await data("POST", "/content/posts", { slug: "gallery-post", status: "published", data: { title: "Gallery post", hero: used.id } });
+  for (let i = 0; i < 3; i++) await tick();
+  assert.equal((await data("GET", "/admin/media-usage/status")).status, "complete");
+
+  const width = 1280;
+  const { page, context, seen } = await open(width);
+  await signIn(page);
+  await tab(page, "Media").click();
+  const panel = view(page, "Media");
+  const grid = panel.getByRole("list", { name: "Media library" });
+  const card = (name) => grid.getByRole("listitem").filter({ has: page.getByRole("button", { name: `Show where ${name} is used` }) });
+  const shownIds = () => grid.getByRole("listitem").evaluateAll((lis) => lis.map((li) => li.dataset.id));
+
+  // All: the newest first, a page of 24, every thumbnail loaded, and the facts of each item.
+  await card("library-notes.pdf").waitFor();
+  assert.equal(await grid.getByRole("listitem").count(), 24);
+  await page.waitForFunction(() => [...document.querySelectorAll("#media-grid img")].every((i) => i.complete && i.naturalWidth > 0));
+  assert.equal(await card("library-a.png").locator("img").evaluate((i) => i.naturalWidth), 64, "the thumbnail is the file itself");
+  assert.equal(await card("library-notes.pdf").locator("img").count(), 0);
+  assert.equal(await card("library-notes.pdf").locator(".placeholder").innerText(), "PDF");
+  assert.match(await card("library-a.png").innerText(), /library-a\.png\n+image\/png · [\d.]+ (B|KB) · 64\u00a0×\u00a048\n+Not used/);
+  assert.match(await card("library-used.png").innerText(), /Used in 1 entry/);
+  assert.equal(await page.getByRole("button", { name: "Unused", exact: true }).isDisabled(), false);
+  assert.equal(await page.locator("#unused-reason").isHidden(), true);
+  await checkedShot(page, width, "media-library");
+
+  // Load more: the rest of the library, keyboard focus on the first item added.
+  await panel.getByRole("button", { name: "Load more" }).click();
+  await page.waitForFunction(() => document.querySelectorAll("#media-grid > li").length > 24);
+  const all = (await data("GET", "/media?limit=100")).items.map((m) => m.id);
+  assert.deepEqual(await shownIds(), all, "every item once, in the API's order");
+  assert.equal(await panel.getByRole("button", { name: "Load more" }).isHidden(), true);
+  assert.equal(await page.evaluate(() => document.activeElement.closest("li").dataset.id), all[24]);
+
+  // Unused: exactly the items nothing uses, by the index ("Used in" of each is empty).
+  await page.getByRole("button", { name: "Unused", exact: true }).click();
+  await page.waitForFunction(() => document.querySelector('[data-filter="unused"]').getAttribute("aria-pressed") === "true");
+  await page.getByText(/items? used by no entry/).waitFor();
+  while (await panel.getByRole("button", { name: "Load more" }).isVisible()) {
+    const before = await grid.getByRole("listitem").count();
+    await panel.getByRole("button", { name: "Load more" }).click();
+    await page.waitForFunction((n) => document.querySelectorAll("#media-grid > li").length > n || document.querySelector("#load-more").hidden, before);
+  }
+  const unused = new Set(await shownIds());
+  for (const id of all) {
+    const users = (await data("GET", `/media/${id}/usage?limit=1`)).items.length;
+    assert.equal(unused.has(id), users === 0, `${id}: listed as unused exactly when "Used in" is empty`);
+  }
+  assert.ok(unused.has(a.id) && unused.has(b.id) && unused.has(pdf.id) && !unused.has(used.id) && !unused.has(seeded.hero));
+
+  // Search within Unused: the three unused "library-" items.
+  await page.getByLabel("Search file names").fill("library-");
+  await page.getByLabel("Search file names").press("Enter");
+  await page.getByText("3 items used by no entry whose file name contains “library-”.").waitFor();
+  assert.deepEqual(new Set(await shownIds()), new Set([a.id, b.id, pdf.id]));
+
+  // The grid by keyboard: arrows move between items; Enter shows where one is used; Close goes back.
+  await card("library-notes.pdf").getByRole("button", { name: /^Show where/ }).focus();
+  await page.keyboard.press("ArrowRight");
+  const second = await page.evaluate(() => document.activeElement.getAttribute("aria-label"));
+  assert.match(second, /^Show where library-[ab]\.png is used$/);
+  await page.keyboard.press("Enter");
+  await panel.locator("#media-view").getByText("Not used in any entry.").waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement.id), "media-view", "focus moves to what opened");
+  await accessible(page, "an item's Used in");
+  await panel.getByRole("button", { name: /^Close where library-[ab]\.png is used$/ }).click();
+  assert.equal(await page.evaluate(() => document.activeElement.getAttribute("aria-label")), second, "and back to the item");
+
+  // Select all shown, then Move to trash: each item reported, the three gone from the library.
+  await page.getByLabel("Select all shown").check();
+  await page.getByText("3 selected").waitFor();
+  assert.equal(await card("library-a.png").getByRole("checkbox", { name: "Select library-a.png" }).isChecked(), true);
+  await page.getByRole("button", { name: "Move to trash" }).click();
+  const report = panel.getByRole("list", { name: "What happened to each selected item" });
+  await report.waitFor();
+  assert.deepEqual((await report.getByRole("listitem").allInnerTexts()).sort(), [
+    "library-a.png: moved to the trash",
+    "library-b.png: moved to the trash",
+    "library-notes.pdf: moved to the trash",
+  ]);
+  await page.getByText("No media used by no entry whose file name contains “library-”.").waitFor();
+  for (const m of [a, b, pdf]) assert.ok((await data("GET", `/media/${m.id}`)).item.deletedAt, `${m.filename} is in the trash`);
+  assert.equal((await fetch(new URL(a.url, origin))).status, 404, "a trashed file is not served");
+
+  // All: a used item selected with an unused one is kept, and the report says where it is used.
+  await page.getByRole("button", { name: "All", exact: true }).click();
+  await page.getByText(/items? in the library whose file name contains “library-”/).waitFor();
+  assert.deepEqual(await shownIds(), [used.id]);
+  await page.getByLabel("Select library-used.png").check();
+  await page.getByRole("button", { name: "Move to trash" }).click();
+  await report.getByText("library-used.png: kept: still used in posts / gallery-post").waitFor();
+  assert.equal((await data("GET", `/media/${used.id}`)).item.deletedAt, null, "the used item is kept");
+  assert.equal(await panel.getByRole("alert").count(), 1, "a refusal is announced");
+
+  // Trash: the three, with when; Restore brings one back, its file served again.
+  await page.getByRole("button", { name: "Trash", exact: true }).click();
+  await page.getByText("3 items in the trash whose file name contains “library-”.").waitFor();
+  assert.deepEqual(new Set(await shownIds()), new Set([a.id, b.id, pdf.id]));
+  assert.match(await card("library-a.png").innerText(), /In the trash since \d{4}-\d{2}-\d{2} /);
+  assert.equal(await panel.getByLabel("Select all shown").isVisible(), false, "no selection in the trash");
+  assert.equal(await grid.locator("img").count(), 0, "no thumbnail is asked for a file that is not served");
+  assert.equal(await card("library-a.png").locator(".placeholder").innerText(), "PNG");
+  await checkedShot(page, width, "media-trash");
+  await card("library-a.png").getByRole("button", { name: "Restore media library-a.png" }).click();
+  await page.getByText("Restored “library-a.png”: its file is served again at the same URL.").waitFor();
+  await page.getByText("2 items in the trash whose file name contains “library-”.").waitFor();
+  assert.equal((await data("GET", `/media/${a.id}`)).item.deletedAt, null);
+  const served = await fetch(new URL(a.url, origin));
+  assert.equal(served.status, 200, "the restored file is served again");
+  assert.deepEqual(new Uint8Array(await served.arrayBuffer()), png(64, 48, 2));
+
+  // A normal session: no response of 400 or more (thumbnails included), no console error.
+  assert.deepEqual(seen.failures, []);
+  assert.deepEqual(seen.errors, []);
+  await context.close();
+
+  // At 375 px: the library fits, by the same checks.
+  const small = await open(375);
+  await signIn(small.page);
+  await tab(small.page, "Media").click();
+  await view(small.page, "Media").getByRole("button", { name: "Show where library-a.png is used" }).waitFor();
+  // (Thumbnails far below the fold load lazily, as the page is scrolled.)
+  await small.page.waitForFunction(() => [...document.querySelectorAll("#media-grid img")].slice(0, 2).every((i) => i.complete && i.naturalWidth > 0));
+  await checkedShot(small.page, 375, "media-library");
+  assert.deepEqual(small.seen.failures, []);
+  await small.context.close();
 });

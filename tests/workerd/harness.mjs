@@ -8,6 +8,7 @@
 // to another call under load.
 import { Miniflare } from "miniflare";
 import { readFileSync, readdirSync } from "node:fs";
+import { deflateSync, crc32 } from "node:zlib";
 import { fileURLToPath } from "node:url";
 import path from "node:path";
 
@@ -288,4 +289,25 @@ export class Worker {
   async dispose() {
     await this.mf.dispose();
   }
+}
+
+/** A real PNG (RGBA, filtered scanlines, zlib-compressed IDAT, CRCs) of w×h with a colour seed. */
+export function png(w, h, seed = 0) {
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(data.length);
+    const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(td) >>> 0);
+    return Buffer.concat([len, td, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr.set([8, 6, 0, 0, 0], 8);
+  const raw = Buffer.alloc(h * (1 + 4 * w));
+  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) raw.set([x * 7 + seed, y * 5, seed, 255], y * (1 + 4 * w) + 1 + 4 * x);
+  return new Uint8Array(
+    Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]),
+  );
 }

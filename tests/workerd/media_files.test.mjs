@@ -9,12 +9,11 @@
 // probe, as another application would) is never swept, served or deleted.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { deflateSync, crc32 } from "node:zlib";
 import http from "node:http";
 import { Miniflare } from "miniflare";
 import { EmDashClient } from "emdash/client";
 import jpeg from "jpeg-js";
-import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, ProbeBucket, dispatchTo, scheduledOn } from "./harness.mjs";
+import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, ProbeBucket, dispatchTo, scheduledOn, png } from "./harness.mjs";
 
 const LIMIT = 64 * 1024;
 const LARGE_LIMIT = 32 * 1024 * 1024;
@@ -63,27 +62,6 @@ const api = async (method, path, { worker = "main", headers = {}, body } = {}) =
   return res;
 };
 const tick = (worker) => scheduledOn(mf, worker);
-
-/** A real PNG (RGBA, filtered scanlines, zlib-compressed IDAT, CRCs) of w×h with a colour seed. */
-function png(w, h, seed = 0) {
-  const chunk = (type, data) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(td) >>> 0);
-    return Buffer.concat([len, td, crc]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(w, 0);
-  ihdr.writeUInt32BE(h, 4);
-  ihdr.set([8, 6, 0, 0, 0], 8);
-  const raw = Buffer.alloc(h * (1 + 4 * w));
-  for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) raw.set([x * 7 + seed, y * 5, seed, 255], y * (1 + 4 * w) + 1 + 4 * x);
-  return new Uint8Array(
-    Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]),
-  );
-}
 
 /** A real baseline JPEG of w×h encoded by jpeg-js. */
 function jpg(w, h) {

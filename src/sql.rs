@@ -46,6 +46,16 @@ impl Fragment {
         Fragment(sql.trim_end().to_owned())
     }
 
+    /// A positional parameter: `?3`.
+    pub fn parameter(index: usize) -> Fragment {
+        Fragment(format!("?{index}"))
+    }
+
+    /// A column of a row of the enclosing statement, both named by the code: `media.id`.
+    pub fn row_column(row: &'static str, column: &'static str) -> Fragment {
+        Fragment(format!("{row}.{column}"))
+    }
+
     /// `, "a", "b"` (leading comma; empty for no columns).
     pub fn trailing_columns<'a>(idents: impl IntoIterator<Item = &'a Ident>) -> Fragment {
         Fragment(idents.into_iter().map(|i| format!(", \"{}\"", i.as_str())).collect())
@@ -139,5 +149,7 @@ mod tests {
         assert_eq!(sql, "UPDATE \"ec_posts\" SET version = version + 1, \"title\" = ?2, \"hero\" = ?3 WHERE id = ?1");
         assert_eq!(Fragment::trailing_placeholders(3, 2).as_str(), ", ?3, ?4");
         assert_eq!(Fragment::trailing_placeholders(3, 0).as_str(), "");
+        assert_eq!(Fragment::parameter(3).as_str(), "?3");
+        assert_eq!(Fragment::row_column("media", "id").as_str(), "media.id");
     }
 }

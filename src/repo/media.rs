@@ -6,6 +6,7 @@ use serde::Deserialize;
 use super::lease;
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
+use crate::sql::{render, Fragment};
 
 const INSERT: &str = include_str!("../sql/media/insert.sql");
 const SELECT_ONE: &str = include_str!("../sql/media/select_one.sql");
@@ -21,11 +22,26 @@ const BULK_TRASH: &str = include_str!("../sql/media/bulk_trash.sql");
 const BULK_STATUS: &str = include_str!("../sql/media/bulk_status.sql");
 const PURGE_DUE: &str = include_str!("../sql/media/purge_due.sql");
 const PURGE: &str = include_str!("../sql/media/purge.sql");
+const UNUSED_AND_PROVEN: &str = include_str!("../sql/media/unused_and_proven.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
 const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql");
 const ENQUEUE_LINKING: &str = include_str!("../sql/media/enqueue_linking.sql");
 const STALE_WHILE_QUEUED: &str = include_str!("../sql/media/stale_while_queued.sql");
 const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
+
+/// `template` with the safe delete's rule (`{unused_and_proven}`: the item `media_id` is not in
+/// use and coverage proves it, under the deployed reference rules bound as parameter `rules`)
+/// filled in: the single delete's guard, the bulk trash and the purge embed the one text.
+pub fn render_unused_and_proven(template: &'static str, media_id: &Fragment, rules: usize) -> String {
+    render(
+        template,
+        &[
+            ("unused_and_proven", &Fragment::static_sql(UNUSED_AND_PROVEN)),
+            ("media_id", media_id),
+            ("rules", &Fragment::parameter(rules)),
+        ],
+    )
+}
 
 /// A media row.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -181,7 +197,8 @@ pub async fn restore<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, E
 /// under the deployed reference rules `rules_id`); the ids moved.
 pub async fn bulk_trash<E: Executor>(exec: &E, ids: &[String], rules_id: &str) -> Result<Vec<String>, Error> {
     let json = serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))?;
-    let rows: Vec<IdRow> = exec.query(Statement::new(BULK_TRASH).bind(json).bind(rules_id)).await?;
+    let sql = render_unused_and_proven(BULK_TRASH, &Fragment::row_column("media", "id"), 2);
+    let rows: Vec<IdRow> = exec.query(Statement::new(sql).bind(json).bind(rules_id)).await?;
     Ok(rows.into_iter().map(|r| r.id).collect())
 }
 
@@ -238,7 +255,8 @@ pub struct Purged {
 /// `rules_id`, coverage complete), in one statement; the rows deleted.
 pub async fn purge<E: Executor>(exec: &E, ids: &[String], days: f64, rules_id: &str) -> Result<Vec<Purged>, Error> {
     let json = serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))?;
-    exec.query(Statement::new(PURGE).bind(json).bind(days).bind(rules_id)).await
+    let sql = render_unused_and_proven(PURGE, &Fragment::row_column("media", "id"), 3);
+    exec.query(Statement::new(sql).bind(json).bind(days).bind(rules_id)).await
 }
 
 /// Deletes the metadata row; false when it did not exist. In the same atomic batch, the entries

@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
+use crate::sql::Fragment;
 
 const USAGE_PAGE: &str = include_str!("../sql/usage/usage_page.sql");
 const COUNT_ENTRIES: &str = include_str!("../sql/usage/count_entries.sql");
@@ -65,7 +66,9 @@ pub enum SafeDelete {
 /// and every collection's coverage is complete under the deployed reference rules (`rules_id`):
 /// the check and the move are one guarded batch.
 pub async fn trash_media_if_unused<E: Executor>(exec: &E, media_id: &str, rules_id: &str) -> Result<SafeDelete, Error> {
-    let guard = Guard::new(GUARD_MEDIA_UNUSED).bind(media_id).bind(rules_id);
+    // ?1 is the guard's own row; the rule reads the item at ?2 and the rules at ?3.
+    let sql = crate::repo::media::render_unused_and_proven(GUARD_MEDIA_UNUSED, &Fragment::parameter(2), 3);
+    let guard = Guard::new(sql).bind(media_id).bind(rules_id);
     match guarded_batch(exec, guard, vec![crate::repo::media::trash_statement(media_id)]).await {
         Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeDelete::Trashed),
         Ok(_) => Ok(SafeDelete::Missing),

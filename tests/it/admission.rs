@@ -160,12 +160,15 @@ fn the_delete_guard_reads_only_entries_too_large_to_index() {
              ANALYZE;",
         )
         .unwrap();
-    for sql in [
-        include_str!("../../src/sql/usage/guard_media_unused.sql"),
-        include_str!("../../src/sql/usage/media_usage_entries.sql"),
-        include_str!("../../src/sql/usage/unindexed_users.sql"),
-        include_str!("../../src/sql/usage/count_entries.sql"),
+    for label in [
+        "usage/guard_media_unused.sql",
+        "media/bulk_trash.sql",
+        "media/purge.sql",
+        "usage/media_usage_entries.sql",
+        "usage/unindexed_users.sql",
+        "usage/count_entries.sql",
     ] {
+        let sql = &crate::sql_files::product_statement(label);
         let plan = crate::support::query_plan(&api.db, sql);
         let work: Vec<&String> = plan.iter().filter(|d| d.contains(" w ") || d.ends_with(" w")).collect();
         assert!(!work.is_empty(), "{plan:#?}");

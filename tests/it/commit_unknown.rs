@@ -162,8 +162,8 @@ fn state(api: &Api) -> String {
                                 (SELECT * FROM _emdash_fields f WHERE f.collection_id = c.id ORDER BY f.sort_order) AS f)
                              FROM _emdash_collections c ORDER BY c.slug"),
         "content": content(api),
-        "media": rows(api, "SELECT filename, mime_type, coalesce(content_hash, storage_key), alt FROM media
-                            ORDER BY 3"),
+        "media": rows(api, "SELECT filename, mime_type, coalesce(content_hash, storage_key), alt, deleted_at IS NOT NULL
+                            FROM media ORDER BY 3"),
         "objects": objects,
         "tokens": rows(api, "SELECT name, role, scopes, created_by IS NOT NULL FROM _emdash_api_tokens ORDER BY name"),
         "coverage": rows(api, "SELECT scope_key, status, capture_state, reconciliation_required, last_error_code
@@ -378,6 +378,11 @@ fn failed_work(api: &Api, _: &Ids) {
     );
 }
 
+/// The unused media item registered by JSON, in the trash.
+fn trashed_media(api: &Api, i: &Ids) {
+    data(&api.delete(&format!("/media/{}", i.unused)));
+}
+
 /// A collection whose deletion failed after its front phases, its rows still to clean up.
 fn failed_deletion(api: &Api, i: &Ids) {
     data(&api.post(
@@ -563,6 +568,38 @@ fn writes() -> Vec<Write> {
             request: |_, i| admin("DELETE", &format!("/media/{}?force=true", i.a), None),
             ok: 200,
             retry_answers: &[(404, "NOT_FOUND")],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "media delete, permanent, of an unused upload",
+            request: |_, i| admin("DELETE", &format!("/media/{}?permanent=true", i.uploaded), None),
+            ok: 200,
+            retry_answers: &[(404, "NOT_FOUND")],
+            recover: nothing,
+        },
+        Write {
+            prepare: trashed_media,
+            name: "media delete, permanent, from the trash",
+            request: |_, i| admin("DELETE", &format!("/media/{}?permanent=true", i.unused), None),
+            ok: 200,
+            retry_answers: &[(404, "NOT_FOUND")],
+            recover: nothing,
+        },
+        Write {
+            prepare: trashed_media,
+            name: "media restore",
+            request: |_, i| admin("POST", &format!("/media/{}/restore", i.unused), None),
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "media bulk delete",
+            request: |_, i| admin("POST", "/media/bulk-delete", Some(json!({"ids": [i.unused, i.a, "unknown"]}))),
+            ok: 200,
+            retry_answers: &[],
             recover: nothing,
         },
         Write {

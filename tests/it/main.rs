@@ -8,6 +8,7 @@ mod deletion;
 mod executor;
 mod lease;
 mod media_files;
+mod media_list;
 mod openapi;
 mod ownership;
 mod projection;

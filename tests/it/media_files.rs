@@ -955,3 +955,114 @@ fn a_bulk_delete_trashes_exactly_what_the_safe_delete_would() {
         api.db.connection().query_row("SELECT deleted_at FROM media WHERE id = ?1", [&free], |r| r.get(0)).unwrap();
     assert_eq!(at, "2001-01-01T00:00:00.000Z");
 }
+
+#[test]
+fn an_old_item_in_the_trash_that_an_entry_too_large_to_index_lists_is_not_purged() {
+    let api = Api::with_storage(T0);
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "P", "fields": [{"slug": "hero", "type": "image"}]}),
+    ));
+    let listed = upload_png(&api, &png(1, 1, 100))["id"].as_str().unwrap().to_owned();
+    let other = upload_png(&api, &png(1, 1, 101))["id"].as_str().unwrap().to_owned();
+    for id in [&listed, &other] {
+        assert_eq!(api.call("DELETE", &format!("/media/{id}?force=true"), Some(ADMIN), None).status, 200);
+    }
+    // Trashed as it was written into an entry that is too large to index: its failed work row
+    // lists the item (and waits for an operator, so the ticks leave it).
+    api.db
+        .connection()
+        .execute_batch(&format!(
+            "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state, last_error_code, unindexed_media)
+             SELECT id, 'big', 'posts', 'failed', 'MEDIA_USAGE_RESOURCE_LIMIT', '[\"{listed}\"]' FROM _emdash_collections"
+        ))
+        .unwrap();
+    age_trash(&api, 31);
+    assert_eq!(tick(&api, 24.0).count("mediaPurged"), 1);
+    assert_eq!(media_ids(&api), std::slice::from_ref(&listed), "the other item went; the listed one stays");
+    assert_eq!(objects(&api).len(), 1);
+    assert_eq!(tick(&api, 24.0).count("mediaPurged"), 0);
+    // Once the entry no longer lists it, it goes.
+    api.db.connection().execute_batch("DELETE FROM _emdash_media_usage_work").unwrap();
+    assert_eq!(tick(&api, 24.0).count("mediaPurged"), 1);
+    assert!(media_ids(&api).is_empty());
+}
+
+/// A way the safe delete's rule can find a media item in use, or fail to prove it unused.
+const REFUSALS: &[(&str, &str)] = &[
+    ("nothing", ""),
+    ("an occurrence", ""),
+    ("an entry too large to index", ""),
+    ("coverage stale", "UPDATE _emdash_media_usage_index_status SET status = 'stale'"),
+    ("coverage failed", "UPDATE _emdash_media_usage_index_status SET status = 'failed'"),
+    ("coverage running", "UPDATE _emdash_media_usage_index_status SET status = 'running'"),
+    ("a reconciliation required", "UPDATE _emdash_media_usage_index_status SET reconciliation_required = 1"),
+    ("another schema version", "UPDATE _emdash_media_usage_index_status SET schema_version = 2"),
+    ("other reference rules", "UPDATE _emdash_media_usage_index_status SET rules_version = 'older-rules'"),
+    ("no coverage row", "DELETE FROM _emdash_media_usage_index_status"),
+];
+
+#[test]
+fn the_safe_delete_the_bulk_trash_and_the_purge_refuse_the_same_items() {
+    let rules = crate::support::rules();
+    for (refusal, sql) in REFUSALS {
+        let api = Api::new();
+        data(&api.post(
+            "/schema/collections",
+            &json!({"slug": "posts", "label": "P", "fields": [{"slug": "hero", "type": "image"}]}),
+        ));
+        // Coverage of a second collection, complete like the first: the rule reads every one.
+        data(&api.post(
+            "/schema/collections",
+            &json!({"slug": "pages", "label": "Pages", "fields": [{"slug": "hero", "type": "image"}]}),
+        ));
+        let (single, bulk, purged) =
+            (register_json(&api, "single.png"), register_json(&api, "bulk.png"), register_json(&api, "purged.png"));
+        let ids: Vec<String> = [&single, &bulk, &purged].iter().map(|m| m["id"].as_str().unwrap().to_owned()).collect();
+        match *refusal {
+            "an occurrence" => {
+                for (i, id) in ids.iter().enumerate() {
+                    data(&api.post("/content/posts", &json!({"slug": format!("e{i}"), "data": {"hero": id}})));
+                }
+            }
+            "an entry too large to index" => api
+                .db
+                .connection()
+                .execute_batch(&format!(
+                    "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state, last_error_code, unindexed_media)
+                     SELECT id, 'big', 'posts', 'failed', 'MEDIA_USAGE_RESOURCE_LIMIT', '{}' FROM _emdash_collections
+                     WHERE slug = 'posts'",
+                    json!(ids)
+                ))
+                .unwrap(),
+            _ => {}
+        }
+        assert_eq!(data(&api.get("/admin/media-usage/status"))["status"], "complete", "{refusal}");
+        // The purge's item: long in the trash (forced there, used or not).
+        assert_eq!(api.call("DELETE", &format!("/media/{}?force=true", ids[2]), Some(ADMIN), None).status, 200);
+        age_trash(&api, 31);
+        // Only the coverage row of `pages` is changed: one collection short is enough.
+        if !sql.is_empty() {
+            api.db.connection().execute_batch(&format!("{sql} WHERE scope_key = 'pages'")).unwrap();
+        }
+        let taken = *refusal == "nothing";
+        let r = api.delete(&format!("/media/{}", ids[0]));
+        assert_eq!(r.status, if taken { 200 } else { 409 }, "the safe delete, with {refusal}: {}", r.body);
+        let r = data(&api.post("/media/bulk-delete", &json!({"ids": [ids[1]]})));
+        assert_eq!(r["trashed"], u8::from(taken), "the bulk trash, with {refusal}: {r}");
+        let gone = block_on(media_usage_worker::repo::media::purge(&api.db, &ids[2..], 30.0, rules.id())).unwrap();
+        assert_eq!(gone.len(), usize::from(taken), "the purge, with {refusal}");
+        // What each refused stays where it was.
+        let trashed: Vec<bool> = ids
+            .iter()
+            .map(|id| {
+                api.db
+                    .connection()
+                    .query_row("SELECT deleted_at IS NOT NULL FROM media WHERE id = ?1", [id], |r| r.get(0))
+                    .unwrap_or(true)
+            })
+            .collect();
+        assert_eq!(trashed, [taken, taken, true], "{refusal}");
+        assert_eq!(media_ids(&api).len(), if taken { 2 } else { 3 }, "{refusal}");
+    }
+}

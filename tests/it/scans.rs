@@ -290,7 +290,13 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
 /// that embed them.
 fn fragment(label: &str) -> bool {
     label.starts_with("lease/")
-        || ["usage/source_signature.sql", "usage/entry_source_keys.sql", "deletion/lease_guard.sql"].contains(&label)
+        || [
+            "usage/source_signature.sql",
+            "usage/entry_source_keys.sql",
+            "deletion/lease_guard.sql",
+            "media/unused_and_proven.sql",
+        ]
+        .contains(&label)
 }
 
 #[test]

@@ -43,6 +43,20 @@ const REQUEUE_WORK: &str = include_str!("../../src/sql/usage/requeue_work.sql");
 /// its source keys, both over the enclosing statement's `entry` row.
 const SOURCE_SIGNATURE: &str = include_str!("../../src/sql/usage/source_signature.sql");
 const ENTRY_SOURCE_KEYS: &str = include_str!("../../src/sql/usage/entry_source_keys.sql");
+/// The safe delete's rule, a predicate over a media item (`{media_id}`) under the rules bound at
+/// `{rules}`, and the statements that embed it as `{unused_and_proven}` with what each fills in
+/// (as their `repo` code renders them).
+const UNUSED_AND_PROVEN: &str = include_str!("../../src/sql/media/unused_and_proven.sql");
+const UNUSED_AND_PROVEN_IN: &[(&str, &str, &str)] = &[
+    ("usage/guard_media_unused.sql", "?2", "?3"),
+    ("media/bulk_trash.sql", "media.id", "?2"),
+    ("media/purge.sql", "media.id", "?3"),
+];
+
+/// `sql` with the safe delete's rule filled in for the item `media_id` and the rules `rules`.
+fn unused_and_proven(sql: &str, media_id: &str, rules: &str) -> String {
+    sql.replace("{unused_and_proven}", UNUSED_AND_PROVEN).replace("{media_id}", media_id).replace("{rules}", rules)
+}
 
 /// Every product `.sql` file as the statements it prepares as (templates filled with a real
 /// collection's names; a fragment inside a statement that has what it needs), by file.
@@ -60,6 +74,11 @@ pub fn product_statements() -> Vec<(String, String)> {
         } else if name == "lease_guard.sql" {
             // A predicate, not a statement: it must prepare inside one.
             format!("SELECT 1 WHERE {raw}")
+        } else if label == "media/unused_and_proven.sql" {
+            // Likewise, over a bound media id and rules.
+            format!("SELECT 1 WHERE {}", unused_and_proven(&raw, "?1", "?2"))
+        } else if let Some((_, media_id, rules)) = UNUSED_AND_PROVEN_IN.iter().find(|(l, _, _)| *l == label) {
+            instantiate(&unused_and_proven(&raw, media_id, rules))
         } else if file.parent().is_some_and(|d| d.ends_with("lease")) {
             // A SET list shared by the leased queues: it must prepare against each of them.
             for table in [
@@ -90,6 +109,11 @@ pub fn product_statements() -> Vec<(String, String)> {
         out.push((label, sql));
     }
     out
+}
+
+/// The statement `label` (`usage/guard_media_unused.sql`) prepares as (see [`product_statements`]).
+pub fn product_statement(label: &str) -> String {
+    product_statements().into_iter().find(|(l, _)| l == label).unwrap_or_else(|| panic!("no SQL file {label}")).1
 }
 
 /// A content table like the ones `lifecycle` creates, with a `title` column.

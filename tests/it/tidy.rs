@@ -63,6 +63,50 @@ fn the_source_signature_is_written_once_in_its_fragment() {
     assert_eq!(fragment.matches(needle).count(), 1, "the fragment writes the signature more than once");
 }
 
+/// `sql` without its `--` comments, its whitespace runs made single spaces.
+fn sql_code(sql: &str) -> String {
+    let code: Vec<&str> = sql.lines().map(|l| l.split("--").next().unwrap_or_default()).collect();
+    code.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[test]
+fn the_safe_delete_rule_is_written_once_in_its_fragment() {
+    // The single delete's guard, the bulk trash and the purge must refuse the same items: a copy
+    // of the rule in one of them could drift from the others.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let fragment = "src/sql/media/unused_and_proven.sql";
+    let files: Vec<(String, String)> = files_with_extension(&root.join("src/sql"), "sql")
+        .into_iter()
+        .map(|f| {
+            let code = sql_code(&fs::read_to_string(&f).unwrap());
+            (f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"), code)
+        })
+        .collect();
+    let holders = |found: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let mut found: Vec<String> = files.iter().filter(|(_, code)| found(code)).map(|(f, _)| f.clone()).collect();
+        found.sort();
+        found
+    };
+    // Its coverage predicate ...
+    let coverage = "st.status IS NOT 'complete' OR st.reconciliation_required <> 0";
+    assert_eq!(holders(&|code| code.contains(coverage)), [fragment], "the coverage predicate is written out");
+    // ... and any statement that reads both the occurrences and the coverage rows: the rule's
+    // shape, however it is written.
+    let both =
+        |code: &str| code.contains("_emdash_media_usage_current") && code.contains("_emdash_media_usage_index_status");
+    assert_eq!(holders(&both), [fragment], "a statement reads the occurrences and the coverage rows");
+    // The three statements embed it, once each.
+    let embedders = holders(&|code| code.contains("{unused_and_proven}"));
+    assert_eq!(
+        embedders,
+        ["src/sql/media/bulk_trash.sql", "src/sql/media/purge.sql", "src/sql/usage/guard_media_unused.sql"],
+        "the statements that embed the safe delete's rule"
+    );
+    for (file, code) in files.iter().filter(|(f, _)| embedders.contains(f)) {
+        assert_eq!(code.matches("{unused_and_proven}").count(), 1, "{file} embeds the rule more than once");
+    }
+}
+
 /// The source files of the crate's modules under `src/`, each with its module path (`src/api/media.rs`
 /// is `["api", "media"]`, `src/api/mod.rs` is `["api"]`).
 fn modules() -> Vec<(Vec<String>, PathBuf)> {

@@ -1,21 +1,6 @@
+-- The safe delete's guard: a row (?1) only while the media item ?2 is not in use and coverage
+-- proves it under the deployed reference rules ?3 (`media/unused_and_proven.sql`).
 INSERT INTO _emdash_batch_guard (id)
 SELECT CASE WHEN
-  -- No current occurrence of a registered collection references the media ...
-  NOT EXISTS (SELECT 1 FROM _emdash_media_usage_current WHERE media_id = ?2)
-  -- ... nor does an entry too large to index (its failed work row lists the media it uses; the
-  -- list stays while the row is queued again, until a projection replaces or clears it). Only
-  -- the rows that have a list are read: the partial index, named so the planner cannot pick the
-  -- state index and read every failed row ...
-  AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_unindexed, json_each(w.unindexed_media) AS m
-                  WHERE w.unindexed_media IS NOT NULL AND m.value = ?2)
-  -- ... and coverage proves it: every registered collection is complete, with nothing pending.
-  AND NOT EXISTS (
-    SELECT 1
-    FROM _emdash_collections AS c
-    LEFT JOIN _emdash_media_usage_index_status AS st
-      ON st.adapter_id = 'content-media' AND st.scope_type = 'collection'
-     AND st.collection_id = c.id AND st.scope_key = c.slug
-    WHERE st.status IS NOT 'complete' OR st.reconciliation_required <> 0 OR st.schema_version <> 1
-      -- (proven under the deployed reference rules)
-      OR st.rules_version IS NOT ?3)
+  {unused_and_proven}
 THEN ?1 END

@@ -2,11 +2,15 @@
 // real wasm worker served by Miniflare (local D1) on a port, with seeded data. Each view renders
 // the seeded facts; Retry and Repair change what the API reports; the safe-delete refusal is
 // shown with the entries; a bad token brings the token prompt back; no console error, page error
-// or CSP violation; at 375 px the page never scrolls sideways. Screenshots of every view at 375 px
-// and 1280 px go to tests/browser/screenshots/ (git-ignored).
+// or CSP violation; at 375 px the page never scrolls sideways; axe-core finds no serious or
+// critical violation in any view. Media is served from another origin than the console's (the
+// same worker as `localhost`, the console at `127.0.0.1`: `MEDIA_PUBLIC_URL`), so every
+// thumbnail crosses the policy's `img-src`. Screenshots of every view at 375 px and 1280 px go to
+// tests/browser/screenshots/ (git-ignored).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
@@ -52,14 +56,27 @@ async function upload(filename, type, bytes) {
 const sql = (q, ...binds) => db.prepare(q).bind(...binds).run();
 const tick = () => scheduledOn(mf, "main");
 
+/** A port free on this machine now (the worker's media URL must name it before it starts). */
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const server = createServer().on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+
+/** Where media is served: this worker's file route, under the name `localhost`. */
+let mediaOrigin;
+
 before(async () => {
+  const port = await freePort();
+  mediaOrigin = `http://localhost:${port}`;
+  const vars = { MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY: "2", MEDIA_PUBLIC_URL: `${mediaOrigin}/_emdash/api/media/file/` };
   mf = new Miniflare({
-    workers: [
-      { name: "main", ...workerOptions({ MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY: "2" }), r2Buckets: { MEDIA_BUCKET: "console-media" } },
-      probeWorker(),
-    ],
+    workers: [{ name: "main", ...workerOptions(vars), r2Buckets: { MEDIA_BUCKET: "console-media" } }, probeWorker()],
     unsafeTriggerHandlers: true,
-    port: 0,
+    port,
     host: "127.0.0.1",
   });
   origin = (await mf.ready).origin;
@@ -180,7 +197,9 @@ test("the page is served with a strict policy and makes no API call before a tok
   const csp = res.headers.get("content-security-policy");
   assert.match(csp, /script-src 'self'/);
   assert.match(csp, /frame-ancestors 'none'/);
-  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:/);
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https:/);
+  assert.match(csp, new RegExp(`; img-src 'self' ${mediaOrigin}; `), "images from exactly where media is served");
+  assert.equal(csp.match(/http:/g).length, 1, "and no other origin");
   assert.equal(res.headers.get("x-content-type-options"), "nosniff");
   for (const file of ["console.js", "console.css", "icon.svg"]) {
     const r = await fetch(new URL(`${CONSOLE}/${file}`, origin));
@@ -209,6 +228,7 @@ test("a bad token brings the token prompt back, with the reason", async () => {
   assert.equal(await page.evaluate(() => sessionStorage.length), 0, "the refused token is not kept");
   assert.ok(!page.url().includes("not-a-real-token"), "the token never goes into the URL");
   assert.deepEqual(seen.errors.filter((e) => !/401/.test(e)), [], "only the refused request itself is reported");
+  await accessible(page, "the refused token");
   await page.screenshot({ path: path.join(SHOTS, "bad-token-375.png"), fullPage: true });
   await context.close();
 });
@@ -408,6 +428,8 @@ test("the media library: thumbnails, usage counts, Unused with proof, search, ke
   assert.equal(await grid.getByRole("listitem").count(), 24);
   await page.waitForFunction(() => [...document.querySelectorAll("#media-grid img")].every((i) => i.complete && i.naturalWidth > 0));
   assert.equal(await card("library-a.png").locator("img").evaluate((i) => i.naturalWidth), 64, "the thumbnail is the file itself");
+  assert.equal(await card("library-a.png").locator("img").getAttribute("src"), a.url);
+  assert.ok(a.url.startsWith(`${mediaOrigin}/`), "loaded from where media is served");
   assert.equal(await card("library-notes.pdf").locator("img").count(), 0);
   assert.equal(await card("library-notes.pdf").locator(".placeholder").innerText(), "PDF");
   assert.match(await card("library-a.png").innerText(), /library-a\.png\n+image\/png · [\d.]+ (B|KB) · 64\u00a0×\u00a048\n+Not used/);

@@ -101,8 +101,12 @@ fn index_says(api: &Api) -> BTreeMap<String, (bool, i64)> {
                     EXISTS (SELECT 1 FROM _emdash_media_usage_current c WHERE c.media_id = m.id)
                     OR EXISTS (SELECT 1 FROM _emdash_media_usage_work w, json_each(w.unindexed_media) j
                                WHERE j.value = m.id),
-                    (SELECT count(*) FROM (SELECT DISTINCT collection_id, content_id
-                                           FROM _emdash_media_usage_current c WHERE c.media_id = m.id))
+                    (SELECT count(*) FROM (SELECT collection_id, content_id
+                                           FROM _emdash_media_usage_current c WHERE c.media_id = m.id
+                                           UNION
+                                           SELECT w.collection_id, w.content_id
+                                           FROM _emdash_media_usage_work w, json_each(w.unindexed_media) j
+                                           WHERE j.value = m.id))
              FROM media m",
         )
         .unwrap();
@@ -169,8 +173,9 @@ fn each_filter_alone_and_combined_lists_what_the_index_says() {
     assert_eq!(names(&api, "search=cat&usage=unused"), ["cat-unused.png"]);
     assert_eq!(names(&api, "search=cat&usage=unused"), expect(&|name, used| has(name, "cat") && !used));
     assert_eq!(names(&api, "search=unused&usage=used"), Vec::<String>::new());
-    // Usage counts: distinct entries of the current occurrences (an entry too large to index is
-    // not counted), with any filter or none; absent unless asked.
+    // Usage counts: distinct entries using the item by the safe delete's rule (its current
+    // occurrences, and an entry too large to index that lists it), with any filter or none;
+    // absent unless asked. An item is "used" exactly when its count is not 0.
     for query in ["include=usage", "include=usage&usage=used", "include=usage&search=o&usage=unused"] {
         let (items, _) = list_all(&api, query);
         assert!(!items.is_empty(), "{query}");
@@ -178,6 +183,7 @@ fn each_filter_alone_and_combined_lists_what_the_index_says() {
             let name = m["filename"].as_str().unwrap();
             assert_eq!(m["usageCount"], index[name].1, "{query}: {name}");
             assert_eq!(m["usageCountCapped"], false, "{query}: {name}");
+            assert_eq!(m["usageCount"] != 0, index[name].0, "{query}: {name}");
         }
     }
     let counts: BTreeMap<String, Json> = list_all(&api, "include=usage")
@@ -187,7 +193,7 @@ fn each_filter_alone_and_combined_lists_what_the_index_says() {
         .collect();
     assert_eq!(counts["Cat-used.png"], 1);
     assert_eq!(counts["dog-used.png"], 2);
-    assert_eq!(counts["listed-dog.png"], 0);
+    assert_eq!(counts["listed-dog.png"], 1, "the entry too large to index counts");
     assert_eq!(counts["dog-unused.png"], 0);
     let (plain, _) = list_all(&api, "usage=used");
     assert!(plain.iter().all(|m| m.get("usageCount").is_none() && m.get("usageCountCapped").is_none()));

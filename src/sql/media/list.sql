@@ -4,8 +4,9 @@
 -- a file name containing ?5 (case-insensitive; NULL: any name), and in use (?6 = 'used') or not
 -- ('unused'; NULL: either) by the same rule as the safe delete's guard (a current occurrence of a
 -- registered collection, or an entry too large to index that lists it) — and, with ?7 = 1, how
--- many entries use it, counted up to ?8. The caller pages over matches; what a page reads is
--- bounded by the window, whatever the library holds and however many entries use an item.
+-- many entries use it by that rule (each once), counted up to ?8: in use exactly when the count
+-- is not 0. The caller pages over matches; what a page reads is bounded by the window, whatever
+-- the library holds and however many entries use an item.
 SELECT m.*,
   (?5 IS NULL OR instr(lower(m.filename), lower(?5)) > 0)
   AND (?6 IS NULL OR (?6 = 'used') = (
@@ -15,7 +16,13 @@ SELECT m.*,
                WHERE w.unindexed_media IS NOT NULL AND j.value = m.id))) AS matches,
   CASE WHEN ?7 = 1 THEN (
     SELECT count(*) FROM (
-      SELECT DISTINCT collection_id, content_id FROM _emdash_media_usage_current WHERE media_id = m.id LIMIT ?8))
+      SELECT * FROM (
+        SELECT DISTINCT collection_id, content_id FROM _emdash_media_usage_current WHERE media_id = m.id LIMIT ?8)
+      UNION
+      SELECT w.collection_id, w.content_id
+      FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_unindexed, json_each(w.unindexed_media) AS j
+      WHERE w.unindexed_media IS NOT NULL AND j.value = m.id
+      LIMIT ?8))
   END AS usage_count
 FROM (
   SELECT * FROM (

@@ -14,7 +14,10 @@ SELECT m.*,
     OR EXISTS (SELECT 1 FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_unindexed,
                  json_each(w.unindexed_media) AS j
                WHERE w.unindexed_media IS NOT NULL AND j.value = m.id))) AS matches,
-  CASE WHEN ?7 = 1 THEN (
+  -- Counted only for an item the search passes (no other is listed); an item the "unused"
+  -- filter passes is used by no entry by this very rule: 0, with nothing to read.
+  CASE WHEN ?7 = 1 AND (?5 IS NULL OR instr(lower(m.filename), lower(?5)) > 0) THEN
+    CASE WHEN ?6 = 'unused' THEN 0 ELSE (
     SELECT count(*) FROM (
       SELECT * FROM (
         SELECT DISTINCT collection_id, content_id FROM _emdash_media_usage_current WHERE media_id = m.id LIMIT ?8)
@@ -22,7 +25,7 @@ SELECT m.*,
       SELECT w.collection_id, w.content_id
       FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_unindexed, json_each(w.unindexed_media) AS j
       WHERE w.unindexed_media IS NOT NULL AND j.value = m.id
-      LIMIT ?8))
+      LIMIT ?8)) END
   END AS usage_count
 FROM (
   SELECT * FROM (

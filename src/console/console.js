@@ -784,7 +784,7 @@ async function refreshMedia() {
   const counted =
     count === null || count === undefined
       ? "Usage count: unknown until coverage is complete."
-      : `Used by ${count} entr${count === 1 ? "y" : "ies"}.`;
+      : `Used by ${count} entr${count === 1 ? "y" : "ies"} outside the trash.`;
   const rows = page.items.map((u) =>
     h(
       "tr",

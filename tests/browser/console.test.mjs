@@ -339,7 +339,7 @@ test("a normal session at 1280 px: every view, Retry, Repair, and both kinds of 
   await tab(page, "Media").click();
   await page.getByLabel("Media ID").fill(seeded.hero);
   await page.getByLabel("Media ID").press("Enter");
-  await media.getByText(/Used by 4 entries/).waitFor();
+  await media.getByText(/Used by 4 entries outside the trash\./).waitFor();
   await media.getByText(/Also used by 1 entry too large to index \(see Work\): posts\/wall/).waitFor();
   assert.equal(await media.getByRole("link", { name: "Open the file" }).getAttribute("href"), seeded.heroUrl);
   for (const title of ["Spring sale", "Our team", "Launch day"]) {

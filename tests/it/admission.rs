@@ -4,8 +4,6 @@
 //! indexed, stays on the operator work list, and blocks the safe delete of exactly the media it
 //! references: its collection's coverage stays complete for every other media item.
 
-use futures::executor::block_on;
-use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::usage::project::Admission;
 use serde_json::json;
 
@@ -31,17 +29,6 @@ fn setup(max: usize) -> Api {
 fn media(api: &Api, key: &str) -> String {
     let d = data(&api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key})));
     d["item"]["id"].as_str().unwrap().to_owned()
-}
-
-fn drain(api: &Api) {
-    block_on(crate::support::drain(
-        &api.db,
-        &MonotonicClock::default(),
-        api.config.tick_budget,
-        &api.config.background,
-        100,
-    ))
-    .unwrap();
 }
 
 fn coverage(api: &Api) -> String {
@@ -88,7 +75,7 @@ fn every_content_write_is_admitted_before_anything_is_written() {
     api.config.background = api.config.background.clone().with_admission(Admission { max_occurrences: 1 });
     refused(&api.call("POST", &format!("/content/posts/{id}/publish"), Some(ADMIN), None), 2, 1);
     assert_eq!(data(&api.get(&format!("/content/posts/{id}")))["item"]["status"], "draft");
-    drain(&api);
+    api.drain();
     assert_eq!(coverage(&api), "complete", "nothing saved is left unindexed");
 }
 
@@ -102,7 +89,7 @@ fn an_entry_too_large_to_index_blocks_only_the_media_it_uses() {
         .connection()
         .execute("INSERT INTO ec_posts (id, slug, status, extra) VALUES ('big', 'big', 'published', ?1)", [&extra])
         .unwrap();
-    drain(&api);
+    api.drain();
     let failed = data(&api.get("/admin/media-usage/work?collection=posts&state=failed"));
     assert_eq!(failed["items"][0]["contentId"], "big", "on the operator work list");
     assert_eq!(failed["items"][0]["lastErrorCode"], "MEDIA_USAGE_RESOURCE_LIMIT");
@@ -126,7 +113,7 @@ fn an_entry_too_large_to_index_blocks_only_the_media_it_uses() {
     );
     // A repair re-proves the collection the same way.
     data(&api.post("/admin/media-usage/repair", &json!({"scope": "all"})));
-    drain(&api);
+    api.drain();
     assert_eq!(coverage(&api), "complete");
     assert_eq!(safe_delete(&api, &m2).0, 409);
     let m5 = media(&api, "5.png");
@@ -136,7 +123,7 @@ fn an_entry_too_large_to_index_blocks_only_the_media_it_uses() {
     api.db.connection().execute("UPDATE ec_posts SET title = 'changed' WHERE id = 'big'", []).unwrap();
     let m6 = media(&api, "6.png");
     assert_eq!(safe_delete(&api, &m6), (409, "MEDIA_USAGE_COVERAGE_INCOMPLETE".into()));
-    drain(&api);
+    api.drain();
     assert_eq!(safe_delete(&api, &m6), (200, String::new()));
     // Fixed through the API, it is indexed like any entry and lets go of what it dropped.
     data(&api.put("/content/posts/big", &json!({"data": {"extra": [m1]}})));

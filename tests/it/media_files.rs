@@ -906,13 +906,7 @@ fn a_bulk_delete_trashes_exactly_what_the_safe_delete_would() {
     let (free, used, listed) = (reg("free.png"), reg("used.png"), reg("listed.png"));
     data(&api.post("/content/posts", &json!({"slug": "a", "data": {"hero": used}})));
     // An entry too large to index that lists `listed` (its failed work row keeps the ids).
-    api.db
-        .connection()
-        .execute_batch(&format!(
-            "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state, last_error_code, unindexed_media)
-             SELECT id, 'big', 'posts', 'failed', 'MEDIA_USAGE_RESOURCE_LIMIT', '[\"{listed}\"]' FROM _emdash_collections"
-        ))
-        .unwrap();
+    api.entry_too_large_using(&[&listed]);
     let bulk = |ids: &[&str]| data(&api.post("/media/bulk-delete", &json!({ "ids": ids })));
     let statuses = |r: &Json| -> Vec<(String, String)> {
         r["items"]
@@ -926,14 +920,7 @@ fn a_bulk_delete_trashes_exactly_what_the_safe_delete_would() {
     api.db.connection().execute_batch("UPDATE ec_posts SET hero = hero").unwrap();
     let r = bulk(&[&free]);
     assert_eq!(statuses(&r), [(free.clone(), "coverage_incomplete".to_owned())]);
-    block_on(crate::support::drain(
-        &api.db,
-        &MonotonicClock::default(),
-        crate::support::budget(),
-        &crate::support::policy(),
-        10,
-    ))
-    .unwrap();
+    api.drain();
     let r = bulk(&[&free, &used, &listed, "nope"]);
     assert_eq!(
         statuses(&r),
@@ -970,13 +957,7 @@ fn an_old_item_in_the_trash_that_an_entry_too_large_to_index_lists_is_not_purged
     }
     // Trashed as it was written into an entry that is too large to index: its failed work row
     // lists the item (and waits for an operator, so the ticks leave it).
-    api.db
-        .connection()
-        .execute_batch(&format!(
-            "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state, last_error_code, unindexed_media)
-             SELECT id, 'big', 'posts', 'failed', 'MEDIA_USAGE_RESOURCE_LIMIT', '[\"{listed}\"]' FROM _emdash_collections"
-        ))
-        .unwrap();
+    api.entry_too_large_using(&[&listed]);
     age_trash(&api, 31);
     assert_eq!(tick(&api, 24.0).count("mediaPurged"), 1);
     assert_eq!(media_ids(&api), std::slice::from_ref(&listed), "the other item went; the listed one stays");
@@ -1025,16 +1006,7 @@ fn the_safe_delete_the_bulk_trash_and_the_purge_refuse_the_same_items() {
                     data(&api.post("/content/posts", &json!({"slug": format!("e{i}"), "data": {"hero": id}})));
                 }
             }
-            "an entry too large to index" => api
-                .db
-                .connection()
-                .execute_batch(&format!(
-                    "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state, last_error_code, unindexed_media)
-                     SELECT id, 'big', 'posts', 'failed', 'MEDIA_USAGE_RESOURCE_LIMIT', '{}' FROM _emdash_collections
-                     WHERE slug = 'posts'",
-                    json!(ids)
-                ))
-                .unwrap(),
+            "an entry too large to index" => api.entry_too_large_using(&ids),
             _ => {}
         }
         assert_eq!(data(&api.get("/admin/media-usage/status"))["status"], "complete", "{refusal}");

@@ -5,9 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use futures::executor::block_on;
 use media_usage_worker::api::media::{LIST_WINDOW, USAGE_COUNT_CAP};
-use media_usage_worker::clock::MonotonicClock;
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, Api};
@@ -44,14 +42,7 @@ fn entry(api: &Api, slug: &str, d: Json) -> String {
 
 /// Runs ticks until nothing is due: every write projected, coverage complete.
 fn settle(api: &Api) {
-    block_on(crate::support::drain(
-        &api.db,
-        &MonotonicClock::default(),
-        crate::support::budget(),
-        &crate::support::policy(),
-        20,
-    ))
-    .unwrap();
+    api.drain();
     assert_eq!(data(&api.get("/admin/media-usage/status"))["status"], "complete");
 }
 
@@ -140,13 +131,7 @@ fn each_filter_alone_and_combined_lists_what_the_index_says() {
     // Twice in one entry: one entry.
     entry(&api, "e3", json!({"gallery": [{"image": dog_used}, {"image": dog_used}]}));
     // An entry too large to index that lists `listed` (its failed work row keeps the ids).
-    exec_sql(
-        &api,
-        &format!(
-            "INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, state, last_error_code, unindexed_media)
-             SELECT id, 'big', 'posts', 'failed', 'MEDIA_USAGE_RESOURCE_LIMIT', '[\"{listed}\"]' FROM _emdash_collections"
-        ),
-    );
+    api.entry_too_large_using(&[&listed]);
     settle(&api);
     assert_eq!(api.delete(&format!("/media/{trashed_cat}")).status, 200);
     assert_eq!(api.delete(&format!("/media/{trashed_used}?force=true")).status, 200);

@@ -74,11 +74,6 @@ fn occurrences_of_entry(api: &Api, id: &str) -> i64 {
     scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage WHERE source_key LIKE 'content:%:{id}:%'"))
 }
 
-fn drain(api: &Api) {
-    let clock = MonotonicClock::default();
-    block_on(crate::support::drain(&api.db, &clock, api.config.tick_budget, &api.config.background, 200)).unwrap();
-}
-
 fn status(api: &Api) -> Json {
     data(&api.get("/admin/media-usage/status"))
 }
@@ -237,7 +232,7 @@ fn an_index_built_under_the_first_rules_is_stale_until_the_ticks_reproject_it() 
     let r = api.delete(&format!("/media/{unused}"));
     assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_COVERAGE_INCOMPLETE".to_owned()));
     // Only cron ticks, no operator.
-    drain(&api);
+    api.drain();
     let st = status(&api);
     assert_eq!(st["status"], "complete", "{st}");
     for c in st["collections"].as_array().unwrap() {
@@ -272,7 +267,7 @@ fn coverage_that_failed_or_never_existed_waits_for_an_operator_under_new_rules()
              UPDATE _emdash_media_usage_index_status SET status = 'never' WHERE scope_key = 'pages';",
         )
         .unwrap();
-    drain(&api);
+    api.drain();
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations"), 0);
     assert_eq!(
         (collection_status(&api, "posts")["status"].clone(), collection_status(&api, "pages")["status"].clone()),
@@ -280,7 +275,7 @@ fn coverage_that_failed_or_never_existed_waits_for_an_operator_under_new_rules()
     );
     // An operator's repair runs under the deployed rules and ends complete.
     data(&api.post("/admin/media-usage/repair", &json!({"scope": "all"})));
-    drain(&api);
+    api.drain();
     let st = status(&api);
     assert_eq!(st["status"], "complete", "{st}");
     assert_eq!(collection_status(&api, "posts")["rulesVersion"], api.config.background.projection.rules.id());
@@ -295,7 +290,7 @@ fn a_run_under_other_rules_is_restarted_under_the_deployed_ones() {
     // A run started by an older deployment.
     block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], "1")).unwrap();
     assert_eq!(collection_status(&api, "posts")["status"], "running");
-    drain(&api);
+    api.drain();
     assert_eq!(collection_status(&api, "posts")["status"], "complete");
     assert_eq!(collection_status(&api, "posts")["rulesVersion"], api.config.background.projection.rules.id());
     assert_eq!(occurrences_of_entry(&api, &id), 0);
@@ -334,7 +329,7 @@ fn media_registered_after_the_content_shows_where_it_is_linked() {
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 4);
     let r = api.delete(&format!("/media/{unused}"));
     assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_COVERAGE_INCOMPLETE".to_owned()));
-    drain(&api);
+    api.drain();
     let (items, coverage) = used_in(&api, &late);
     assert_eq!(coverage, "complete");
     let mut ids: Vec<&str> = items.iter().map(|(id, _)| id.as_str()).collect();
@@ -346,9 +341,9 @@ fn media_registered_after_the_content_shows_where_it_is_linked() {
 
     // Deleted for good by force and registered again under the same key (a new id): still found.
     assert_eq!(api.call("DELETE", &format!("/media/{late}?force=true&permanent=true"), Some(ADMIN), None).status, 200);
-    drain(&api);
+    api.drain();
     let again = media(&api, "late.png", "image/png");
-    drain(&api);
+    api.drain();
     assert_eq!(used_in(&api, &again).0.len(), 4);
     assert_eq!(api.delete(&format!("/media/{unused}")).status, 200);
 }

@@ -192,6 +192,28 @@ impl Api {
         assert_eq!(r.status, 201, "{}", r.body);
         r.body_json()["data"]["token"].as_str().unwrap().to_owned()
     }
+
+    /// Runs ticks under this API's budget and policy until one finds nothing due (at most 200).
+    pub fn drain(&self) {
+        let clock = media_usage_worker::clock::MonotonicClock::default();
+        block_on(drain(&self.db, &clock, self.config.tick_budget, &self.config.background, 200)).unwrap();
+    }
+
+    /// Records an entry `big` of collection `posts` too large to index that uses `media_ids`:
+    /// its failed work row lists them, as a projection refused for its size leaves it (and
+    /// waits for an operator, so ticks leave it).
+    pub fn entry_too_large_using<S: serde::Serialize>(&self, media_ids: &[S]) {
+        self.db
+            .connection()
+            .execute(
+                "INSERT INTO _emdash_media_usage_work
+                   (collection_id, content_id, collection_slug, state, last_error_code, unindexed_media)
+                 SELECT id, 'big', 'posts', 'failed', 'MEDIA_USAGE_RESOURCE_LIMIT', ?1 FROM _emdash_collections
+                 WHERE slug = 'posts'",
+                [serde_json::json!(media_ids).to_string()],
+            )
+            .unwrap();
+    }
 }
 
 /// A request as the edge would hand it over: the path under the API base path (sitemaps at the

@@ -364,8 +364,10 @@ fn coverage_incomplete(status: CoverageStatus) -> ApiError {
 /// Only objects this worker stored are served: those carrying the storage marker. An unmarked
 /// object (another application's file in a shared bucket, or one a client named by a JSON
 /// registration) is 404 — except an object uploaded before the marker existed, which an uploaded
-/// media row (`content_hash` set) names: one statement decides that, on the unmarked path only.
-/// A JSON registration never makes an unmarked object servable.
+/// media row (`content_hash` set) names. A JSON registration never makes an unmarked object
+/// servable. And only while a media row outside the trash names it: the file of an item in the
+/// trash, or deleted (an object whose delete is still to come, or failed and waits for the
+/// storage sweep), is 404. One statement on the unique index of storage keys decides both.
 pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Result<Response, ApiError> {
     let not_found = || ApiError::not_found("No stored file has this key");
     let storage = ctx.storage.ok_or_else(not_found)?;
@@ -378,9 +380,9 @@ pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Re
         .await
         .map_err(|e| ApiError::internal(format!("reading {key}: {e}")))?
         .ok_or_else(not_found)?;
-    // One statement on the unique index of storage keys: a file in the trash is not served.
+    // One statement on the unique index of storage keys.
     let state = repo::key_state(ctx.exec, key).await?;
-    if state.trashed != 0 || (!object.marked && state.uploaded == 0) {
+    if state.live == 0 || (!object.marked && state.uploaded == 0) {
         return Err(not_found());
     }
     let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());

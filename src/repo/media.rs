@@ -306,17 +306,17 @@ pub async fn referenced_keys<E: Executor>(exec: &E, keys: &[String]) -> Result<V
 }
 
 /// What the file route knows of a storage key: whether an uploaded row names it, and whether a
-/// row in the trash names it.
+/// row outside the trash names it.
 #[derive(Debug, Clone, Copy, Deserialize)]
 pub struct KeyState {
     pub uploaded: i64,
-    pub trashed: i64,
+    pub live: i64,
 }
 
 /// [`KeyState`] of `key` (one statement, from the unique index on storage keys).
 pub async fn key_state<E: Executor>(exec: &E, key: &str) -> Result<KeyState, Error> {
     let row: Option<KeyState> = exec.query_first(Statement::new(KEY_STATE).bind(key)).await?;
-    Ok(row.unwrap_or(KeyState { uploaded: 0, trashed: 0 }))
+    Ok(row.unwrap_or(KeyState { uploaded: 0, live: 0 }))
 }
 
 #[derive(Deserialize)]

@@ -330,7 +330,9 @@ fn deleting_media_deletes_its_object_and_a_crash_between_is_swept_after_the_grac
     assert_eq!(api.delete(&format!("/media/{}?permanent=true", c["id"].as_str().unwrap())).status, 200);
     store.fail_deletes.set(false);
     let orphan = c["storageKey"].as_str().unwrap().to_owned();
-    assert_eq!(objects(&api), [orphan]);
+    assert_eq!(objects(&api), [orphan.clone()]);
+    // Deleted is deleted: the object left for the sweep is not served meanwhile.
+    assert_eq!(file_metered(&api, "GET", &orphan).0.status, 404);
     // A referenced object, older than any grace, is never swept.
     let kept = upload_png(&api, &png(1, 1, 13));
     // Within the grace period nothing is swept, tick after tick.
@@ -504,6 +506,7 @@ fn keys_the_store_would_refuse_are_simply_not_found() {
     let store = api.storage.as_ref().unwrap();
     let longest = "k".repeat(1024);
     put_raw(store, &longest, b"x".to_vec(), "text/plain");
+    register_json(&api, &longest);
     assert_eq!(get_file(&api, &longest, |_| {}).status, 200, "a key of 1024 bytes is served");
     let r = get_file(&api, &"k".repeat(1025), |_| {});
     assert_eq!((r.status, code(&r).as_str()), (404, "NOT_FOUND"), "over 1024 bytes: absent, not a 500");
@@ -848,6 +851,7 @@ fn a_purge_whose_object_delete_fails_leaves_the_object_to_the_sweep() {
     assert_eq!(report.count("mediaPurged"), 1);
     assert!(media_ids(&api).is_empty(), "the row went first");
     assert_eq!(objects(&api).len(), 1, "the object stayed behind");
+    assert_eq!(file_metered(&api, "GET", gone["storageKey"].as_str().unwrap()).0.status, 404, "and is not served");
     // Within the grace period the sweep leaves it; after it, the sweep takes it.
     tick(&api, 24.0);
     assert_eq!(objects(&api).len(), 1);

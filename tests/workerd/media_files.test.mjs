@@ -363,9 +363,16 @@ test("SVG, PNG and PDF files carry their headers by GET and HEAD alike: only ras
   const pdfItem = await client().mediaUpload(pdfBytes, "doc.pdf");
   assert.equal(pdfItem.mimeType, "application/pdf");
   // Uploads refuse SVG (its content has no magic bytes to check); an SVG the worker stored with
-  // another allowlist is stood for by an object carrying the marker.
+  // another allowlist is stood for by an object carrying the marker, and a row naming it (a file
+  // is served only while a row outside the trash names it).
   const svgBytes = new TextEncoder().encode('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
   await bucket.put("stored-earlier.svg", svgBytes, { contentType: "image/svg+xml", customMetadata: MARKER });
+  assert.equal((await fetch(`${url}/_emdash/api/media/file/stored-earlier.svg`)).status, 404, "while no row names it");
+  const registered = await api("POST", "/media", {
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ filename: "earlier.svg", mimeType: "image/svg+xml", storageKey: "stored-earlier.svg" }),
+  });
+  assert.equal(registered.status, 201);
   const cases = [
     [pngItem.storageKey, pngBytes, "image/png", null],
     [pdfItem.storageKey, pdfBytes, "application/pdf", null],

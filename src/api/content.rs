@@ -15,7 +15,7 @@ use crate::model::field::Field;
 use crate::model::ident::Ident;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
 use crate::repo::encode::{from_column, to_column};
-use crate::usage::project;
+use crate::usage::admission;
 
 fn not_found() -> ApiError {
     ApiError::not_found("Entry not found")
@@ -109,22 +109,17 @@ fn data_columns(c: &Collection, issues: &mut Issues, data: &Map<String, Json>, c
     cols
 }
 
-/// Refuses (400, nothing written) data whose references pass the admission limit
-/// (`MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY`), so that nothing saved can be left unindexed.
+/// Refuses (400, nothing written) data that one projection job could not index: more references
+/// than `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY`, or more candidate strings or reference bytes than
+/// its lookup and publish may bind (see `usage::admission`), so that nothing saved can be left
+/// unindexed.
 async fn admit<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, data: &Map<String, Json>) -> Result<(), ApiError> {
     let policy = &ctx.config.background.projection;
-    match project::admit(ctx.exec, &c.fields, data, policy).await? {
+    match admission::admit(ctx.exec, &c.id, &c.fields, data, &policy.rules, policy.admission).await? {
         Ok(()) => Ok(()),
-        Err(count) => {
-            let max = policy.admission.max_occurrences;
+        Err(refusal) => {
             let mut issues = Issues::default();
-            issues.add(
-                "data",
-                format!(
-                    "The entry references {count} media items; at most {max} per entry can be indexed \
-                     (MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY)"
-                ),
-            );
+            issues.add("data", refusal.message());
             issues.finish()
         }
     }

@@ -106,7 +106,9 @@ pub struct LoadedGroup {
 /// Loads the entries `content_ids` of a collection, their draft revisions, the collection's
 /// fields and their stored sources in one statement, stopping once the rows read hold
 /// `max_bytes` of field values and draft data (`field_slugs` name the measured columns; a single
-/// entry needs none).
+/// entry needs none). An entry and its draft revision are read as separate rows, so an entry
+/// whose live row and draft are each within D1's row limit is always loaded, however large the
+/// two together.
 pub async fn load_group<E: Executor>(
     exec: &E,
     table_slug: &Ident,
@@ -120,31 +122,38 @@ pub async fn load_group<E: Executor>(
     let rows = exec.run(stmt).await?.rows;
     let mut registry_slug = None;
     let mut fields: Vec<FieldRow> = Vec::new();
-    let mut entries = Vec::with_capacity(rows.len());
-    for (i, mut row) in rows.into_iter().enumerate() {
-        if i == 0 {
+    // (index asked, content id, entry); drafts come as rows of their own.
+    let mut entries: Vec<(i64, String, LoadedEntry)> = Vec::new();
+    let mut drafts: Vec<(i64, Option<String>)> = Vec::new();
+    for mut row in rows {
+        let idx = row.get("__idx").and_then(Json::as_i64).unwrap_or_default();
+        if take_str(&mut row, "__part").as_deref() == Some("draft") {
+            drafts.push((idx, take_str(&mut row, "__rev_data")));
+            continue;
+        }
+        if idx == 0 {
             registry_slug = take_str(&mut row, "__registry_slug");
             fields = take_json(&mut row, "__fields")?;
         }
-        row.remove("__registry_slug");
-        row.remove("__fields");
-        row.remove("__bytes_before");
+        for meta in ["__registry_slug", "__fields", "__idx", "__rev_data"] {
+            row.remove(meta);
+        }
         let content_id = take_str(&mut row, "__content_id").unwrap_or_default();
         let revision_id = take_str(&mut row, "__rev_id");
         let revision_collection = take_str(&mut row, "__rev_collection");
         let revision_entry_id = take_str(&mut row, "__rev_entry_id");
-        let revision_data = take_str(&mut row, "__rev_data");
         let observed = take_json(&mut row, "__sources")?;
         let sources_signature = take_str(&mut row, "__sources_sig").unwrap_or_else(|| "[]".into());
         let present = row.get("id").is_some_and(|v| !v.is_null());
         entries.push((
+            idx,
             content_id,
             LoadedEntry {
                 row: present.then_some(row),
                 revision_id,
                 revision_collection,
                 revision_entry_id,
-                revision_data,
+                revision_data: None,
                 registry_slug: None,
                 fields: Vec::new(),
                 observed,
@@ -152,10 +161,20 @@ pub async fn load_group<E: Executor>(
             },
         ));
     }
-    for (_, e) in &mut entries {
-        e.registry_slug.clone_from(&registry_slug);
-        e.fields.clone_from(&fields);
+    entries.sort_by_key(|(idx, _, _)| *idx);
+    for (idx, data) in drafts {
+        if let Some((_, _, e)) = entries.iter_mut().find(|(i, _, _)| *i == idx) {
+            e.revision_data = data;
+        }
     }
+    let entries: Vec<(String, LoadedEntry)> = entries
+        .into_iter()
+        .map(|(_, id, mut e)| {
+            e.registry_slug.clone_from(&registry_slug);
+            e.fields.clone_from(&fields);
+            (id, e)
+        })
+        .collect();
     Ok(LoadedGroup { registry_slug, entries })
 }
 
@@ -302,6 +321,35 @@ impl<T: Serialize> BoundRows<T> {
     }
 }
 
+impl<T: Serialize> BoundRows<T> {
+    /// `rows` in order as at most `max_values` bound values of at most `max_bytes` each (each
+    /// value takes the rows that fit after the previous one's); `None` when they do not fit.
+    pub fn split(rows: &[T], max_bytes: usize, max_values: usize) -> Option<Vec<BoundRows<T>>> {
+        let mut values: Vec<BoundRows<T>> = Vec::new();
+        for row in rows {
+            let json = serde_json::to_string(row).expect("rows of strings and numbers serialize");
+            match values.last_mut() {
+                Some(v) if v.json.len() + json.len() < max_bytes => {
+                    v.json.pop();
+                    if v.n_rows > 0 {
+                        v.json.push(',');
+                    }
+                    v.json.push_str(&json);
+                    v.json.push(']');
+                    v.n_rows += 1;
+                }
+                _ => {
+                    if json.len() + 2 > max_bytes || values.len() == max_values {
+                        return None;
+                    }
+                    values.push(BoundRows { json: format!("[{json}]"), n_rows: 1, rows: PhantomData });
+                }
+            }
+        }
+        Some(values)
+    }
+}
+
 impl<T> BoundRows<T> {
     /// The bytes of the bound value.
     pub fn bytes(&self) -> usize {
@@ -319,6 +367,9 @@ impl<T> Default for BoundRows<T> {
     }
 }
 
+/// The bound values a publish's occurrences (and its sources) may take: one per source variant.
+pub const PUBLISH_VALUES: usize = 2;
+
 /// A job's publish: what was observed of the entries it publishes, what it writes for them, and
 /// the rest of its rows, which go back to single jobs.
 #[derive(Debug)]
@@ -332,8 +383,9 @@ pub struct Publish<'a> {
     pub observed: Vec<ObservedEntry>,
     /// The job's rows it does not publish (handed back to single jobs).
     pub released_ids: Vec<String>,
-    pub occurrences: BoundRows<OccurrenceRow>,
-    pub sources: BoundRows<SourceRow>,
+    /// At most [`PUBLISH_VALUES`] values each.
+    pub occurrences: Vec<BoundRows<OccurrenceRow>>,
+    pub sources: Vec<BoundRows<SourceRow>>,
     /// Source keys to delete (their occurrences go with them).
     pub delete_keys: Vec<String>,
     /// A draft-revision error to record on coverage.
@@ -350,11 +402,11 @@ pub async fn publish<E: Executor>(exec: &E, p: &Publish<'_>) -> Result<(), Error
         .bind(BoundRows::new(&p.observed).json)
         .bind(p.token);
     let mut stmts = Vec::new();
-    if !p.occurrences.is_empty() {
-        stmts.push(Statement::new(INSERT_OCCURRENCES).bind(p.occurrences.json.as_str()));
+    if let Some(values) = bound_values(&p.occurrences) {
+        stmts.push(values.into_iter().fold(Statement::new(INSERT_OCCURRENCES), Statement::bind));
     }
-    if !p.sources.is_empty() {
-        stmts.push(Statement::new(UPSERT_SOURCES).bind(p.sources.json.as_str()));
+    if let Some(values) = bound_values(&p.sources) {
+        stmts.push(values.into_iter().fold(Statement::new(UPSERT_SOURCES), Statement::bind));
     }
     if !p.delete_keys.is_empty() {
         stmts.push(Statement::new(DELETE_SOURCES).bind(json!(p.delete_keys).to_string()));
@@ -366,6 +418,15 @@ pub async fn publish<E: Executor>(exec: &E, p: &Publish<'_>) -> Result<(), Error
     }
     stmts.push(Statement::new(RECORD_SUCCESS).bind(p.collection_id).bind(p.draft_error));
     guarded_batch(exec, guard, stmts).await.map(drop)
+}
+
+/// The [`PUBLISH_VALUES`] parameters of a statement that reads `values` (NULL for those it does
+/// not have: `json_each(NULL)` is empty); `None` when there are no rows.
+fn bound_values<T>(values: &[BoundRows<T>]) -> Option<Vec<Option<&str>>> {
+    if values.iter().all(BoundRows::is_empty) {
+        return None;
+    }
+    Some((0..PUBLISH_VALUES).map(|i| values.get(i).map(|v| v.json.as_str())).collect())
 }
 
 fn release_group_statement(collection_id: &str, token: &str, ids: &[String]) -> Statement {
@@ -464,6 +525,21 @@ mod tests {
             let unread: Vec<_> = written.difference(&read).collect();
             assert!(unread.is_empty(), "{name} does not read keys its row type writes: {unread:?}");
         }
+    }
+
+    #[test]
+    fn rows_split_into_bounded_values_in_order() {
+        let rows: Vec<String> = (0..10).map(|i| format!("{i}{}", "x".repeat(9))).collect();
+        // Each row is 12 bytes as JSON: "[" + row = 13, each further row 13 more.
+        let values = BoundRows::split(&rows[..6], 40, 2).unwrap();
+        let back: Vec<Vec<String>> = values.iter().map(|v| serde_json::from_str(&v.json).unwrap()).collect();
+        assert_eq!(back, [rows[..3].to_vec(), rows[3..6].to_vec()]);
+        assert!(values.iter().all(|v| v.bytes() == 40 && v.n_rows == 3));
+        assert!(BoundRows::split(&rows, 40, 3).is_none(), "ten rows need four values of three");
+        assert_eq!(BoundRows::split(&rows, 40, 4).unwrap().len(), 4);
+        assert!(BoundRows::split(&rows, 13, 10).is_none(), "a row alone must fit");
+        assert_eq!(BoundRows::split(&rows, 14, 10).unwrap().len(), 10);
+        assert!(BoundRows::<String>::split(&[], 14, 0).unwrap().is_empty());
     }
 
     #[test]

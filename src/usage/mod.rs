@@ -2,6 +2,7 @@
 //! fingerprints, snapshots, coverage aggregation, the projection job, repair and the cron tick
 //! (which also runs the collection-deletion lane of [`crate::lifecycle::deletion`]).
 
+pub mod admission;
 pub mod backoff;
 pub mod coverage;
 pub mod extract;

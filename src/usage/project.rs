@@ -9,8 +9,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value as Json;
 
+pub use super::admission::Admission;
+use super::admission::{check_occurrences, occurrence_rows, Lookup, MAX_BOUND_BYTES};
 use super::backoff::Attempts;
-use super::extract::{extract, extraction_fields, ExtractionField, Library, Rules};
+use super::extract::{extraction_fields, ExtractionField, Library, Names, Rules};
 use super::fingerprint::is_v1;
 use super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
 use crate::clock::Clock;
@@ -20,51 +22,11 @@ use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Ctx, LaneStep, RowCount};
 use crate::model::field::{Field, FieldType};
 use crate::model::ident::Ident;
-use crate::repo::media as media_repo;
 use crate::repo::projection::{
     self, BoundRows, LoadedEntry, ObservedEntry, ObservedSource, OccurrenceRow, Publish, SourceRow,
 };
 use crate::repo::schema;
 use crate::repo::work::{self, WorkRow};
-
-/// What one job may publish. A publish is one guarded batch of at most seven statements
-/// whatever the number of occurrences: each variant's occurrences travel as one bound JSON value
-/// that `json_each` expands inside D1. So what bounds a publish is the size of a bound value
-/// (D1 refuses strings over 2,000,000 bytes) and the rows it writes, not a statement count; see
-/// the README ("Admission").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Admission {
-    /// Occurrences per source variant (`MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY`): the live
-    /// columns and the draft overlay may each hold this many; occurrences being removed do not
-    /// count.
-    pub max_occurrences: usize,
-}
-
-impl Admission {
-    /// The default of `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY` (see [`crate::settings`]).
-    pub const DEFAULT: Admission = Admission { max_occurrences: 1_000 };
-    /// The largest configurable limit: 5,000 occurrences of typical size (~350 bytes each as
-    /// bound JSON) in both variants stay within [`MAX_BOUND_BYTES`]; larger ones are refused by
-    /// the byte bound anyway.
-    pub const MAX_OCCURRENCES: usize = 5_000;
-
-    /// The most rows one job reads and writes under this limit: both variants' occurrences
-    /// written (each its row and its five index entries) and as many of the previous generation
-    /// deleted (one written, its row and index entries read), their media lookup, and what
-    /// does not grow with them ([`JOB_FIXED_ROWS`]: the claim, the load, the source rows, the work
-    /// row, the coverage row and the guard).
-    pub const fn job_max_rows(self) -> RowCount {
-        let occurrences = 2 * self.max_occurrences as u64;
-        RowCount::new(occurrences * (OCCURRENCE_ROWS.written + 1), occurrences * (OCCURRENCE_ROWS.read + 6))
-            .plus(JOB_FIXED_ROWS)
-    }
-}
-
-/// What one occurrence written costs: its row and its five index entries written, and the rows
-/// read to place them and to look its media item up.
-pub const OCCURRENCE_ROWS: RowCount = RowCount::new(6, 4);
-/// The rows of a job that do not grow with its occurrences.
-pub const JOB_FIXED_ROWS: RowCount = RowCount::new(100, 500);
 
 /// What a projection needs besides the data: what counts as a use, and what it may publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,9 +41,8 @@ impl Default for Policy {
     }
 }
 
-/// The most bytes one bound JSON value of a publish may have: D1's 2,000,000-byte string limit
-/// with room for the rest of the row.
-pub const MAX_BOUND_BYTES: usize = 1_500_000;
+/// The bound values a publish splits occurrences (and sources) into: one per variant fits.
+pub const PUBLISH_VALUES: usize = projection::PUBLISH_VALUES;
 /// The most statements one job can issue: claim, load, the media lookup of its candidate
 /// strings (only when it has any), and a publish batch of at most six (guard, occurrences,
 /// sources, deletions, work, coverage).
@@ -170,6 +131,9 @@ enum Plan {
     Unchanged,
     /// A variant passes the admission limit; the local media the entry references.
     ResourceLimit(BTreeSet<String>),
+    /// The entry's candidate strings do not fit one lookup, and the media they name cannot be
+    /// told (only data written behind the API).
+    TooLarge,
 }
 
 /// An entry read and its references extracted, before the media lookup.
@@ -200,84 +164,6 @@ fn prepare(
         prepare_entry(collection_id, collection_slug, &fields, &schema, row, &revision, rules)
     });
     Ok(Prepared { schema, entry })
-}
-
-/// Splits strings into at most [`media_repo::LOOKUP_ARRAYS`] JSON arrays of at most
-/// [`MAX_BOUND_BYTES`] each; `None` when they do not fit.
-fn lookup_arrays<'a>(items: impl IntoIterator<Item = &'a str>) -> Option<[Option<String>; media_repo::LOOKUP_ARRAYS]> {
-    let mut arrays: Vec<Vec<&str>> = Vec::new();
-    let mut bytes = 0usize;
-    for item in items {
-        // Quoted and escaped, with its separator.
-        let size = Json::from(item).to_string().len() + 1;
-        match arrays.last_mut() {
-            Some(current) if bytes + size <= MAX_BOUND_BYTES => current.push(item),
-            _ => {
-                arrays.push(vec![item]);
-                bytes = 1;
-            }
-        }
-        bytes += size;
-    }
-    if arrays.len() > media_repo::LOOKUP_ARRAYS || bytes > MAX_BOUND_BYTES {
-        return None;
-    }
-    let mut out: [Option<String>; media_repo::LOOKUP_ARRAYS] = Default::default();
-    for (slot, array) in out.iter_mut().zip(arrays) {
-        *slot = Some(Json::from(array).to_string());
-    }
-    Some(out)
-}
-
-/// Admission before a write: `Err(count)` when `data` (one variant of an entry, as the API
-/// shows it) holds more references than `policy.admission` allows. Pure unless the data has
-/// more structural references and candidate strings together than the limit: only then does
-/// one statement look up which of its strings name media (strings that name nothing never
-/// count). Data whose strings do not even fit the lookup is refused with that upper bound.
-pub async fn admit<E: Executor>(
-    exec: &E,
-    fields: &[Field],
-    data: &serde_json::Map<String, Json>,
-    policy: &Policy,
-) -> Result<Result<(), usize>, Error> {
-    let extracted = extract(&extraction_fields(fields), data, &policy.rules);
-    let max = policy.admission.max_occurrences;
-    let most = extracted.occurrences.len() + extracted.candidates.len();
-    if most <= max {
-        return Ok(Ok(()));
-    }
-    let (ids, keys) = extracted.lookups();
-    let library = if ids.is_empty() && keys.is_empty() {
-        Library::default()
-    } else {
-        let (Some(ids), Some(keys)) = (lookup_arrays(ids), lookup_arrays(keys)) else { return Ok(Err(most)) };
-        Library::from_rows(media_repo::lookup(exec, &ids, &keys).await?)
-    };
-    let count = extracted.resolve(&library).len();
-    Ok(if count > max { Err(count) } else { Ok(()) })
-}
-
-/// Looks up, in one statement, the media items the prepared entries' candidate strings name
-/// (none when they have no candidates). `None`: the candidates do not fit the lookup's bound
-/// values ([`lookup_arrays`]); an entry saved through the API always fits (its live columns and
-/// its draft each come from a request of at most 1 MiB).
-async fn lookup<'a, E: Executor>(
-    exec: &E,
-    entries: impl IntoIterator<Item = &'a Prepared>,
-) -> Result<Option<Library>, Error> {
-    let (mut ids, mut keys) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
-    for p in entries {
-        if let Some(e) = &p.entry {
-            let (i, k) = e.lookups();
-            ids.extend(i);
-            keys.extend(k);
-        }
-    }
-    if ids.is_empty() && keys.is_empty() {
-        return Ok(Some(Library::default()));
-    }
-    let (Some(ids), Some(keys)) = (lookup_arrays(ids), lookup_arrays(keys)) else { return Ok(None) };
-    Ok(Some(Library::from_rows(media_repo::lookup(exec, &ids, &keys).await?)))
 }
 
 /// Decides the writes for an entry (pure): which snapshots changed, which stored sources no
@@ -326,24 +212,16 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
             None => {}
         }
         for s in changed {
-            if s.occurrences.len() > policy.admission.max_occurrences {
+            if check_occurrences(policy.admission, &s.meta.collection_id, &s.occurrences).is_err() {
                 return Plan::ResourceLimit(referenced);
             }
             let generation = ids::new_id();
-            // The media id is the asset id of a local reference; SQL derives it.
-            occurrences.extend(s.occurrences.iter().map(|o| OccurrenceRow {
-                source_key: s.meta.source_key.clone(),
-                generation: generation.clone(),
-                field_slug: o.field_slug.clone(),
-                field_path: o.field_path.clone(),
-                occurrence_index: o.occurrence_index,
-                reference_type: o.reference_type.as_str(),
-                provider: o.provider.clone(),
-                provider_asset_id: o.provider_asset_id.clone(),
-                media_kind: o.media_kind,
-                mime_type: o.mime_type.clone(),
-            }));
-            sources.push(SourceRow::complete(&s.meta, &generation, &s.fingerprint, &s.pending_keys));
+            let source = SourceRow::complete(&s.meta, &generation, &s.fingerprint, &s.pending_keys);
+            if BoundRows::new(std::slice::from_ref(&source)).bytes() > MAX_BOUND_BYTES {
+                return Plan::ResourceLimit(referenced);
+            }
+            occurrences.extend(occurrence_rows(&s.meta.source_key, &generation, &s.occurrences));
+            sources.push(source);
         }
     }
     // Removing a source is always admitted: its occurrences go with it (a trigger), however many.
@@ -409,15 +287,16 @@ enum Stop {
     Obsolete,
     /// The load could not be decoded.
     Unreadable,
-    /// The entries' candidate strings do not fit the media lookup.
-    LookupTooLarge,
 }
 
 /// Loads, reads and plans a job's work rows (all of one collection, whose content table is
 /// `slug`'s): one statement ([`projection::load_group`], bounded by the bytes of `field_slugs`
-/// and draft data), then one media lookup when the entries have candidate strings. The same for
-/// a single job (a group of one, which measures no columns: its entry is always loaded) and a
-/// group.
+/// and draft data), then one media lookup when the entries have candidate strings, holding the
+/// candidates of as many entries (in order) as it can: the rest are not planned (a group hands
+/// them back). The same for a single job (a group of one, which measures no columns: its entry is
+/// always loaded) and a group. A first entry whose candidates do not fit one lookup (written
+/// behind the API: admission refuses it) is planned as too large: it holds the media it names by
+/// id and, when its file URL keys fit a lookup of their own, by key.
 async fn load_and_plan<'w, E: Executor>(
     exec: &E,
     slug: &Ident,
@@ -440,14 +319,51 @@ async fn load_and_plan<'w, E: Executor>(
     }
     let prepared: Vec<Result<Prepared, &'static str>> =
         group.entries.iter().map(|(_, loaded)| prepare(cid, cslug, loaded, &policy.rules)).collect();
-    let Some(library) = lookup(exec, prepared.iter().flatten()).await? else { return Ok(Err(Stop::LookupTooLarge)) };
+    let mut lookup = Lookup::default();
+    let covered = prepared
+        .iter()
+        .take_while(|p| match p {
+            Ok(Prepared { entry: Some(e), .. }) => lookup.try_add(e.extracted()),
+            _ => true,
+        })
+        .count();
+    let library = lookup.run(exec).await?;
     let mut planned = Vec::with_capacity(group.entries.len());
-    for ((content_id, loaded), prepared) in group.entries.into_iter().zip(prepared) {
+    for (n, ((content_id, loaded), prepared)) in group.entries.into_iter().zip(prepared).enumerate() {
         let Some(work) = rows.iter().find(|w| w.content_id == content_id) else { continue };
-        let plan = prepared.map(|p| plan(&loaded, &p, policy, &library));
+        let plan = match prepared {
+            Ok(p) if n < covered => Ok(plan(&loaded, &p, policy, &library)),
+            Ok(Prepared { entry: Some(e), .. }) if n == 0 => Ok(too_large(exec, &e).await?),
+            Ok(_) => break,
+            Err(code) => Err(code),
+        };
         planned.push(Planned { work, loaded, plan });
     }
     Ok(Ok(planned))
+}
+
+/// The plan of an entry whose candidate strings do not fit one lookup: the media it holds are
+/// those its structure names, every id its strings hold, and, when its file URL keys fit a
+/// lookup of their own, the media they name ([`Plan::ResourceLimit`]); otherwise nothing can be
+/// told ([`Plan::TooLarge`]).
+async fn too_large<E: Executor>(exec: &E, entry: &PreparedEntry) -> Result<Plan, Error> {
+    let mut keys = Lookup::default();
+    for e in entry.extracted() {
+        keys.add(e);
+    }
+    if !keys.keys_fit() {
+        return Ok(Plan::TooLarge);
+    }
+    let library = keys.run_keys(exec).await?;
+    let mut held: BTreeSet<String> = BTreeSet::new();
+    for e in entry.extracted() {
+        held.extend(e.resolve(&library).into_iter().filter_map(|o| o.media_id));
+        held.extend(e.candidates().iter().filter_map(|c| match &c.names {
+            Names::Id(id) => Some(id.clone()),
+            Names::Key(_) => None,
+        }));
+    }
+    Ok(Plan::ResourceLimit(held))
 }
 
 /// What a job is: the collection its work rows belong to and the lease token they are held under.
@@ -461,14 +377,12 @@ struct Job<'a> {
 
 impl<'a> Job<'a> {
     /// The publish of the entries `observed` with their `writes`, handing the job's other rows
-    /// `released_ids` back to single jobs; `None` when a bound value would pass
-    /// [`MAX_BOUND_BYTES`].
+    /// `released_ids` back to single jobs; `None` when the occurrences or the sources do not fit
+    /// their [`PUBLISH_VALUES`] bound values of [`MAX_BOUND_BYTES`] (one variant's always fit one:
+    /// admission).
     fn publish(&self, observed: Vec<ObservedEntry>, writes: Writes, released_ids: Vec<String>) -> Option<Publish<'a>> {
-        let occurrences = BoundRows::new(&writes.occurrences);
-        let sources = BoundRows::new(&writes.sources);
-        if occurrences.bytes() > MAX_BOUND_BYTES || sources.bytes() > MAX_BOUND_BYTES {
-            return None;
-        }
+        let occurrences = BoundRows::split(&writes.occurrences, MAX_BOUND_BYTES, PUBLISH_VALUES)?;
+        let sources = BoundRows::split(&writes.sources, MAX_BOUND_BYTES, PUBLISH_VALUES)?;
         Some(Publish {
             collection_id: self.collection_id,
             collection_slug: self.collection_slug,
@@ -498,7 +412,6 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> 
         Ok(planned) => planned.into_iter().next(),
         Err(Stop::Obsolete) => return obsolete(exec, work).await,
         Err(Stop::Unreadable) => None,
-        Err(Stop::LookupTooLarge) => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
     };
     let Some(Planned { loaded, plan, .. }) = entry else {
         return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await;
@@ -506,6 +419,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> 
     let writes = match plan {
         Err(code) => return record_failure(exec, work, code, false).await,
         Ok(Plan::ResourceLimit(referenced)) => return over_limit(exec, work, &referenced).await,
+        Ok(Plan::TooLarge) => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
         Ok(Plan::Unchanged) => {
             work::complete_unchanged(exec, work).await?;
             return Ok(JobOutcome::Unchanged);
@@ -616,7 +530,7 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
             Ok(Plan::Unchanged) => Writes::default(),
             // Failures (fields that cannot be read, an entry over the limit) are recorded by the
             // single job that takes the row back.
-            Ok(Plan::ResourceLimit(_)) | Err(_) => continue,
+            Ok(Plan::ResourceLimit(_) | Plan::TooLarge) | Err(_) => continue,
         };
         let occ = BoundRows::new(&entry_writes.occurrences).bytes();
         let src = BoundRows::new(&entry_writes.sources).bytes();
@@ -759,25 +673,6 @@ fn count_job<E, K>(ctx: &mut Ctx<'_, E, K>, outcome: &JobOutcome) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lookup_strings_are_split_into_at_most_two_bounded_arrays() {
-        assert_eq!(lookup_arrays([]), Some([None, None]));
-        assert_eq!(lookup_arrays(["a", "b\"c"]), Some([Some(r#"["a","b\"c"]"#.to_owned()), None]));
-        let item = "x".repeat(100_000);
-        // 14 items of 100,003 bytes fit one array; the 15th starts the second.
-        let fifteen: Vec<&str> = std::iter::repeat_n(item.as_str(), 15).collect();
-        let [first, second] = lookup_arrays(fifteen.iter().copied()).unwrap();
-        let count = |a: &Option<String>| serde_json::from_str::<Vec<String>>(a.as_deref().unwrap()).unwrap().len();
-        assert_eq!((count(&first), count(&second)), (14, 1));
-        assert!(first.as_ref().unwrap().len() <= MAX_BOUND_BYTES);
-        let many: Vec<&str> = std::iter::repeat_n(item.as_str(), 28).collect();
-        assert!(lookup_arrays(many.iter().copied()).is_some(), "two full arrays");
-        let too_many: Vec<&str> = std::iter::repeat_n(item.as_str(), 29).collect();
-        assert_eq!(lookup_arrays(too_many.iter().copied()), None);
-        let huge = "y".repeat(MAX_BOUND_BYTES);
-        assert_eq!(lookup_arrays([huge.as_str()]), None, "one string over the bound fits no array");
-    }
 
     #[test]
     fn the_group_grows_when_full_and_fast_and_shrinks_when_slow() {

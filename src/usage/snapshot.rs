@@ -2,8 +2,6 @@
 //! row and, when a draft revision exists, the `draft_overlay` variant (columns with the draft
 //! laid over them), each with its source metadata, occurrences and fingerprint.
 
-use std::collections::BTreeSet;
-
 use serde_json::{Map, Value as Json};
 
 use super::extract::{extract, Extracted, ExtractionField, Library, Occurrence, Rules};
@@ -109,15 +107,13 @@ pub struct PreparedEntry {
 }
 
 impl PreparedEntry {
-    /// The ids and storage keys both variants' candidate strings name.
-    pub fn lookups(&self) -> (BTreeSet<&str>, BTreeSet<&str>) {
-        let (mut ids, mut keys) = self.columns.extracted.lookups();
-        if let Some(PreparedDraft::Ready(d)) = &self.draft {
-            let (i, k) = d.extracted.lookups();
-            ids.extend(i);
-            keys.extend(k);
-        }
-        (ids, keys)
+    /// What each variant holds (the live columns, and the draft overlay when it could be read).
+    pub fn extracted(&self) -> impl Iterator<Item = &Extracted> + Clone {
+        let draft = match &self.draft {
+            Some(PreparedDraft::Ready(d)) => Some(&d.extracted),
+            _ => None,
+        };
+        std::iter::once(&self.columns.extracted).chain(draft)
     }
 
     /// The snapshots, with the candidates resolved against what the library holds.

@@ -182,10 +182,10 @@ fn strings_that_name_no_media_item_add_nothing_and_cost_nothing() {
         "notes": "https://elsewhere.example/media/a.png /_emdash/api/media/file/a.png.bak /_emdash/api/media/file/a.png2 \
                   https://cdn.example/other/a.png /media/file/a.png",
         "hero": {"provider": "external", "id": "photo-1"},
-        "downloads": [{"caption": format!("[\"{}\"]", m.a)}],
-        "title": format!("[\"{}\"]", m.c),
+        "downloads": [{"caption": format!("{}0", m.a)}],
+        "title": format!("x{}", m.c),
         "body": [{"_type": "image", "asset": {"_ref": "   "}}, {"_type": "image", "asset": {"url": "https://x.example/a.png"}}],
-        "extra": {"id": format!("{}x", m.a), "list": [format!("see {}", m.c), 1, true, null, "0123456789abcdef0123456789abcdef"]},
+        "extra": {"id": format!("{}x", m.a), "list": [format!("see {}-2", m.c), 1, true, null, "0123456789abcdef0123456789abcdef"]},
     });
     let id = entry(&api, "posts", "decoys", "published", &decoys);
     assert_eq!(occurrences_of_entry(&api, &id), 0);

@@ -1,3 +1,5 @@
+-- The occurrences of a publish: the JSON arrays ?1 and ?2 (one per source variant; either may be
+-- NULL), each within one bound value.
 INSERT INTO _emdash_media_usage
   (id, source_key, generation, field_slug, field_path, occurrence_index, reference_type,
    media_id, provider, provider_asset_id, media_kind, mime_type)
@@ -13,4 +15,4 @@ SELECT lower(hex(randomblob(16))),
        json_extract(o.value, '$.providerAssetId'),
        json_extract(o.value, '$.mediaKind'),
        json_extract(o.value, '$.mimeType')
-FROM json_each(?1) AS o
+FROM (SELECT value FROM json_each(?1) UNION ALL SELECT value FROM json_each(?2)) AS o

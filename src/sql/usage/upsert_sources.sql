@@ -1,3 +1,5 @@
+-- The source rows of a publish: the JSON arrays ?1 and ?2 (one per source variant; either may be
+-- NULL), each within one bound value. A row with a new generation supersedes the stored one.
 INSERT INTO _emdash_media_usage_sources
   (source_key, source_type, collection_id, collection_slug, content_id, source_variant, locale,
    translation_group, content_slug, content_title, content_status, content_scheduled_at,
@@ -18,7 +20,7 @@ SELECT json_extract(s.value, '$.sourceKey'), 'content',
        CASE WHEN json_extract(s.value, '$.generation') IS NOT NULL
             THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END,
        json_extract(s.value, '$.pendingKeys')
-FROM json_each(?1) AS s
+FROM (SELECT value FROM json_each(?1) UNION ALL SELECT value FROM json_each(?2)) AS s
 WHERE true
 ON CONFLICT (source_key) DO UPDATE SET
   locale = excluded.locale,

@@ -271,34 +271,15 @@ impl<'a> Lookup<'a> {
         self.id_bytes <= LOOKUP_CAPACITY && self.key_bytes <= LOOKUP_CAPACITY
     }
 
-    /// Whether the keys alone fit one statement.
-    pub fn keys_fit(&self) -> bool {
-        self.key_bytes <= LOOKUP_CAPACITY
-    }
-
-    /// The ids added.
-    pub fn ids(&self) -> impl Iterator<Item = &&'a str> {
-        self.ids.iter()
-    }
-
     /// Looks up what was added in one statement (none when nothing was); `Library::default()`
     /// for arrays that do not fit (the caller checks [`Lookup::fits`]).
     pub async fn run<E: Executor>(&self, exec: &E) -> Result<Library, Error> {
-        self.run_parts(exec, true).await
-    }
-
-    /// Looks up the keys alone.
-    pub async fn run_keys<E: Executor>(&self, exec: &E) -> Result<Library, Error> {
-        self.run_parts(exec, false).await
-    }
-
-    async fn run_parts<E: Executor>(&self, exec: &E, with_ids: bool) -> Result<Library, Error> {
-        let ids: Vec<&str> = if with_ids { self.ids.iter().copied().collect() } else { Vec::new() };
-        let keys: Vec<&str> = self.keys.iter().copied().collect();
-        if ids.is_empty() && keys.is_empty() {
+        if self.ids.is_empty() && self.keys.is_empty() {
             return Ok(Library::default());
         }
-        let (Some(ids), Some(keys)) = (lookup_arrays(ids), lookup_arrays(keys)) else {
+        let (Some(ids), Some(keys)) =
+            (lookup_arrays(self.ids.iter().copied()), lookup_arrays(self.keys.iter().copied()))
+        else {
             return Ok(Library::default());
         };
         Ok(Library::from_rows(media_repo::lookup(exec, &ids, &keys).await?))

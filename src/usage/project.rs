@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 pub use super::admission::Admission;
 use super::admission::{check_occurrences, occurrence_rows, Lookup, MAX_BOUND_BYTES};
 use super::backoff::Attempts;
-use super::extract::{extraction_fields, ExtractionField, Library, Names, Rules};
+use super::extract::{extraction_fields, ExtractionField, Library, Rules};
 use super::fingerprint::is_v1;
 use super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
 use crate::clock::Clock;
@@ -131,8 +131,8 @@ enum Plan {
     Unchanged,
     /// A variant passes the admission limit; the local media the entry references.
     ResourceLimit(BTreeSet<String>),
-    /// The entry's candidate strings do not fit one lookup, and the media they name cannot be
-    /// told (only data written behind the API).
+    /// The entry's candidate strings do not fit one lookup: the media they name cannot be told
+    /// (only data written behind the API; it fails closed).
     TooLarge,
 }
 
@@ -295,8 +295,7 @@ enum Stop {
 /// candidates of as many entries (in order) as it can: the rest are not planned (a group hands
 /// them back). The same for a single job (a group of one, which measures no columns: its entry is
 /// always loaded) and a group. A first entry whose candidates do not fit one lookup (written
-/// behind the API: admission refuses it) is planned as too large: it holds the media it names by
-/// id and, when its file URL keys fit a lookup of their own, by key.
+/// behind the API: admission refuses it) is planned as too large: what it names cannot be told.
 async fn load_and_plan<'w, E: Executor>(
     exec: &E,
     slug: &Ident,
@@ -333,37 +332,13 @@ async fn load_and_plan<'w, E: Executor>(
         let Some(work) = rows.iter().find(|w| w.content_id == content_id) else { continue };
         let plan = match prepared {
             Ok(p) if n < covered => Ok(plan(&loaded, &p, policy, &library)),
-            Ok(Prepared { entry: Some(e), .. }) if n == 0 => Ok(too_large(exec, &e).await?),
+            Ok(Prepared { entry: Some(_), .. }) if n == 0 => Ok(Plan::TooLarge),
             Ok(_) => break,
             Err(code) => Err(code),
         };
         planned.push(Planned { work, loaded, plan });
     }
     Ok(Ok(planned))
-}
-
-/// The plan of an entry whose candidate strings do not fit one lookup: the media it holds are
-/// those its structure names, every id its strings hold, and, when its file URL keys fit a
-/// lookup of their own, the media they name ([`Plan::ResourceLimit`]); otherwise nothing can be
-/// told ([`Plan::TooLarge`]).
-async fn too_large<E: Executor>(exec: &E, entry: &PreparedEntry) -> Result<Plan, Error> {
-    let mut keys = Lookup::default();
-    for e in entry.extracted() {
-        keys.add(e);
-    }
-    if !keys.keys_fit() {
-        return Ok(Plan::TooLarge);
-    }
-    let library = keys.run_keys(exec).await?;
-    let mut held: BTreeSet<String> = BTreeSet::new();
-    for e in entry.extracted() {
-        held.extend(e.resolve(&library).into_iter().filter_map(|o| o.media_id));
-        held.extend(e.candidates().iter().filter_map(|c| match &c.names {
-            Names::Id(id) => Some(id.clone()),
-            Names::Key(_) => None,
-        }));
-    }
-    Ok(Plan::ResourceLimit(held))
 }
 
 /// What a job is: the collection its work rows belong to and the lease token they are held under.

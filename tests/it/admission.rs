@@ -164,3 +164,117 @@ fn the_delete_guard_reads_only_entries_too_large_to_index() {
         }
     }
 }
+
+/// Work rows left failed: none may be, for content the API accepted.
+fn failed_jobs(api: &Api) -> i64 {
+    scalar(api, "SELECT count(*) FROM _emdash_media_usage_work WHERE state = 'failed'")
+}
+
+#[test]
+fn a_write_whose_file_url_keys_pass_one_lookup_is_refused_with_the_figure() {
+    let api = setup(1000);
+    // 780 file-route URLs with keys of about 1 KB: 0.8 MiB, each key read as written and
+    // without its trailing punctuation.
+    let text: String = (0..780).map(|i| format!("/_emdash/api/media/file/{i:04}{}. ", "k".repeat(1000))).collect();
+    assert!(text.len() > 780_000 && text.len() < 1_000_000);
+    let r = api.post("/content/posts", &json!({"slug": "flood", "data": {"title": text}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{}", r.body);
+    let message = r.body_json()["error"]["details"]["issues"][0]["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("bytes of media file URL keys; at most 1000000"), "{message}");
+    assert_eq!(scalar(&api, "SELECT count(*) FROM ec_posts"), 0, "nothing written");
+    // Half of it is accepted, indexed, and blocks nothing.
+    let half: String = text.chars().take(text.len() / 2).collect();
+    data(&api.post("/content/posts", &json!({"slug": "half", "data": {"title": half}})));
+    let m = media(&api, "unused.png");
+    api.drain();
+    assert_eq!((coverage(&api), failed_jobs(&api)), ("complete".into(), 0));
+    assert_eq!(safe_delete(&api, &m), (200, String::new()));
+}
+
+#[test]
+fn a_large_entry_with_a_draft_is_indexed() {
+    let api = setup(1000);
+    let m = media(&api, "hero.png");
+    // A live row of about 1.1 MB (two writes of half a megabyte of pasted image data each), and a
+    // draft that changes only the title: together past what one row may hold.
+    let blob = |c: char| format!("data:image/png;base64,{}", c.to_string().repeat(550_000));
+    let d = data(&api.post(
+        "/content/posts",
+        &json!({"slug": "big", "status": "published", "data": {"hero": m, "extra": {"a": blob('A')}}}),
+    ));
+    let id = d["item"]["id"].as_str().unwrap().to_owned();
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"data": {"title": blob('B')}})));
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": m}})));
+    let row = scalar(&api, "SELECT length(title) + length(extra) FROM ec_posts");
+    let draft = scalar(&api, "SELECT length(data) FROM revisions");
+    assert!(row > 1_100_000 && row + draft > 2_000_000, "{row} + {draft}");
+    api.drain();
+    assert_eq!((coverage(&api), failed_jobs(&api)), ("complete".into(), 0));
+    let used = data(&api.get(&format!("/media/{m}/usage")));
+    assert_eq!(used["items"][0]["contentId"], id.as_str());
+    let variants = scalar(
+        &api,
+        "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_completeness = 'complete' AND current_generation IS NOT NULL",
+    );
+    assert_eq!(variants, 2, "both the live columns and the draft are indexed");
+}
+
+#[test]
+fn a_long_article_with_pasted_images_and_many_id_like_tokens_is_accepted_and_indexed() {
+    let api = setup(1000);
+    let m = media(&api, "cover.png");
+    // Base64 image data is full of id-length tokens between its `+` and `/`; a list of UUIDs is
+    // full of ids that name nothing. Neither is refused.
+    let base64: String = (0..24_000).map(|i| format!("Q2xhdWRl{i:08}Zm9yIG1lZGlh+/")).collect();
+    let uuids: String = (0..6_000).map(|i| format!("550e8400-e29b-41d4-a716-{i:012} ")).collect();
+    let article = format!(
+        "<p>Look:</p><img src=\"data:image/png;base64,{base64}\"><p>{uuids}</p><img src=\"/_emdash/api/media/file/cover.png\">"
+    );
+    assert!(article.len() > 700_000, "{}", article.len());
+    let d = data(
+        &api.post("/content/posts", &json!({"slug": "article", "data": {"title": "A", "extra": {"html": article}}})),
+    );
+    let id = d["item"]["id"].as_str().unwrap().to_owned();
+    api.drain();
+    assert_eq!((coverage(&api), failed_jobs(&api)), ("complete".into(), 0));
+    let used = data(&api.get(&format!("/media/{m}/usage")));
+    assert_eq!(used["items"][0]["contentId"], id.as_str());
+    assert_eq!(used["items"][0]["occurrences"][0]["fieldPath"], "extra.html");
+}
+
+#[test]
+fn an_entry_whose_ids_pass_one_lookup_behind_the_api_fails_closed() {
+    let api = setup(1000);
+    let m = media(&api, "a.png");
+    let d =
+        data(&api.post("/content/posts", &json!({"slug": "imported", "status": "published", "data": {"title": "T"}})));
+    let id = d["item"]["id"].as_str().unwrap().to_owned();
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"title": "D"}})));
+    // Written behind the API (an import): 1.9 MB of distinct id-like tokens in the live row and
+    // as many others in the draft: more than one lookup binds, so what they name cannot be told.
+    let tokens = |from: u32| -> String { (from..from + 57_000).map(|i| format!("{i:032x} ")).collect() };
+    let draft = json!({"title": tokens(100_000)}).to_string();
+    let conn = api.db.connection();
+    conn.execute("UPDATE ec_posts SET title = ?1 WHERE id = ?2", [&tokens(0), &id]).unwrap();
+    conn.execute("UPDATE revisions SET data = ?1 WHERE id = (SELECT draft_revision_id FROM ec_posts)", [&draft])
+        .unwrap();
+    api.drain();
+    assert_eq!(failed_jobs(&api), 1);
+    assert_eq!(coverage(&api), "partial", "coverage cannot be proven");
+    assert_eq!(safe_delete(&api, &m).1, "MEDIA_USAGE_COVERAGE_INCOMPLETE");
+}
+
+#[test]
+fn an_entry_whose_file_url_keys_pass_one_lookup_behind_the_api_fails_closed() {
+    let api = setup(1000);
+    let m = media(&api, "a.png");
+    let d = data(&api.post("/content/posts", &json!({"slug": "imported", "data": {"title": "T"}})));
+    let id = d["item"]["id"].as_str().unwrap().to_owned();
+    // 1.9 MB of file URLs whose keys each read four ways: what they name cannot be told.
+    let text: String = (0..24_000).map(|i| format!("/_emdash/api/media/file/{i:048}%41. ")).collect();
+    api.db.connection().execute("UPDATE ec_posts SET title = ?1 WHERE id = ?2", [&text, &id]).unwrap();
+    api.drain();
+    assert_eq!(failed_jobs(&api), 1);
+    assert_eq!(coverage(&api), "partial", "coverage cannot be proven");
+    assert_eq!(safe_delete(&api, &m).1, "MEDIA_USAGE_COVERAGE_INCOMPLETE");
+}

@@ -19,6 +19,7 @@ mod safe_delete;
 mod scans;
 mod settings;
 mod sitemap;
+mod spellings;
 mod sql_files;
 mod states;
 mod support;

@@ -1,6 +1,7 @@
 //! Native integration tests: one binary, real SQLite configured like D1.
 
 mod admission;
+mod adversarial;
 mod api_content;
 mod api_schema_media_auth;
 mod commit_unknown;

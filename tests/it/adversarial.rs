@@ -197,12 +197,17 @@ fn child(parent: &str, key: &str) -> String {
     }
 }
 
-/// Uses found by brute force in one variant's data: `(media id, path, reference type)`.
-fn scan(data: &Map<String, Json>, items: &[Item]) -> BTreeSet<(String, String, String)> {
+/// Uses: `(media id, path, reference type)`.
+type Uses = BTreeSet<(String, String, String)>;
+/// What reads one string at a path (inside the item `within`, if any) into the uses.
+type ReadString<'a> = dyn FnMut(&str, &str, Option<&str>, &mut Uses) + 'a;
+
+/// Uses found by brute force in one variant's data.
+fn scan(data: &Map<String, Json>, items: &[Item]) -> Uses {
     let mut out = BTreeSet::new();
     let spelled: Vec<(String, &str, &str)> =
         items.iter().flat_map(|m| spellings(m).into_iter().map(move |(s, kind)| (s, kind, m.id.as_str()))).collect();
-    let mut strings = |path: &str, s: &str, within: Option<&str>, out: &mut BTreeSet<(String, String, String)>| {
+    let mut strings = |path: &str, s: &str, within: Option<&str>, out: &mut Uses| {
         for piece in s.split(SEP) {
             for (spelling, kind, id) in &spelled {
                 if piece == spelling && within != Some(*id) {
@@ -217,8 +222,8 @@ fn scan(data: &Map<String, Json>, items: &[Item]) -> BTreeSet<(String, String, S
         in_text: bool,
         within: Option<&str>,
         items: &[Item],
-        out: &mut BTreeSet<(String, String, String)>,
-        strings: &mut dyn FnMut(&str, &str, Option<&str>, &mut BTreeSet<(String, String, String)>),
+        out: &mut Uses,
+        strings: &mut ReadString<'_>,
     ) {
         match v {
             Json::String(s) => strings(path, s, within, out),

@@ -81,7 +81,7 @@ test("an index built under the first rules reads stale and is re-projected by th
   });
   const fresh = await coverageOf(c);
   assert.equal(fresh.status, "complete");
-  assert.match(fresh.rulesVersion, /^2\+[0-9a-f]{12}$/);
+  assert.match(fresh.rulesVersion, /^3\+[0-9a-f]{12}$/);
   const deployed = fresh.rulesVersion;
   assert.deepEqual(occurrencesOf(await usedIn(inline), id), [["body", "body[0].children[1].asset._ref", 0, "portable_text_image"]]);
 

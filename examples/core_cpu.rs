@@ -16,6 +16,7 @@ use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::settings::Settings;
+use media_usage_worker::usage::extract::{extract, Library, Rules};
 use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget};
 use serde_json::{json, Value as Json};
 
@@ -106,6 +107,43 @@ impl Bench {
     fn collection(&self, slug: &str, fields: Json) {
         self.call("POST", "/schema/collections", Some(json!({"slug": slug, "label": slug, "fields": fields})));
     }
+}
+
+/// Extraction (and resolution against an empty library) of 1 MiB bodies: plain text, and bodies
+/// built to make a naive reader slow. Each body's best of five runs, in milliseconds and MB/s.
+fn extraction(clock: &CpuClock) -> Json {
+    const MIB: usize = 1 << 20;
+    let rules = Rules::current(Some("https://cdn.example.com/media"));
+    let rep = |unit: &str| unit.repeat(MIB / unit.len());
+    let long_key = "k".repeat(MIB / 2);
+    let bodies: Vec<(&str, Json)> = vec![
+        ("plain text", json!({"title": rep("lorem ipsum dolor sit amet ")})),
+        ("public URL prefixes", json!({"title": rep("//cdn.example.com/media/")})),
+        ("file routes", json!({"title": rep("/_emdash/api/media/file/")})),
+        ("one endless key", json!({"title": format!("/_emdash/api/media/file/{}", rep("a"))})),
+        ("transformation URLs", json!({"title": rep("https://cdn.example.com/cdn-cgi/image/w=1/")})),
+        ("encoded query values", json!({"title": rep("/_image?url=%2F")})),
+        ("entities and escapes", json!({"title": rep("&#47;&amp;\\/\\u00")})),
+        ("id tokens", json!({"title": rep("0123456789abcdef01234,")})),
+        ("a data: URI", json!({"title": format!("data:image/png;base64,{}", rep("0123456789abcdef0123+/"))})),
+        ("a long key over numbers", json!({"extra": {long_key.clone(): vec![1; MIB / 4]}})),
+        ("a long key over assets", json!({"extra": {long_key: vec![json!({"asset": {"_ref": "x"}}); MIB / 40]}})),
+    ];
+    let mut out = Vec::new();
+    for (name, body) in bodies {
+        let data = body.as_object().unwrap();
+        let bytes = body.to_string().len();
+        let ms = (0..5)
+            .map(|_| {
+                let started = clock.now_ms();
+                let extracted = extract(&[], data, &rules);
+                let _ = extracted.resolve(&Library::default());
+                clock.now_ms() - started
+            })
+            .fold(f64::INFINITY, f64::min);
+        out.push(json!({"body": name, "bytes": bytes, "ms": ms, "mbPerS": bytes as f64 / 1e6 / (ms / 1e3)}));
+    }
+    Json::Array(out)
 }
 
 fn main() {
@@ -235,6 +273,8 @@ fn main() {
         "deletionTick".into(),
         json!({"entries": entries, "request": summary(vec![request]), "ticks": summary(b.ticks())}),
     );
+
+    out.insert("extraction".into(), extraction(&b.clock));
 
     out.insert("scale".into(), json!(scale));
     // The one line run.mjs reads.

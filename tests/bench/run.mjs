@@ -354,5 +354,9 @@ console.log(`\nmedia-usage-worker bench (BENCH_SCALE=${SCALE})`);
 for (const [a, b, c] of table) console.log(`  ${a.padEnd(48)} ${b.padEnd(34)} ${c}`);
 console.log(`\nCPU per invocation (native core: p50, max; workerd process incl. local D1: mean, an upper bound)`);
 for (const [a, b, c] of cpuTable) console.log(`  ${a.padEnd(48)} ${b.padEnd(34)} workerd ${c}`);
+// Extraction of 1 MiB bodies, natively: plain text and adversarial ones, side by side.
+const plain = c.extraction.find((e) => e.body === "plain text");
+console.log(`\nExtraction of 1 MiB (native core, best of 5; ×: against plain text)`);
+for (const e of c.extraction) console.log(`  ${e.body.padEnd(48)} ${`${f(e.ms, 2)} ms`.padEnd(34)} ${f(e.mbPerS, 0)} MB/s (×${f(e.ms / plain.ms, 2)})`);
 console.log(`BENCH_JSON ${JSON.stringify({ scale: SCALE, ...results })}`);
 if (!r.deletion.finished || !r.repair.finished || !r.richRepair.finished) process.exitCode = 1;

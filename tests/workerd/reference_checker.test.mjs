@@ -42,16 +42,20 @@ const say = (msg) => `[seed ${SEED}] ${msg}`;
 // ---------------------------------------------------------------------------------------------
 // The oracle: which media a piece of data names, by the documented rules only.
 
-/** Every string value of `value`, at any depth (object keys are not values). */
+/** Every string value of `value`, at any depth (object keys are not values); the ids of an
+ * object with `provider: "external"` are the provider's, not strings a page shows as media. */
 function strings(value, out = []) {
   if (typeof value === "string") out.push(value);
   else if (Array.isArray(value)) for (const v of value) strings(v, out);
-  else if (value && typeof value === "object") for (const v of Object.values(value)) strings(v, out);
+  else if (value && typeof value === "object") {
+    const external = typeof value.provider === "string" && value.provider.trim() === "external";
+    for (const [k, v] of Object.entries(value)) if (!(external && (k === "id" || k === "_ref"))) strings(v, out);
+  }
   return out;
 }
 
-/** Characters that end a URL's key: whitespace, quotes, `<>()[]{}?#\|^` and backtick. */
-const ENDS_URL = /[\s"'<>()[\]{}?#\\|^`]/;
+/** Characters that end a URL's key: whitespace, quotes, `<>()[]{}?#&\|^` and backtick. */
+const ENDS_URL = /[\s"'<>()[\]{}?#&\\|^`]/;
 
 /**
  * Where `key` ends when written at the start of `rest`, each character either as itself (when it
@@ -92,9 +96,19 @@ function namesUrl(s, prefix, key, slashEnds) {
   return false;
 }
 
-/** Whether string `s` names media `m`: its id (trimmed), or one of its file URLs. */
+/** Whether `s` holds `id` as a whole token (no letter, digit, `-` or `_` on either side). */
+function holdsToken(s, id) {
+  const isIdChar = (c) => c !== undefined && /[A-Za-z0-9_-]/.test(c);
+  for (let at = s.indexOf(id); at >= 0; at = s.indexOf(id, at + 1)) {
+    if (!isIdChar(s[at - 1]) && !isIdChar(s[at + id.length])) return true;
+  }
+  return false;
+}
+
+/** Whether string `s` names media `m`: its id as a whole token, or one of its file URLs (the
+ * file route's key keeps its slashes). */
 function names(s, m) {
-  return s.trim() === m.id || namesUrl(s, FILE_ROUTE, m.key, true) || namesUrl(s, PUBLIC_PREFIX, m.key, false);
+  return holdsToken(s, m.id) || namesUrl(s, FILE_ROUTE, m.key, false) || namesUrl(s, PUBLIC_PREFIX, m.key, false);
 }
 
 /** The media of `library` named anywhere in `data`. */
@@ -137,7 +151,7 @@ function keyFor(n) {
   const r = hex(6);
   switch (n % 6) {
     case 1:
-      return `dir/k${n}-${r}.pdf`; // a slash: the file route names it only percent-encoded
+      return `dir/k${n}-${r}.pdf`; // a slash: the file route names it with its slash or encoded
     case 3:
       return `k${n} ${r}.png`; // a space: only a percent-encoded URL names it
     case 4:
@@ -152,7 +166,7 @@ const canBeRaw = (key, slashEnds) => !ENDS_URL.test(key) && !(slashEnds && key.i
 
 function fileUrl(key) {
   const forms = [encodeURIComponent(key), fullEncode(key)];
-  if (canBeRaw(key, true)) forms.push(key, key);
+  if (canBeRaw(key, false)) forms.push(key, key);
   return pick(["", "", "https://site.example", "http://localhost:8787", "https://other.test"]) + FILE_ROUTE + pick(forms);
 }
 
@@ -173,7 +187,7 @@ function decoyUrl(key) {
     () => `https://cdn.example.test/mediax/${encodeURI(key)}`,
     () => `/_emdash/api/media/${encodeURIComponent(key)}`,
     () => `${FILE_ROUTE}x${encodeURIComponent(key)}`,
-    () => (key.includes("/") ? `${FILE_ROUTE}${key}` : `${FILE_ROUTE}${encodeURIComponent(key)}.v2`),
+    () => `${FILE_ROUTE}old/${encodeURIComponent(key)}`,
   ])();
 }
 
@@ -183,7 +197,8 @@ const urlOf = (key) => (chance(0.55) ? fileUrl(key) : publicUrl(key));
 /** What may follow a URL in text: nothing, a terminator, a query, trailing punctuation. */
 const follow = () => pick(["", "", " ", "?v=2", "#top", ".", ",", "!", ")", "'", "\n", ";x"]);
 
-/** A string that names no media: unknown ids, ids inside text or altered, blank. */
+/** A string that looks like a reference: unknown ids, altered ids, an id inside text (a whole
+ * token there: a use), blank. */
 function decoyString() {
   const m = pick(library);
   return pick([
@@ -228,7 +243,7 @@ function mediaValue() {
     () => ({ id: m.id, mimeType: m.mimeType }),
     () => ({ id: m.id, alt: `${urlOf(anyFile().key)}${follow()}` }),
     () => ({ provider: "external", id: pick(["https://ext.test/a.png", "ext-asset-1", ""]) }),
-    () => ({ provider: "external", id: m.id }), // not a field reference, but its id string is
+    () => ({ provider: "external", id: m.id }), // not a use: the id is the provider's
     () => hex(32),
     () => ({ id: hex(32) }),
     () => ({ id: "  " }),
@@ -618,7 +633,7 @@ test("media registered after content linked their keys are listed once the ticks
   // Some entries link the keys (their URLs, in any variant) before the media exist.
   const before = await readEntries();
   const linked = unregistered.some((u) =>
-    before.some((e) => [e.item.data, e.draft].some((d) => d && strings(d).some((s) => names(s, { id: "-", key: u.key })))),
+    before.some((e) => [e.item.data, e.draft].some((d) => d && strings(d).some((s) => names(s, { id: "\u0000", key: u.key })))),
   );
   assert.ok(linked, say("the content links some of the keys before their registration"));
   for (const u of unregistered) await registerMedia(u.key);

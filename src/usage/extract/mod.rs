@@ -450,11 +450,10 @@ impl Extracted {
                 slot.1 = kind;
             }
         }
-        let mut rendered: HashMap<PathId, (String, String)> = HashMap::new();
+        let mut rendered: Vec<Option<(String, String)>> = vec![None; self.paths.count()];
         let mut written = |id: PathId| {
-            rendered
-                .entry(id)
-                .or_insert_with(|| {
+            rendered[id as usize]
+                .get_or_insert_with(|| {
                     let (path, cost) = self.paths.render(id);
                     work += cost;
                     (self.paths.field(id), path)
@@ -500,13 +499,20 @@ impl Extracted {
             })
             .collect();
         embedded.sort_by(|a, b| (&a.field_path, &a.media_id).cmp(&(&b.field_path, &b.media_id)));
-        let mut next_index: HashMap<String, i64> = HashMap::new();
-        let mut out = Vec::with_capacity(structural.len() + embedded.len());
-        for mut o in structural.into_iter().chain(embedded) {
-            let i = next_index.entry(o.field_path.clone()).or_insert(0);
-            o.occurrence_index = *i;
-            *i += 1;
-            out.push(o);
+        let mut next_index: HashMap<&str, i64> = HashMap::new();
+        let indexes: Vec<i64> = structural
+            .iter()
+            .chain(&embedded)
+            .map(|o| {
+                let i = next_index.entry(o.field_path.as_str()).or_insert(0);
+                *i += 1;
+                *i - 1
+            })
+            .collect();
+        drop(next_index);
+        let mut out: Vec<Occurrence> = structural.into_iter().chain(embedded).collect();
+        for (o, i) in out.iter_mut().zip(indexes) {
+            o.occurrence_index = i;
         }
         out.sort();
         (out, work)

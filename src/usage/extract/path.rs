@@ -39,6 +39,11 @@ impl Paths {
         u32::try_from(self.nodes.len() - 1).unwrap_or(u32::MAX)
     }
 
+    /// How many nodes are recorded (ids are below it).
+    pub fn count(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// Records a key under `parent` (the top level when `None`).
     pub fn key(&mut self, parent: Option<PathId>, key: &str) -> PathId {
         let shortened = key.char_indices().nth(MAX_KEY_CHARS).map(|(i, _)| &key[..i]);

@@ -11,7 +11,7 @@ use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, query_plan as plan, Api, ADMIN};
+use crate::support::{code, data, query_plan as plan, used_in, Api, ADMIN};
 
 fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
     db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
@@ -44,30 +44,6 @@ fn media(api: &Api, key: &str, mime: &str) -> String {
 fn entry(api: &Api, collection: &str, slug: &str, status: &str, d: &Json) -> String {
     let r = api.post(&format!("/content/{collection}"), &json!({"slug": slug, "status": status, "data": d}));
     data(&r)["item"]["id"].as_str().unwrap().to_owned()
-}
-
-/// `(contentId, [(fieldPath, referenceType)])` of every entry "Used in" lists for `m`, and the
-/// coverage it reports.
-/// An entry "Used in" lists: its content id and its `(fieldPath, referenceType)` pairs.
-type Listed = (String, Vec<(String, String)>);
-
-fn used_in(api: &Api, m: &str) -> (Vec<Listed>, String) {
-    let d = data(&api.get(&format!("/media/{m}/usage?limit=100")));
-    let items = d["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            let occ = i["occurrences"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|o| (o["fieldPath"].as_str().unwrap().to_owned(), o["referenceType"].as_str().unwrap().to_owned()))
-                .collect();
-            (i["contentId"].as_str().unwrap().to_owned(), occ)
-        })
-        .collect();
-    (items, d["coverage"]["status"].as_str().unwrap().to_owned())
 }
 
 fn occurrences_of_entry(api: &Api, id: &str) -> i64 {

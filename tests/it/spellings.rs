@@ -12,7 +12,7 @@ use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
-use crate::support::{code, data, db, settings_with, Api, ADMIN};
+use crate::support::{self, code, data, db, settings_with, Api, Listed, ADMIN};
 
 const PUBLIC: &str = "https://cdn.example.com/media";
 
@@ -78,24 +78,11 @@ fn object_exists(api: &Api, key: &str) -> bool {
     api.storage.as_ref().unwrap().keys().iter().any(|k| k == key)
 }
 
-/// `(contentId, [(fieldPath, referenceType)])` of the entries "Used in" lists for `media`.
-fn used_in(api: &Api, media: &str) -> Vec<(String, Vec<(String, String)>)> {
-    let d = data(&api.get(&format!("/media/{media}/usage?limit=100")));
-    assert_eq!(d["coverage"]["status"], "complete", "{d}");
-    d["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            let occ = i["occurrences"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|o| (o["fieldPath"].as_str().unwrap().to_owned(), o["referenceType"].as_str().unwrap().to_owned()))
-                .collect();
-            (i["contentId"].as_str().unwrap().to_owned(), occ)
-        })
-        .collect()
+/// The entries "Used in" lists for `media`, under complete coverage.
+fn used_in(api: &Api, media: &str) -> Vec<Listed> {
+    let (items, coverage) = support::used_in(api, media);
+    assert_eq!(coverage, "complete");
+    items
 }
 
 /// A spelling: a name, the entry data naming the media `(id, key)` (and another id), the path

@@ -216,6 +216,29 @@ impl Api {
     }
 }
 
+/// An entry "Used in" lists: its content id and its `(fieldPath, referenceType)` pairs.
+pub type Listed = (String, Vec<(String, String)>);
+
+/// The entries "Used in" lists for media `m` (its first 100), and the coverage it reports.
+pub fn used_in(api: &Api, m: &str) -> (Vec<Listed>, String) {
+    let d = data(&api.get(&format!("/media/{m}/usage?limit=100")));
+    let items = d["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let occ = i["occurrences"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| (o["fieldPath"].as_str().unwrap().to_owned(), o["referenceType"].as_str().unwrap().to_owned()))
+                .collect();
+            (i["contentId"].as_str().unwrap().to_owned(), occ)
+        })
+        .collect();
+    (items, d["coverage"]["status"].as_str().unwrap().to_owned())
+}
+
 /// A request as the edge would hand it over: the path under the API base path (sitemaps at the
 /// site root), its query decoded into pairs, and the bearer `token`, if any.
 pub fn request(method: &str, path_and_query: &str, token: Option<&str>, body: Option<&[u8]>) -> Request {

@@ -6,7 +6,7 @@
 //! `v1` keeps the first rules (for upgrades from indexes built under them).
 
 mod path;
-pub mod text;
+mod text;
 mod v1;
 
 use std::collections::{BTreeSet, HashMap};

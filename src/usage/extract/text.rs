@@ -140,18 +140,25 @@ impl<'r> Scanner<'r> {
         }
     }
 
-    /// Keys after the file route, on any origin or none.
-    fn file_route(&mut self, t: &str, out: &mut Vec<Names>) {
-        let mut starts = Vec::new();
+    /// Where `pattern` stands in `t`, each match searched for from `advance` bytes after the last
+    /// one's start (so that overlapping matches are found); `(match, end of the match)`.
+    fn find_all(&mut self, t: &str, pattern: &str, advance: usize) -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
         let mut from = 0;
-        while let Some(i) = t[from..].find(FILE_ROUTE) {
+        while let Some(i) = t[from..].find(pattern) {
             let at = from + i;
-            self.work += (i + FILE_ROUTE.len()) as u64;
-            starts.push((at, at + FILE_ROUTE.len()));
-            // The route ends with the `/` it may start again with.
-            from = at + FILE_ROUTE.len() - 1;
+            self.work += (i + pattern.len()) as u64;
+            found.push((at, at + pattern.len()));
+            from = at + advance;
         }
         self.work += (t.len() - from.min(t.len())) as u64;
+        found
+    }
+
+    /// Keys after the file route, on any origin or none.
+    fn file_route(&mut self, t: &str, out: &mut Vec<Names>) {
+        // The route ends with the `/` it may start again with.
+        let starts = self.find_all(t, FILE_ROUTE, FILE_ROUTE.len() - 1);
         self.keys(t, &starts, out);
     }
 
@@ -159,26 +166,11 @@ impl<'r> Scanner<'r> {
     fn public_url(&mut self, t: &str, out: &mut Vec<Names>) {
         let starts = match self.public {
             Public::None => return,
-            Public::Prefix(prefix) => {
-                let mut starts = Vec::new();
-                let mut from = 0;
-                while let Some(i) = t[from..].find(prefix.as_str()) {
-                    let at = from + i;
-                    self.work += (i + prefix.len()) as u64;
-                    starts.push((at, at + prefix.len()));
-                    from = at + 1;
-                }
-                starts
-            }
+            Public::Prefix(prefix) => self.find_all(t, prefix, 1),
             Public::Url { host, port, path } => {
                 let mut starts = Vec::new();
-                let b = t.as_bytes();
-                let mut from = 0;
-                while let Some(i) = t[from..].find("//") {
-                    let at = from + i;
-                    self.work += (i + 2) as u64;
-                    from = at + 1;
-                    if let Some(key) = authority_path(b, at, host, *port, path) {
+                for (at, _) in self.find_all(t, "//", 1) {
+                    if let Some(key) = authority_path(t.as_bytes(), at, host, *port, path) {
                         self.work += (key - at) as u64;
                         starts.push((at, key));
                     }

@@ -57,6 +57,9 @@ pub const JOB_FIXED_ROWS: RowCount = RowCount::new(100, 500);
 /// the rest of the row. A variant's occurrence rows, its source row, and each of a lookup's
 /// arrays are bound values.
 pub const MAX_BOUND_BYTES: usize = 1_500_000;
+/// The most bytes of strings that could be media ids (as a JSON array) one variant may look up:
+/// both variants' together always fit the lookup of one job ([`LOOKUP_CAPACITY`]).
+pub const MAX_ID_BYTES: usize = 1_400_000;
 /// The most bytes of file URL keys (their readings, as a JSON array) one variant may look up:
 /// those that name no media item yet are kept on its source row, which must stay within
 /// [`MAX_BOUND_BYTES`] with the rest of it.
@@ -67,7 +70,7 @@ pub const MAX_KEY_BYTES: usize = 1_000_000;
 pub enum Refusal {
     /// More references than the admission limit allows.
     Occurrences { count: usize, max: usize },
-    /// Candidate ids whose lookup would bind more than [`MAX_BOUND_BYTES`].
+    /// Candidate ids whose lookup would bind more than [`MAX_ID_BYTES`].
     IdBytes { bytes: usize },
     /// File URL keys whose lookup (and pending list) would take more than [`MAX_KEY_BYTES`].
     KeyBytes { bytes: usize },
@@ -84,7 +87,7 @@ impl Refusal {
                  (MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY)"
             ),
             Refusal::IdBytes { bytes } => format!(
-                "The entry holds {bytes} bytes of strings that could be media ids; at most {MAX_BOUND_BYTES} \
+                "The entry holds {bytes} bytes of strings that could be media ids; at most {MAX_ID_BYTES} \
                  can be looked up per entry"
             ),
             Refusal::KeyBytes { bytes } => format!(
@@ -127,7 +130,7 @@ pub fn occurrence_rows(source_key: &str, generation: &str, occurrences: &[Occurr
 pub fn check_lookup(extracted: &Extracted) -> Result<(), Refusal> {
     let (ids, keys) = extracted.lookups();
     let id_bytes = json_array_bytes(ids);
-    if id_bytes > MAX_BOUND_BYTES {
+    if id_bytes > MAX_ID_BYTES {
         return Err(Refusal::IdBytes { bytes: id_bytes });
     }
     let key_bytes = json_array_bytes(keys);
@@ -350,6 +353,16 @@ mod tests {
         lookup.key_bytes = bytes;
         assert!(lookup.fits());
         assert!(lookup_arrays(keys.iter().map(String::as_str)).is_some());
+    }
+
+    #[test]
+    fn two_variants_at_the_admission_limits_fit_one_lookup() {
+        // Each variant's distinct ids and keys at their limits, none shared.
+        let mut lookup = Lookup::default();
+        lookup.id_bytes = 2 * MAX_ID_BYTES;
+        lookup.key_bytes = 2 * MAX_KEY_BYTES;
+        assert!(lookup.fits());
+        assert!(2 * MAX_KEY_BYTES + 2 * LARGEST_ITEM <= MAX_BOUND_BYTES * 2);
     }
 
     #[test]

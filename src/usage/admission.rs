@@ -348,21 +348,18 @@ mod tests {
         let size = Json::from(key.as_str()).to_string().len() + 1;
         let n = LOOKUP_CAPACITY / size;
         let keys: Vec<String> = (0..n).map(|i| format!("{i}{}", &key[i.to_string().len()..])).collect();
-        let mut lookup = Lookup::default();
         let bytes: usize = keys.iter().map(|k| Json::from(k.as_str()).to_string().len() + 1).sum();
-        lookup.key_bytes = bytes;
-        assert!(lookup.fits());
+        assert!(Lookup { key_bytes: bytes, ..Lookup::default() }.fits());
         assert!(lookup_arrays(keys.iter().map(String::as_str)).is_some());
     }
 
     #[test]
     fn two_variants_at_the_admission_limits_fit_one_lookup() {
         // Each variant's distinct ids and keys at their limits, none shared.
-        let mut lookup = Lookup::default();
-        lookup.id_bytes = 2 * MAX_ID_BYTES;
-        lookup.key_bytes = 2 * MAX_KEY_BYTES;
+        let lookup = Lookup { id_bytes: 2 * MAX_ID_BYTES, key_bytes: 2 * MAX_KEY_BYTES, ..Lookup::default() };
         assert!(lookup.fits());
-        assert!(2 * MAX_KEY_BYTES + 2 * LARGEST_ITEM <= MAX_BOUND_BYTES * 2);
+        let over = Lookup { id_bytes: 2 * MAX_BOUND_BYTES, ..Lookup::default() };
+        assert!(!over.fits(), "the capacity leaves room for fragmentation");
     }
 
     #[test]

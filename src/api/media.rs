@@ -9,7 +9,7 @@ use super::input::{self, json_body, Issues, Obj};
 use super::{Ctx, Reply, Request, Response};
 use crate::exec::{self, Executor};
 use crate::model::state::CoverageStatus;
-use crate::repo::media::{self as repo, Media, NewMedia};
+use crate::repo::media::{self as repo, Media, NewMedia, Purged};
 use crate::repo::reads::{self as usage_repo, SafeDelete};
 use crate::storage::{serve, valid_key};
 
@@ -185,27 +185,28 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
 /// `DELETE /media/{id}`: moves the item to the trash (row and object kept; its file is no longer
 /// served; `POST /media/{id}/restore` brings it back). Refused while the media is in use or
 /// coverage cannot prove it unused; `?force=true` (admins only, checked by the route's access
-/// rule) trashes it regardless. `?permanent=true` (admins only) deletes row and object at once:
-/// an item in the trash, or with `force`, outright; any other only if the safe delete would
-/// take it. The row goes first, then, for an uploaded row, its stored object (before the
-/// response); an object left behind by a failure in between is reclaimed by the tick's storage
-/// sweep. A row registered by JSON names an object this worker did not store: that object is left
-/// alone. Retried (the item already in the trash), it answers as the first time.
+/// rule) trashes it regardless. `?permanent=true` (admins only) deletes row and object at once,
+/// in the trash or not: only if the safe delete would take it — the rule is carried by the one
+/// statement that deletes, so a retry, or a content write racing the delete, is judged at that
+/// instant — or outright with `force`. The row goes first, then, for an uploaded row, its stored
+/// object (before the response); an object left behind by a failure in between is reclaimed by
+/// the tick's storage sweep. A row registered by JSON names an object this worker did not store:
+/// that object is left alone. Retried (the item already in the trash, or already deleted), it
+/// answers as the first time, or 404 once the item is gone.
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
     let not_found = || ApiError::not_found("Media not found");
-    let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
     let force = input::query_flag(req, "force");
     let done = || Ok((200, json!({"deleted": true, "id": id})));
     if input::query_flag(req, "permanent") {
-        if !force && media.deleted_at.is_none() {
-            safe_trash(ctx, id).await?;
-        }
-        if !repo::delete(ctx.exec, id).await? {
-            return Err(not_found());
-        }
-        forget_object(ctx, &media).await;
+        let deleted = if force {
+            repo::delete(ctx.exec, id).await?.ok_or_else(not_found)?
+        } else {
+            unless_in_use(ctx, id, Removal::Delete).await?.ok_or_else(not_found)?
+        };
+        forget_object(ctx, &deleted).await;
         return done();
     }
+    let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
     if media.deleted_at.is_some() {
         return done();
     }
@@ -213,50 +214,80 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         repo::trash(ctx.exec, id).await?;
         return done();
     }
-    safe_trash(ctx, id).await?;
+    unless_in_use(ctx, id, Removal::Trash).await?;
     done()
 }
 
-/// Moves the media to the trash if nothing uses it and coverage proves it (one guarded batch):
-/// otherwise 409 `MEDIA_IN_USE` naming the entries, or 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`.
-async fn safe_trash<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<(), ApiError> {
+/// What [`unless_in_use`] does with an item nothing uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Removal {
+    /// Moves it to the trash (one guarded batch).
+    Trash,
+    /// Deletes its row for good (one statement that carries the rule).
+    Delete,
+}
+
+/// Moves the media to the trash, or deletes its row, if nothing uses it and coverage proves it —
+/// checked by the statement that does it, at that instant: otherwise 409 `MEDIA_IN_USE` naming
+/// the entries, or 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`; 404 when there is no such media. The
+/// row deleted, if it was deleted (`None` for the trash, or when it was in the trash already).
+async fn unless_in_use<E: Executor>(ctx: &Ctx<'_, E>, id: &str, removal: Removal) -> Result<Option<Purged>, ApiError> {
     let not_found = || ApiError::not_found("Media not found");
-    // Two tries: if the guard refused but the re-check finds neither a reference nor incomplete
+    let rules = ctx.config.background.projection.rules.id();
+    // Two tries: if the rule refused but the re-check finds neither a reference nor incomplete
     // coverage, what blocked it went away in between; try once more rather than guess a reason.
     for _ in 0..2 {
-        match usage_repo::trash_media_if_unused(ctx.exec, id, ctx.config.background.projection.rules.id()).await? {
-            SafeDelete::Trashed => return Ok(()),
-            // Gone, or in the trash already (a retry whose first try committed unseen).
-            SafeDelete::Missing => {
-                return match repo::get(ctx.exec, id).await? {
-                    Some(m) if m.deleted_at.is_some() => Ok(()),
-                    _ => Err(not_found()),
-                };
+        match removal {
+            Removal::Delete => {
+                if let Some(deleted) = repo::delete_if_unused(ctx.exec, id, rules).await? {
+                    return Ok(Some(deleted));
+                }
+                // Refused, or gone (a retry whose first try committed unseen).
+                if repo::get(ctx.exec, id).await?.is_none() {
+                    return Err(not_found());
+                }
             }
-            SafeDelete::Refused => {}
+            Removal::Trash => match usage_repo::trash_media_if_unused(ctx.exec, id, rules).await? {
+                SafeDelete::Trashed => return Ok(None),
+                // Gone, or in the trash already (a retry whose first try committed unseen).
+                SafeDelete::Missing => {
+                    return match repo::get(ctx.exec, id).await? {
+                        Some(m) if m.deleted_at.is_some() => Ok(None),
+                        _ => Err(not_found()),
+                    };
+                }
+                SafeDelete::Refused => {}
+            },
         }
-        let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
-        if let Some(count) = entries.first().map(|e| e.total).filter(|n| *n > 0) {
-            let list: Vec<Json> = entries
-                .iter()
-                .map(|e| {
-                    json!({
-                        "collection": e.collection_slug,
-                        "contentId": e.content_id,
-                        "slug": e.content_slug,
-                        "indexed": e.indexed != 0,
-                    })
-                })
-                .collect();
-            return Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
-                .with_details(json!({"count": count, "entries": list})));
-        }
-        let (status, _) = super::usage::coverage(ctx).await?;
-        if status != CoverageStatus::Complete {
-            return Err(coverage_incomplete(status));
-        }
+        refusal(ctx, id).await?;
     }
     Err(coverage_incomplete(CoverageStatus::Complete))
+}
+
+/// Why the safe delete's rule refused the media: 409 `MEDIA_IN_USE` naming the entries that use
+/// it, else 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`; `Ok` when neither holds any longer.
+async fn refusal<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<(), ApiError> {
+    let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
+    if let Some(count) = entries.first().map(|e| e.total).filter(|n| *n > 0) {
+        let list: Vec<Json> = entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "collection": e.collection_slug,
+                    "contentId": e.content_id,
+                    "slug": e.content_slug,
+                    "indexed": e.indexed != 0,
+                })
+            })
+            .collect();
+        return Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
+            .with_details(json!({"count": count, "entries": list})));
+    }
+    let (status, _) = super::usage::coverage(ctx).await?;
+    if status != CoverageStatus::Complete {
+        return Err(coverage_incomplete(status));
+    }
+    Ok(())
 }
 
 /// `POST /media/{id}/restore`: brings the item back from the trash (the same id and URL; its file
@@ -329,20 +360,20 @@ pub async fn bulk_delete<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result
 /// Deletes a deleted row's stored object, if an object store is bound and this worker stored it.
 /// A failure is logged, not answered: the row is gone, and the storage sweep reclaims
 /// unreferenced objects it stored.
-async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, media: &Media) {
+async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, deleted: &Purged) {
     let Some(storage) = ctx.storage else { return };
-    // Whether this worker stored the object is read from the row, not from the object: only an
-    // upload sets `content_hash`, and an upload's key is one the worker made up (a new random
-    // id) and stored the object under itself, while a JSON registration names a key of the
-    // client's choosing (perhaps another application's file in the same bucket), and a key
-    // already registered cannot be registered again. So the row alone is sound, and it costs no
-    // storage operation, where checking the object's marker would cost a head (and the head and
-    // the delete would still not be atomic). A marked object a JSON row happens to name is not
-    // deleted here either: once no row names it, the storage sweep takes it.
-    if !media.uploaded() {
+    // Whether this worker stored the object is read from the row the delete returned, not from
+    // the object: only an upload sets `content_hash`, and an upload's key is one the worker made
+    // up (a new random id) and stored the object under itself, while a JSON registration names a
+    // key of the client's choosing (perhaps another application's file in the same bucket). So
+    // the row alone is sound, and it costs no storage operation, where checking the object's
+    // marker would cost a head (and the head and the delete would still not be atomic). A marked
+    // object a JSON row happens to name is not deleted here either: once no row names it, the
+    // storage sweep takes it.
+    if !deleted.uploaded() {
         return;
     }
-    let key = &media.storage_key;
+    let key = &deleted.storage_key;
     if let Err(e) = storage.delete(std::slice::from_ref(key)).await {
         ctx.log(format!("the object {key} of a deleted media row stays until the storage sweep: {e}"));
     }

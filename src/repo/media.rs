@@ -12,6 +12,7 @@ const INSERT: &str = include_str!("../sql/media/insert.sql");
 const SELECT_ONE: &str = include_str!("../sql/media/select_one.sql");
 const LIST: &str = include_str!("../sql/media/list.sql");
 const DELETE: &str = include_str!("../sql/media/delete.sql");
+const DELETE_UNUSED: &str = include_str!("../sql/media/delete_unused.sql");
 const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
 const ID_BY_STORAGE_KEY: &str = include_str!("../sql/media/id_by_storage_key.sql");
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
@@ -31,7 +32,8 @@ const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
 
 /// `template` with the safe delete's rule (`{unused_and_proven}`: the item `media_id` is not in
 /// use and coverage proves it, under the deployed reference rules bound as parameter `rules`)
-/// filled in: the single delete's guard, the bulk trash and the purge embed the one text.
+/// filled in: the single delete's guard, the permanent delete, the bulk trash and the purge embed
+/// the one text.
 pub fn render_unused_and_proven(template: &'static str, media_id: &Fragment, rules: usize) -> String {
     render(
         template,
@@ -243,12 +245,20 @@ pub async fn purge_due<E: Executor>(
     exec.query(stmt).await
 }
 
-/// A purged row: its storage key, and whether this worker stored its object.
+/// A row deleted for good (purged, or deleted permanently): its storage key, and whether this
+/// worker stored its object.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Purged {
     pub id: String,
     pub storage_key: String,
     pub content_hash: Option<String>,
+}
+
+impl Purged {
+    /// Whether this worker stored the row's object (an upload): see [`Media::uploaded`].
+    pub fn uploaded(&self) -> bool {
+        self.content_hash.is_some()
+    }
 }
 
 /// Deletes those of `ids` in the trash for more than `days` and used by nothing (under the rules
@@ -259,14 +269,23 @@ pub async fn purge<E: Executor>(exec: &E, ids: &[String], days: f64, rules_id: &
     exec.query(Statement::new(sql).bind(json).bind(days).bind(rules_id)).await
 }
 
-/// Deletes the metadata row; false when it did not exist. In the same atomic batch, the entries
-/// whose file URLs named it are queued again, so that a later registration under its storage key
-/// finds them.
-pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<bool, Error> {
+/// Deletes the metadata row whatever uses it (an admin's forced delete); `None` when it did not
+/// exist. In the same atomic batch, the entries whose file URLs named it are queued again, so that
+/// a later registration under its storage key finds them.
+pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<Option<Purged>, Error> {
     let outcomes = exec
         .batch(vec![requeue_linking(None, Some(id)), Statement::new(DELETE).bind(id), stale_while_queued()])
         .await?;
-    Ok(outcomes.get(1).is_some_and(|o| o.changes > 0))
+    outcomes.get(1).map(|o| o.first()).transpose().map(Option::flatten)
+}
+
+/// Deletes the metadata row only if nothing uses it and coverage proves it (under the rules
+/// `rules_id`), in the trash or not: the rule and the delete are one statement. `None` when it was
+/// refused or did not exist. No entry's file URL names an item the rule passes (it would be a
+/// current occurrence), so there is nothing to queue again.
+pub async fn delete_if_unused<E: Executor>(exec: &E, id: &str, rules_id: &str) -> Result<Option<Purged>, Error> {
+    let sql = render_unused_and_proven(DELETE_UNUSED, &Fragment::parameter(1), 2);
+    exec.query_first(Statement::new(sql).bind(id).bind(rules_id)).await
 }
 
 /// Queues the entries whose file URLs named `key` unresolved, or named the media item `id`.

@@ -11,6 +11,7 @@ mod media_files;
 mod media_list;
 mod openapi;
 mod ownership;
+mod permanent_delete;
 mod projection;
 mod reference_rules;
 mod repair;

@@ -293,7 +293,10 @@ async fn refusal<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<(), ApiError
 /// `POST /media/{id}/restore`: brings the item back from the trash (the same id and URL; its file
 /// is served again). An item not in the trash answers as it is.
 pub async fn restore<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
-    let m = repo::restore(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
+    let m = match repo::restore(ctx.exec, id).await? {
+        Some(m) => m,
+        None => repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?,
+    };
     Ok((200, json!({"item": media_json(&m, ctx.config.media_public_url.as_deref())})))
 }
 

@@ -190,7 +190,8 @@ pub fn trash_statement(id: &str) -> Statement {
     Statement::new(TRASH).bind(id)
 }
 
-/// Brings the media back from the trash (no change when it is not in it); `None` when missing.
+/// Brings the media back from the trash: the row restored; `None` when it is missing or not in
+/// the trash (then nothing changes).
 pub async fn restore<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, Error> {
     exec.query_first(Statement::new(RESTORE).bind(id)).await
 }

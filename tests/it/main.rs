@@ -7,6 +7,7 @@ mod commit_unknown;
 mod deletion;
 mod executor;
 mod lease;
+mod media_access;
 mod media_files;
 mod media_list;
 mod openapi;

@@ -361,8 +361,8 @@ pub async fn bulk_delete<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result
 }
 
 /// Deletes a deleted row's stored object, if an object store is bound and this worker stored it.
-/// A failure is logged, not answered: the row is gone, and the storage sweep reclaims
-/// unreferenced objects it stored.
+/// A failure is logged, not answered: the row is gone, and the storage sweep reclaims objects it
+/// stored that no uploaded row names.
 async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, deleted: &Purged) {
     let Some(storage) = ctx.storage else { return };
     // Whether this worker stored the object is read from the row the delete returned, not from
@@ -371,8 +371,8 @@ async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, deleted: &Purged) {
     // key of the client's choosing (perhaps another application's file in the same bucket). So
     // the row alone is sound, and it costs no storage operation, where checking the object's
     // marker would cost a head (and the head and the delete would still not be atomic). A marked
-    // object a JSON row happens to name is not deleted here either: once no row names it, the
-    // storage sweep takes it.
+    // object a JSON row happens to name is not deleted here either: the storage sweep takes it
+    // (no uploaded row names it).
     if !deleted.uploaded() {
         return;
     }
@@ -395,13 +395,13 @@ fn coverage_incomplete(status: CoverageStatus) -> ApiError {
 /// caching; `If-None-Match` → 304, `Range` → 206 (416 when it cannot be served). `HEAD` answers
 /// exactly as `GET` would, `Content-Length` included, without reading the object.
 ///
-/// Only objects this worker stored are served: those carrying the storage marker. An unmarked
-/// object (another application's file in a shared bucket, or one a client named by a JSON
-/// registration) is 404 — except an object uploaded before the marker existed, which an uploaded
-/// media row (`content_hash` set) names. A JSON registration never makes an unmarked object
-/// servable. And only while a media row outside the trash names it: the file of an item in the
-/// trash, or deleted (an object whose delete is still to come, or failed and waits for the
-/// storage sweep), is 404. One statement on the unique index of storage keys decides both.
+/// An object is served only while an uploaded media row (`content_hash` set: this worker stored
+/// the object, under a key it chose) names its key and that row is outside the trash. Whatever
+/// else the bucket holds is 404: another application's file, an object a client named by a JSON
+/// registration (a JSON row never makes an object servable, even one this worker once stored), the
+/// file of an item in the trash, and the object of one deleted (its delete still to come, or
+/// failed and waiting for the storage sweep). One statement on the unique index of storage keys
+/// decides; an object uploaded before the storage marker existed is served by the same rule.
 pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Result<Response, ApiError> {
     let not_found = || ApiError::not_found("No stored file has this key");
     let storage = ctx.storage.ok_or_else(not_found)?;
@@ -415,8 +415,7 @@ pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Re
         .map_err(|e| ApiError::internal(format!("reading {key}: {e}")))?
         .ok_or_else(not_found)?;
     // One statement on the unique index of storage keys.
-    let state = repo::key_state(ctx.exec, key).await?;
-    if state.live == 0 || (!object.marked && state.uploaded == 0) {
+    if !repo::key_served(ctx.exec, key).await? {
         return Err(not_found());
     }
     let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());

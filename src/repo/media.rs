@@ -16,7 +16,7 @@ const DELETE_UNUSED: &str = include_str!("../sql/media/delete_unused.sql");
 const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
 const ID_BY_STORAGE_KEY: &str = include_str!("../sql/media/id_by_storage_key.sql");
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
-const KEY_STATE: &str = include_str!("../sql/media/key_state.sql");
+const KEY_SERVED: &str = include_str!("../sql/media/key_served.sql");
 const TRASH: &str = include_str!("../sql/media/trash.sql");
 const RESTORE: &str = include_str!("../sql/media/restore.sql");
 const BULK_TRASH: &str = include_str!("../sql/media/bulk_trash.sql");
@@ -318,25 +318,23 @@ struct KeyRow {
     storage_key: String,
 }
 
-/// Which of `keys` a media row references (one statement).
+/// Which of `keys` an uploaded media row (in the trash or not) names, one statement: the objects
+/// the storage sweep keeps. A JSON registration's key is not among them.
 pub async fn referenced_keys<E: Executor>(exec: &E, keys: &[String]) -> Result<Vec<String>, Error> {
     let json = serde_json::to_string(keys).map_err(|e| Error::Decode(e.to_string()))?;
     let rows: Vec<KeyRow> = exec.query(Statement::new(REFERENCED_KEYS).bind(json)).await?;
     Ok(rows.into_iter().map(|r| r.storage_key).collect())
 }
 
-/// What the file route knows of a storage key: whether an uploaded row names it, and whether a
-/// row outside the trash names it.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub struct KeyState {
-    pub uploaded: i64,
-    pub live: i64,
-}
-
-/// [`KeyState`] of `key` (one statement, from the unique index on storage keys).
-pub async fn key_state<E: Executor>(exec: &E, key: &str) -> Result<KeyState, Error> {
-    let row: Option<KeyState> = exec.query_first(Statement::new(KEY_STATE).bind(key)).await?;
-    Ok(row.unwrap_or(KeyState { uploaded: 0, live: 0 }))
+/// Whether the file route serves the object under `key`: an uploaded row outside the trash names
+/// it (one statement, from the unique index on storage keys).
+pub async fn key_served<E: Executor>(exec: &E, key: &str) -> Result<bool, Error> {
+    #[derive(Deserialize)]
+    struct Served {
+        served: i64,
+    }
+    let row: Option<Served> = exec.query_first(Statement::new(KEY_SERVED).bind(key)).await?;
+    Ok(row.is_some_and(|r| r.served != 0))
 }
 
 #[derive(Deserialize)]

@@ -4,15 +4,19 @@
 //! storage sweep, only while an uploaded row names it — never because a JSON registration names
 //! its key.
 
+use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
+use media_usage_worker::storage::Storage;
+use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
 use crate::support::{code, data, request, Api, ADMIN};
 
+const HOUR_MS: f64 = 3_600_000.0;
 const T0: f64 = 1_800_000_000_000.0;
 
 fn upload_as(api: &Api, token: &str, bytes: &[u8]) -> media_usage_worker::api::Response {
@@ -146,4 +150,63 @@ fn a_restore_takes_only_an_item_in_the_trash_and_answers_any_other_as_it_is() {
     assert!(written >= 1);
     let r = api.call("POST", "/media/no-such-media/restore", Some(ADMIN), None);
     assert_eq!((r.status, code(&r)), (404, "NOT_FOUND".to_owned()));
+}
+
+fn register_json(api: &Api, token: &str, key: &str) -> media_usage_worker::api::Response {
+    let body = json!({"filename": "f.png", "mimeType": "image/png", "storageKey": key}).to_string();
+    api.call("POST", "/media", Some(token), Some(body.as_bytes()))
+}
+
+fn file_status(api: &Api, key: &str) -> u16 {
+    api.call("GET", &format!("/media/file/{key}"), None, None).status
+}
+
+/// Lets `hours` pass for the bucket and runs ticks with it until idle.
+fn sweep_after(api: &Api, hours: f64) -> u64 {
+    let store = api.storage.as_ref().unwrap();
+    store.now_ms.set(store.now_ms.get() + hours * HOUR_MS);
+    let clock = MonotonicClock::default();
+    let mut deleted = 0;
+    for _ in 0..5 {
+        let metered = Metered::new(&api.db, &clock);
+        let policy = &api.config.background;
+        let storage = Some(store as &dyn Storage);
+        let report =
+            block_on(tick::run(&metered, &clock, api.config.tick_budget, policy, tick::Continuation::Off, storage));
+        deleted += report.count("objectsDeleted");
+    }
+    deleted
+}
+
+#[test]
+fn a_json_registration_of_a_deleted_uploads_key_neither_serves_its_object_nor_keeps_it_from_the_sweep() {
+    let api = Api::with_storage(T0);
+    let author = api.token("author", &["media:write", "media:read"]);
+    let store = api.storage.as_ref().unwrap();
+    // An upload deleted for good whose object delete failed: the object waits for the sweep.
+    let item = data(&upload_as(&api, ADMIN, &png(7, 7, 1)))["item"].clone();
+    let key = item["storageKey"].as_str().unwrap().to_owned();
+    store.fail_deletes.set(true);
+    data(&api.delete(&format!("/media/{}?permanent=true", item["id"].as_str().unwrap())));
+    store.fail_deletes.set(false);
+    assert_eq!(objects(&api), std::slice::from_ref(&key));
+    assert_eq!(file_status(&api, &key), 404);
+    // An author registers its key by JSON: the row exists, but the object is not served ...
+    let r = register_json(&api, &author, &key);
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(file_status(&api, &key), 404, "a JSON registration never makes an object servable");
+    let r = api.call("HEAD", &format!("/media/file/{key}"), None, None);
+    assert_eq!(r.status, 404);
+    // ... nor kept: the sweep takes it after its grace period, as if no row named it.
+    assert_eq!(sweep_after(&api, 23.0), 0, "within the grace period");
+    assert_eq!(sweep_after(&api, 2.0), 1);
+    assert!(objects(&api).is_empty());
+    // An uploaded row, in the library or in the trash, keeps its object from the sweep.
+    let live = data(&upload_as(&api, ADMIN, &png(7, 7, 2)))["item"].clone();
+    let trashed = data(&upload_as(&api, ADMIN, &png(7, 7, 3)))["item"].clone();
+    data(&api.delete(&format!("/media/{}", trashed["id"].as_str().unwrap())));
+    assert_eq!(sweep_after(&api, 1000.0), 0);
+    assert_eq!(objects(&api).len(), 2);
+    assert_eq!(file_status(&api, live["storageKey"].as_str().unwrap()), 200);
+    assert_eq!(file_status(&api, trashed["storageKey"].as_str().unwrap()), 404, "in the trash");
 }

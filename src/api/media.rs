@@ -8,6 +8,7 @@ use super::error::ApiError;
 use super::input::{self, json_body, Issues, Obj};
 use super::{Ctx, Reply, Request, Response};
 use crate::exec::{self, Executor};
+use crate::model::auth::Role;
 use crate::model::state::CoverageStatus;
 use crate::repo::media::{self as repo, Media, NewMedia, Purged};
 use crate::repo::reads::{self as usage_repo, SafeDelete};
@@ -115,9 +116,11 @@ pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Resu
 }
 
 /// `GET /media`: the library (or, with `trashed=true`, the trash), newest first. Filters:
-/// `search` (a part of the file name), `usage=used|unused` (by the safe delete's rule; `unused`
-/// only while coverage is complete, else 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`), and
-/// `include=usage` adds each item's `usageCount` (entries using it, up to [`USAGE_COUNT_CAP`]).
+/// `search` (a part of the file name), `usage=used|unused` (by the safe delete's rule; editors
+/// and admins only, by the route's access rule; `unused` only while coverage is complete, else
+/// 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`), and `include=usage` adds each item's `usageCount`
+/// (entries using it, up to [`USAGE_COUNT_CAP`]) for an editor or admin; below editor the counts
+/// are left out (they count drafts), as `GET /media/{id}?includeUsage=1` leaves out its count.
 /// A filtered page examines at most [`LIST_WINDOW`] items, so it may hold fewer than `limit` (even
 /// none) with a `nextCursor` to go on from.
 pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
@@ -156,7 +159,9 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     let shelf = if input::query_flag(req, "trashed") { repo::Shelf::Trash } else { repo::Shelf::Library };
     let filtered = search.is_some() || used.is_some();
     let window = if filtered { LIST_WINDOW.max(limit + 1) } else { limit + 1 };
-    let filter = repo::ListFilter { search, used, count_usage_up_to: include_usage.then_some(USAGE_COUNT_CAP) };
+    let may_read_usage = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
+    let count_usage_up_to = (include_usage && may_read_usage).then_some(USAGE_COUNT_CAP);
+    let filter = repo::ListFilter { search, used, count_usage_up_to };
     let rows = repo::list(ctx.exec, shelf, after, window, &filter).await?;
     let key = |m: &Media| input::encode_cursor(&m.created_at, &m.id);
     let last_examined = (rows.len() == window as usize).then(|| rows.last().map(|r| key(&r.media))).flatten();

@@ -2,7 +2,7 @@
 //! `openapi.json` must describe exactly these routes (checked by a test).
 
 use super::error::ApiError;
-use super::input::query_flag;
+use super::input::{query, query_flag};
 use super::{Request, BASE_PATH};
 use crate::model::auth::{Role, Scope};
 
@@ -124,6 +124,9 @@ pub fn access(op: Op, req: &Request) -> Access {
         // EmDash's `content:delete_permanent`: admins only.
         Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Admin, Scope::ContentWrite),
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),
+        // Filtering by use says what uses an item (drafts included): editors and admins only, as
+        // "Used in" and the counts.
+        Op::ListMedia if query(req, "usage").is_some() => Need(Role::Editor, Scope::MediaRead),
         Op::ListMedia | Op::GetMedia => Need(Role::Subscriber, Scope::MediaRead),
         Op::CreateMedia => Need(Role::Author, Scope::MediaWrite),
         Op::DeleteMedia if query_flag(req, "force") || query_flag(req, "permanent") => {

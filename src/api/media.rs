@@ -13,23 +13,38 @@ use crate::model::state::CoverageStatus;
 use crate::repo::media::{self as repo, Media, NewMedia, Purged};
 use crate::repo::reads::{self as usage_repo, SafeDelete};
 use crate::storage::{serve, valid_key};
+use crate::usage::sitemap::encode_segment;
 
-/// The URL a stored file is served at: under `MEDIA_PUBLIC_URL` when set, else the file route.
-pub fn file_url(public_url: Option<&str>, key: &str) -> String {
-    let encoded: String = key
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    match public_url {
-        Some(base) => format!("{}/{encoded}", base.trim_end_matches('/')),
-        None => format!("{}/media/file/{encoded}", super::BASE_PATH),
-    }
+/// The URL a stored file is served at: under `MEDIA_PUBLIC_URL` when set, else the file route
+/// (EmDash's form, `media/file/[...key]`): each path segment of the key percent-encoded (RFC 3986
+/// unreserved characters kept), the `/` between them kept. A key with an empty, `.` or `..`
+/// segment would be collapsed or resolved by URL parsers, moving the URL off the key (or out of
+/// `MEDIA_PUBLIC_URL`): its slashes are encoded too (`%2F`), one segment the file route also
+/// takes. `None` for a key that is itself `.` or `..` (which no URL can name; such keys can no
+/// longer be registered).
+pub fn file_url(public_url: Option<&str>, key: &str) -> Option<String> {
+    let segments: Vec<&str> = key.split('/').collect();
+    let path = if segments.iter().any(|s| matches!(*s, "" | "." | "..")) {
+        if matches!(key, "." | "..") {
+            return None;
+        }
+        encode_segment(key)
+    } else {
+        segments.into_iter().map(encode_segment).collect::<Vec<_>>().join("/")
+    };
+    Some(match public_url {
+        Some(base) => format!("{}/{path}", base.trim_end_matches('/')),
+        None => format!("{}/media/file/{path}", super::BASE_PATH),
+    })
 }
 
-/// A media row as the API shows it; `url` is where its file is served (see [`file_url`]).
+/// Whether a storage key can be registered: not `.` or `..`, which no file URL can name.
+pub fn nameable_key(key: &str) -> bool {
+    !matches!(key, "." | "..")
+}
+
+/// A media row as the API shows it; `url` is where its file is served (see [`file_url`]; `null`
+/// for a key no URL can name).
 pub fn media_json(m: &Media, public_url: Option<&str>) -> Json {
     json!({
         "url": file_url(public_url, &m.storage_key),
@@ -78,6 +93,9 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     let storage_key = obj.string(&mut issues, "storageKey", true, 1, 1024);
     if storage_key.as_deref().is_some_and(|k| k.chars().any(char::is_control)) {
         issues.add("storageKey", "Must not contain control characters");
+    }
+    if storage_key.as_deref().is_some_and(|k| !nameable_key(k)) {
+        issues.add("storageKey", "Must not be . or .. (no file URL can name it)");
     }
     issues.finish()?;
     let new = NewMedia {
@@ -410,7 +428,7 @@ fn coverage_incomplete(status: CoverageStatus) -> ApiError {
 pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Result<Response, ApiError> {
     let not_found = || ApiError::not_found("No stored file has this key");
     let storage = ctx.storage.ok_or_else(not_found)?;
-    // The route gives one path segment as sent; a key R2 would refuse outright is simply absent.
+    // The route gives the key decoded, slashes included; a key R2 would refuse is simply absent.
     if !valid_key(key) {
         return Err(not_found());
     }
@@ -472,10 +490,40 @@ mod tests {
     }
 
     #[test]
-    fn file_urls_encode_the_key_as_one_segment() {
-        assert_eq!(file_url(None, "abc.png"), "/_emdash/api/media/file/abc.png");
-        assert_eq!(file_url(None, "a b/c.png"), "/_emdash/api/media/file/a%20b%2Fc.png");
-        assert_eq!(file_url(Some("https://cdn.example/m/"), "k.png"), "https://cdn.example/m/k.png");
-        assert_eq!(file_url(Some("https://cdn.example/m"), "k~_-.png"), "https://cdn.example/m/k~_-.png");
+    fn file_urls_encode_each_segment_of_the_key_and_keep_its_slashes() {
+        let url = |public: Option<&str>, key: &str| file_url(public, key).unwrap();
+        assert_eq!(url(None, "abc.png"), "/_emdash/api/media/file/abc.png");
+        assert_eq!(url(None, "a b/c.png"), "/_emdash/api/media/file/a%20b/c.png");
+        assert_eq!(url(None, "2026/05/ü+%.png"), "/_emdash/api/media/file/2026/05/%C3%BC%2B%25.png");
+        assert_eq!(url(Some("https://cdn.example/m/"), "k.png"), "https://cdn.example/m/k.png");
+        assert_eq!(url(Some("https://cdn.example/m"), "k~_-.png"), "https://cdn.example/m/k~_-.png");
+        assert_eq!(url(Some("https://cdn.example/m"), "a/b c/d.png"), "https://cdn.example/m/a/b%20c/d.png");
+        assert_eq!(url(None, "..a/b../.c"), "/_emdash/api/media/file/..a/b../.c", "not dot segments");
+    }
+
+    #[test]
+    fn a_key_with_a_dot_or_empty_segment_is_one_segment_and_a_dot_key_has_no_url() {
+        let url = |public: Option<&str>, key: &str| file_url(public, key);
+        for (key, path) in [
+            ("a/../b.png", "a%2F..%2Fb.png"),
+            ("../b.png", "..%2Fb.png"),
+            ("./b.png", ".%2Fb.png"),
+            ("a/.", "a%2F."),
+            ("a//b.png", "a%2F%2Fb.png"),
+            ("/b.png", "%2Fb.png"),
+            ("b/", "b%2F"),
+        ] {
+            assert_eq!(url(None, key), Some(format!("/_emdash/api/media/file/{path}")), "{key}");
+            assert_eq!(
+                url(Some("https://cdn.example/m/"), key),
+                Some(format!("https://cdn.example/m/{path}")),
+                "{key}"
+            );
+        }
+        for key in [".", ".."] {
+            assert_eq!((url(None, key), url(Some("https://cdn.example/m"), key)), (None, None), "{key}");
+            assert!(!super::nameable_key(key));
+        }
+        assert!(super::nameable_key("..."));
     }
 }

@@ -457,7 +457,7 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
 
 /// Stores `bytes` under `key` directly in the bucket through the worker's store (so it carries
 /// the marker), as an upload whose row was never written would leave it.
-fn put_raw(store: &MemoryStorage, key: &str, bytes: Vec<u8>, content_type: &str) {
+pub(crate) fn put_raw(store: &MemoryStorage, key: &str, bytes: Vec<u8>, content_type: &str) {
     let sha: [u8; 32] = {
         use sha2::Digest;
         sha2::Sha256::digest(&bytes).into()

@@ -345,8 +345,8 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
     let inserted = match repo::insert(ctx.exec, new).await {
         // The insert may have committed before the error (D1 lost the connection after it):
         // the row the database holds decides. Unable to tell, the object stays: the storage
-        // sweep deletes it once no row names it, and deleting it under a committed row would
-        // lose the file.
+        // sweep deletes it once no uploaded row names it, and deleting it under a committed row
+        // would lose the file.
         Err(e) if e.may_have_committed() => match repo::by_hash(ctx.exec, &hash).await {
             Ok(Some(m)) if m.storage_key == key => Ok(m),
             Ok(_) => Err(e),

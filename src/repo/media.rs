@@ -67,14 +67,6 @@ pub struct Media {
     pub deleted_at: Option<String>,
 }
 
-impl Media {
-    /// Whether this worker stored the row's object (an upload), rather than a client naming a key
-    /// by JSON.
-    pub fn uploaded(&self) -> bool {
-        self.content_hash.is_some()
-    }
-}
-
 /// Metadata of a newly registered media object.
 #[derive(Debug, Clone)]
 pub struct NewMedia {
@@ -256,7 +248,8 @@ pub struct Purged {
 }
 
 impl Purged {
-    /// Whether this worker stored the row's object (an upload): see [`Media::uploaded`].
+    /// Whether this worker stored the row's object (an upload: `content_hash` set), rather than a
+    /// client naming a key by JSON.
     pub fn uploaded(&self) -> bool {
         self.content_hash.is_some()
     }

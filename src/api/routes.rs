@@ -295,7 +295,10 @@ mod tests {
             assert_eq!(key(path).unwrap_err().status, 404, "{path}");
         }
         assert_eq!(resolve("HEAD", "/_emdash/api/media/file/a/b").unwrap().0, Op::MediaFile);
-        // Only a last `{key}` takes the rest: a media id is one segment.
+        // Only a last `{key}` takes the rest: a media id is one segment, and so is a `{key}`
+        // followed by more of the template.
         assert_eq!(resolve("GET", "/_emdash/api/media/a/b").unwrap_err().status, 404);
+        assert_eq!(match_path("/x/{key}/y", "/x/k/y"), Some(vec!["k".to_owned()]));
+        assert_eq!(match_path("/x/{key}/y", "/x/k/l/y"), None);
     }
 }

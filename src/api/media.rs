@@ -8,27 +8,43 @@ use super::error::ApiError;
 use super::input::{self, json_body, Issues, Obj};
 use super::{Ctx, Reply, Request, Response};
 use crate::exec::{self, Executor};
+use crate::model::auth::Role;
 use crate::model::state::CoverageStatus;
-use crate::repo::media::{self as repo, Media, NewMedia};
+use crate::repo::media::{self as repo, Media, NewMedia, Purged};
 use crate::repo::reads::{self as usage_repo, SafeDelete};
 use crate::storage::{serve, valid_key};
+use crate::usage::sitemap::encode_segment;
 
-/// The URL a stored file is served at: under `MEDIA_PUBLIC_URL` when set, else the file route.
-pub fn file_url(public_url: Option<&str>, key: &str) -> String {
-    let encoded: String = key
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    match public_url {
-        Some(base) => format!("{}/{encoded}", base.trim_end_matches('/')),
-        None => format!("{}/media/file/{encoded}", super::BASE_PATH),
-    }
+/// The URL a stored file is served at: under `MEDIA_PUBLIC_URL` when set, else the file route
+/// (EmDash's form, `media/file/[...key]`): each path segment of the key percent-encoded (RFC 3986
+/// unreserved characters kept), the `/` between them kept. A key with an empty, `.` or `..`
+/// segment would be collapsed or resolved by URL parsers, moving the URL off the key (or out of
+/// `MEDIA_PUBLIC_URL`): its slashes are encoded too (`%2F`), one segment the file route also
+/// takes. `None` for a key that is itself `.` or `..` (which no URL can name; such keys can no
+/// longer be registered).
+pub fn file_url(public_url: Option<&str>, key: &str) -> Option<String> {
+    let segments: Vec<&str> = key.split('/').collect();
+    let path = if segments.iter().any(|s| matches!(*s, "" | "." | "..")) {
+        if matches!(key, "." | "..") {
+            return None;
+        }
+        encode_segment(key)
+    } else {
+        segments.into_iter().map(encode_segment).collect::<Vec<_>>().join("/")
+    };
+    Some(match public_url {
+        Some(base) => format!("{}/{path}", base.trim_end_matches('/')),
+        None => format!("{}/media/file/{path}", super::BASE_PATH),
+    })
 }
 
-/// A media row as the API shows it; `url` is where its file is served (see [`file_url`]).
+/// Whether a storage key can be registered: not `.` or `..`, which no file URL can name.
+pub fn nameable_key(key: &str) -> bool {
+    !matches!(key, "." | "..")
+}
+
+/// A media row as the API shows it; `url` is where its file is served (see [`file_url`]; `null`
+/// for a key no URL can name).
 pub fn media_json(m: &Media, public_url: Option<&str>) -> Json {
     json!({
         "url": file_url(public_url, &m.storage_key),
@@ -78,6 +94,9 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     if storage_key.as_deref().is_some_and(|k| k.chars().any(char::is_control)) {
         issues.add("storageKey", "Must not contain control characters");
     }
+    if storage_key.as_deref().is_some_and(|k| !nameable_key(k)) {
+        issues.add("storageKey", "Must not be . or .. (no file URL can name it)");
+    }
     issues.finish()?;
     let new = NewMedia {
         filename: filename.unwrap_or_default(),
@@ -115,9 +134,11 @@ pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Resu
 }
 
 /// `GET /media`: the library (or, with `trashed=true`, the trash), newest first. Filters:
-/// `search` (a part of the file name), `usage=used|unused` (by the safe delete's rule; `unused`
-/// only while coverage is complete, else 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`), and
-/// `include=usage` adds each item's `usageCount` (entries using it, up to [`USAGE_COUNT_CAP`]).
+/// `search` (a part of the file name), `usage=used|unused` (by the safe delete's rule; editors
+/// and admins only, by the route's access rule; `unused` only while coverage is complete, else
+/// 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`), and `include=usage` adds each item's `usageCount`
+/// (entries using it, up to [`USAGE_COUNT_CAP`]) for an editor or admin; below editor the counts
+/// are left out (they count drafts), as `GET /media/{id}?includeUsage=1` leaves out its count.
 /// A filtered page examines at most [`LIST_WINDOW`] items, so it may hold fewer than `limit` (even
 /// none) with a `nextCursor` to go on from.
 pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
@@ -156,7 +177,9 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     let shelf = if input::query_flag(req, "trashed") { repo::Shelf::Trash } else { repo::Shelf::Library };
     let filtered = search.is_some() || used.is_some();
     let window = if filtered { LIST_WINDOW.max(limit + 1) } else { limit + 1 };
-    let filter = repo::ListFilter { search, used, count_usage_up_to: include_usage.then_some(USAGE_COUNT_CAP) };
+    let may_read_usage = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
+    let count_usage_up_to = (include_usage && may_read_usage).then_some(USAGE_COUNT_CAP);
+    let filter = repo::ListFilter { search, used, count_usage_up_to };
     let rows = repo::list(ctx.exec, shelf, after, window, &filter).await?;
     let key = |m: &Media| input::encode_cursor(&m.created_at, &m.id);
     let last_examined = (rows.len() == window as usize).then(|| rows.last().map(|r| key(&r.media))).flatten();
@@ -185,27 +208,28 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
 /// `DELETE /media/{id}`: moves the item to the trash (row and object kept; its file is no longer
 /// served; `POST /media/{id}/restore` brings it back). Refused while the media is in use or
 /// coverage cannot prove it unused; `?force=true` (admins only, checked by the route's access
-/// rule) trashes it regardless. `?permanent=true` (admins only) deletes row and object at once:
-/// an item in the trash, or with `force`, outright; any other only if the safe delete would
-/// take it. The row goes first, then, for an uploaded row, its stored object (before the
-/// response); an object left behind by a failure in between is reclaimed by the tick's storage
-/// sweep. A row registered by JSON names an object this worker did not store: that object is left
-/// alone. Retried (the item already in the trash), it answers as the first time.
+/// rule) trashes it regardless. `?permanent=true` (admins only) deletes row and object at once,
+/// in the trash or not: only if the safe delete would take it — the rule is carried by the one
+/// statement that deletes, so a retry, or a content write racing the delete, is judged at that
+/// instant — or outright with `force`. The row goes first, then, for an uploaded row, its stored
+/// object (before the response); an object left behind by a failure in between is reclaimed by
+/// the tick's storage sweep. A row registered by JSON names an object this worker did not store:
+/// that object is left alone. Retried (the item already in the trash, or already deleted), it
+/// answers as the first time, or 404 once the item is gone.
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
     let not_found = || ApiError::not_found("Media not found");
-    let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
     let force = input::query_flag(req, "force");
     let done = || Ok((200, json!({"deleted": true, "id": id})));
     if input::query_flag(req, "permanent") {
-        if !force && media.deleted_at.is_none() {
-            safe_trash(ctx, id).await?;
-        }
-        if !repo::delete(ctx.exec, id).await? {
-            return Err(not_found());
-        }
-        forget_object(ctx, &media).await;
+        let deleted = if force {
+            repo::delete(ctx.exec, id).await?.ok_or_else(not_found)?
+        } else {
+            unless_in_use(ctx, id, Removal::Delete).await?.ok_or_else(not_found)?
+        };
+        forget_object(ctx, &deleted).await;
         return done();
     }
+    let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
     if media.deleted_at.is_some() {
         return done();
     }
@@ -213,56 +237,89 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         repo::trash(ctx.exec, id).await?;
         return done();
     }
-    safe_trash(ctx, id).await?;
+    unless_in_use(ctx, id, Removal::Trash).await?;
     done()
 }
 
-/// Moves the media to the trash if nothing uses it and coverage proves it (one guarded batch):
-/// otherwise 409 `MEDIA_IN_USE` naming the entries, or 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`.
-async fn safe_trash<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<(), ApiError> {
+/// What [`unless_in_use`] does with an item nothing uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Removal {
+    /// Moves it to the trash (one guarded batch).
+    Trash,
+    /// Deletes its row for good (one statement that carries the rule).
+    Delete,
+}
+
+/// Moves the media to the trash, or deletes its row, if nothing uses it and coverage proves it —
+/// checked by the statement that does it, at that instant: otherwise 409 `MEDIA_IN_USE` naming
+/// the entries, or 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`; 404 when there is no such media. The
+/// row deleted, if it was deleted (`None` for the trash, or when it was in the trash already).
+async fn unless_in_use<E: Executor>(ctx: &Ctx<'_, E>, id: &str, removal: Removal) -> Result<Option<Purged>, ApiError> {
     let not_found = || ApiError::not_found("Media not found");
-    // Two tries: if the guard refused but the re-check finds neither a reference nor incomplete
+    let rules = ctx.config.background.projection.rules.id();
+    // Two tries: if the rule refused but the re-check finds neither a reference nor incomplete
     // coverage, what blocked it went away in between; try once more rather than guess a reason.
     for _ in 0..2 {
-        match usage_repo::trash_media_if_unused(ctx.exec, id, ctx.config.background.projection.rules.id()).await? {
-            SafeDelete::Trashed => return Ok(()),
-            // Gone, or in the trash already (a retry whose first try committed unseen).
-            SafeDelete::Missing => {
-                return match repo::get(ctx.exec, id).await? {
-                    Some(m) if m.deleted_at.is_some() => Ok(()),
-                    _ => Err(not_found()),
-                };
+        match removal {
+            Removal::Delete => {
+                if let Some(deleted) = repo::delete_if_unused(ctx.exec, id, rules).await? {
+                    return Ok(Some(deleted));
+                }
+                // Refused, or gone (a retry whose first try committed unseen).
+                if repo::get(ctx.exec, id).await?.is_none() {
+                    return Err(not_found());
+                }
             }
-            SafeDelete::Refused => {}
+            Removal::Trash => match usage_repo::trash_media_if_unused(ctx.exec, id, rules).await? {
+                SafeDelete::Trashed => return Ok(None),
+                // Gone, or in the trash already (a retry whose first try committed unseen).
+                SafeDelete::Missing => {
+                    return match repo::get(ctx.exec, id).await? {
+                        Some(m) if m.deleted_at.is_some() => Ok(None),
+                        _ => Err(not_found()),
+                    };
+                }
+                SafeDelete::Refused => {}
+            },
         }
-        let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
-        if let Some(count) = entries.first().map(|e| e.total).filter(|n| *n > 0) {
-            let list: Vec<Json> = entries
-                .iter()
-                .map(|e| {
-                    json!({
-                        "collection": e.collection_slug,
-                        "contentId": e.content_id,
-                        "slug": e.content_slug,
-                        "indexed": e.indexed != 0,
-                    })
-                })
-                .collect();
-            return Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
-                .with_details(json!({"count": count, "entries": list})));
-        }
-        let (status, _) = super::usage::coverage(ctx).await?;
-        if status != CoverageStatus::Complete {
-            return Err(coverage_incomplete(status));
-        }
+        refusal(ctx, id).await?;
     }
     Err(coverage_incomplete(CoverageStatus::Complete))
+}
+
+/// Why the safe delete's rule refused the media: 409 `MEDIA_IN_USE` naming the entries that use
+/// it, else 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`; `Ok` when neither holds any longer.
+async fn refusal<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<(), ApiError> {
+    let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
+    if let Some(count) = entries.first().map(|e| e.total).filter(|n| *n > 0) {
+        let list: Vec<Json> = entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "collection": e.collection_slug,
+                    "contentId": e.content_id,
+                    "slug": e.content_slug,
+                    "indexed": e.indexed != 0,
+                })
+            })
+            .collect();
+        return Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
+            .with_details(json!({"count": count, "entries": list})));
+    }
+    let (status, _) = super::usage::coverage(ctx).await?;
+    if status != CoverageStatus::Complete {
+        return Err(coverage_incomplete(status));
+    }
+    Ok(())
 }
 
 /// `POST /media/{id}/restore`: brings the item back from the trash (the same id and URL; its file
 /// is served again). An item not in the trash answers as it is.
 pub async fn restore<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
-    let m = repo::restore(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
+    let m = match repo::restore(ctx.exec, id).await? {
+        Some(m) => m,
+        None => repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?,
+    };
     Ok((200, json!({"item": media_json(&m, ctx.config.media_public_url.as_deref())})))
 }
 
@@ -327,22 +384,22 @@ pub async fn bulk_delete<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result
 }
 
 /// Deletes a deleted row's stored object, if an object store is bound and this worker stored it.
-/// A failure is logged, not answered: the row is gone, and the storage sweep reclaims
-/// unreferenced objects it stored.
-async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, media: &Media) {
+/// A failure is logged, not answered: the row is gone, and the storage sweep reclaims objects it
+/// stored that no uploaded row names.
+async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, deleted: &Purged) {
     let Some(storage) = ctx.storage else { return };
-    // Whether this worker stored the object is read from the row, not from the object: only an
-    // upload sets `content_hash`, and an upload's key is one the worker made up (a new random
-    // id) and stored the object under itself, while a JSON registration names a key of the
-    // client's choosing (perhaps another application's file in the same bucket), and a key
-    // already registered cannot be registered again. So the row alone is sound, and it costs no
-    // storage operation, where checking the object's marker would cost a head (and the head and
-    // the delete would still not be atomic). A marked object a JSON row happens to name is not
-    // deleted here either: once no row names it, the storage sweep takes it.
-    if !media.uploaded() {
+    // Whether this worker stored the object is read from the row the delete returned, not from
+    // the object: only an upload sets `content_hash`, and an upload's key is one the worker made
+    // up (a new random id) and stored the object under itself, while a JSON registration names a
+    // key of the client's choosing (perhaps another application's file in the same bucket). So
+    // the row alone is sound, and it costs no storage operation, where checking the object's
+    // marker would cost a head (and the head and the delete would still not be atomic). A marked
+    // object a JSON row happens to name is not deleted here either: the storage sweep takes it
+    // (no uploaded row names it).
+    if !deleted.uploaded() {
         return;
     }
-    let key = &media.storage_key;
+    let key = &deleted.storage_key;
     if let Err(e) = storage.delete(std::slice::from_ref(key)).await {
         ctx.log(format!("the object {key} of a deleted media row stays until the storage sweep: {e}"));
     }
@@ -361,17 +418,17 @@ fn coverage_incomplete(status: CoverageStatus) -> ApiError {
 /// caching; `If-None-Match` → 304, `Range` → 206 (416 when it cannot be served). `HEAD` answers
 /// exactly as `GET` would, `Content-Length` included, without reading the object.
 ///
-/// Only objects this worker stored are served: those carrying the storage marker. An unmarked
-/// object (another application's file in a shared bucket, or one a client named by a JSON
-/// registration) is 404 — except an object uploaded before the marker existed, which an uploaded
-/// media row (`content_hash` set) names. A JSON registration never makes an unmarked object
-/// servable. And only while a media row outside the trash names it: the file of an item in the
-/// trash, or deleted (an object whose delete is still to come, or failed and waits for the
-/// storage sweep), is 404. One statement on the unique index of storage keys decides both.
+/// An object is served only while an uploaded media row (`content_hash` set: this worker stored
+/// the object, under a key it chose) names its key and that row is outside the trash. Whatever
+/// else the bucket holds is 404: another application's file, an object a client named by a JSON
+/// registration (a JSON row never makes an object servable, even one this worker once stored), the
+/// file of an item in the trash, and the object of one deleted (its delete still to come, or
+/// failed and waiting for the storage sweep). One statement on the unique index of storage keys
+/// decides; an object uploaded before the storage marker existed is served by the same rule.
 pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Result<Response, ApiError> {
     let not_found = || ApiError::not_found("No stored file has this key");
     let storage = ctx.storage.ok_or_else(not_found)?;
-    // The route gives one path segment as sent; a key R2 would refuse outright is simply absent.
+    // The route gives the key decoded, slashes included; a key R2 would refuse is simply absent.
     if !valid_key(key) {
         return Err(not_found());
     }
@@ -381,8 +438,7 @@ pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Re
         .map_err(|e| ApiError::internal(format!("reading {key}: {e}")))?
         .ok_or_else(not_found)?;
     // One statement on the unique index of storage keys.
-    let state = repo::key_state(ctx.exec, key).await?;
-    if state.live == 0 || (!object.marked && state.uploaded == 0) {
+    if !repo::key_served(ctx.exec, key).await? {
         return Err(not_found());
     }
     let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());
@@ -434,10 +490,40 @@ mod tests {
     }
 
     #[test]
-    fn file_urls_encode_the_key_as_one_segment() {
-        assert_eq!(file_url(None, "abc.png"), "/_emdash/api/media/file/abc.png");
-        assert_eq!(file_url(None, "a b/c.png"), "/_emdash/api/media/file/a%20b%2Fc.png");
-        assert_eq!(file_url(Some("https://cdn.example/m/"), "k.png"), "https://cdn.example/m/k.png");
-        assert_eq!(file_url(Some("https://cdn.example/m"), "k~_-.png"), "https://cdn.example/m/k~_-.png");
+    fn file_urls_encode_each_segment_of_the_key_and_keep_its_slashes() {
+        let url = |public: Option<&str>, key: &str| file_url(public, key).unwrap();
+        assert_eq!(url(None, "abc.png"), "/_emdash/api/media/file/abc.png");
+        assert_eq!(url(None, "a b/c.png"), "/_emdash/api/media/file/a%20b/c.png");
+        assert_eq!(url(None, "2026/05/ü+%.png"), "/_emdash/api/media/file/2026/05/%C3%BC%2B%25.png");
+        assert_eq!(url(Some("https://cdn.example/m/"), "k.png"), "https://cdn.example/m/k.png");
+        assert_eq!(url(Some("https://cdn.example/m"), "k~_-.png"), "https://cdn.example/m/k~_-.png");
+        assert_eq!(url(Some("https://cdn.example/m"), "a/b c/d.png"), "https://cdn.example/m/a/b%20c/d.png");
+        assert_eq!(url(None, "..a/b../.c"), "/_emdash/api/media/file/..a/b../.c", "not dot segments");
+    }
+
+    #[test]
+    fn a_key_with_a_dot_or_empty_segment_is_one_segment_and_a_dot_key_has_no_url() {
+        let url = |public: Option<&str>, key: &str| file_url(public, key);
+        for (key, path) in [
+            ("a/../b.png", "a%2F..%2Fb.png"),
+            ("../b.png", "..%2Fb.png"),
+            ("./b.png", ".%2Fb.png"),
+            ("a/.", "a%2F."),
+            ("a//b.png", "a%2F%2Fb.png"),
+            ("/b.png", "%2Fb.png"),
+            ("b/", "b%2F"),
+        ] {
+            assert_eq!(url(None, key), Some(format!("/_emdash/api/media/file/{path}")), "{key}");
+            assert_eq!(
+                url(Some("https://cdn.example/m/"), key),
+                Some(format!("https://cdn.example/m/{path}")),
+                "{key}"
+            );
+        }
+        for key in [".", ".."] {
+            assert_eq!((url(None, key), url(Some("https://cdn.example/m"), key)), (None, None), "{key}");
+            assert!(!super::nameable_key(key));
+        }
+        assert!(super::nameable_key("..."));
     }
 }

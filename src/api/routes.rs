@@ -2,7 +2,7 @@
 //! `openapi.json` must describe exactly these routes (checked by a test).
 
 use super::error::ApiError;
-use super::input::query_flag;
+use super::input::{query, query_flag};
 use super::{Request, BASE_PATH};
 use crate::model::auth::{Role, Scope};
 
@@ -84,8 +84,8 @@ pub const ROUTES: &[Route] = &[
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
     r("POST", "/_emdash/api/media/bulk-delete", Op::BulkDeleteMedia),
     r("POST", "/_emdash/api/media/{id}/restore", Op::RestoreMedia),
-    // Before `/media/{id}/usage`: a key is never a media id. `HEAD` answers as `GET` without a
-    // body.
+    // Before `/media/{id}/usage`: a key is never a media id. `{key}` takes the rest of the path,
+    // slashes included (EmDash's `media/file/[...key]`). `HEAD` answers as `GET` without a body.
     r("GET", "/_emdash/api/media/file/{key}", Op::MediaFile),
     r("HEAD", "/_emdash/api/media/file/{key}", Op::MediaFile),
     r("GET", "/_emdash/api/media/{id}/usage", Op::MediaUsage),
@@ -124,6 +124,9 @@ pub fn access(op: Op, req: &Request) -> Access {
         // EmDash's `content:delete_permanent`: admins only.
         Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Admin, Scope::ContentWrite),
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),
+        // Filtering by use says what uses an item (drafts included): editors and admins only, as
+        // "Used in" and the counts.
+        Op::ListMedia if query(req, "usage").is_some() => Need(Role::Editor, Scope::MediaRead),
         Op::ListMedia | Op::GetMedia => Need(Role::Subscriber, Scope::MediaRead),
         Op::CreateMedia => Need(Role::Author, Scope::MediaWrite),
         Op::DeleteMedia if query_flag(req, "force") || query_flag(req, "permanent") => {
@@ -190,14 +193,29 @@ pub fn resolve(method: &str, path: &str) -> Result<(Op, Vec<String>), ApiError> 
     Err(e)
 }
 
+/// A path parameter that, as a template's last segment, takes the rest of the path, slashes
+/// included: the file route's storage key, as EmDash's `media/file/[...key]` takes it. Each of
+/// its segments is percent-decoded on its own (so a `/` sent as `%2F` is part of the key too);
+/// an empty, `.` or `..` segment names nothing (404): URL parsers and caches collapse or resolve
+/// such a path to another one, which must not be served a different file.
+const REST_PARAMETER: &str = "{key}";
+
 fn match_path(template: &str, path: &str) -> Option<Vec<String>> {
     let path = path.strip_suffix('/').filter(|p| p.len() > BASE_PATH.len()).unwrap_or(path);
-    let mut t = template.split('/');
+    let mut t = template.split('/').peekable();
     let mut p = path.split('/');
     let mut params = Vec::new();
     loop {
         match (t.next(), p.next()) {
             (None, None) => return Some(params),
+            (Some(REST_PARAMETER), Some(first)) if t.peek().is_none() => {
+                let segments: Option<Vec<String>> = std::iter::once(first)
+                    .chain(p.by_ref())
+                    .map(|raw| percent_decode(raw).filter(|s| !matches!(s.as_str(), "" | "." | "..")))
+                    .collect();
+                params.push(segments?.join("/"));
+                return Some(params);
+            }
             (Some(ts), Some(ps)) if ts.contains('{') => {
                 // A parameter may have a fixed prefix and suffix in its segment: `sitemap-{c}.xml`.
                 let (prefix, rest) = ts.split_once('{')?;
@@ -263,5 +281,24 @@ mod tests {
         assert_eq!(resolve("POST", "/_emdash/api/media/bulk-delete").unwrap().0, Op::BulkDeleteMedia);
         assert_eq!(resolve("GET", "/_emdash/api/media/bulk-delete").unwrap_err().allow.as_deref(), Some("POST"));
         assert_eq!(resolve("GET", "/_emdash/api/media/other").unwrap().0, Op::GetMedia);
+    }
+
+    #[test]
+    fn the_file_routes_key_takes_the_rest_of_the_path_without_dot_or_empty_segments() {
+        let key = |path: &str| resolve("GET", &format!("/_emdash/api/media/file/{path}")).map(|(_, p)| p);
+        assert_eq!(key("a.png").unwrap(), ["a.png"]);
+        assert_eq!(key("2026/05/a%20b.png").unwrap(), ["2026/05/a b.png"]);
+        assert_eq!(key("2026%2F05/a.png").unwrap(), ["2026/05/a.png"]);
+        assert_eq!(key("a%2F..%2Fb").unwrap(), ["a/../b"], "one segment: nothing to resolve");
+        assert_eq!(key("x/").unwrap(), ["x"], "a trailing slash is ignored, as on every route");
+        for path in ["a/../b", "a/./b", "..", ".", "a/%2E%2E/b", "a/%2e", "a//b", "/a", "a/%ZZ", "a/%FF"] {
+            assert_eq!(key(path).unwrap_err().status, 404, "{path}");
+        }
+        assert_eq!(resolve("HEAD", "/_emdash/api/media/file/a/b").unwrap().0, Op::MediaFile);
+        // Only a last `{key}` takes the rest: a media id is one segment, and so is a `{key}`
+        // followed by more of the template.
+        assert_eq!(resolve("GET", "/_emdash/api/media/a/b").unwrap_err().status, 404);
+        assert_eq!(match_path("/x/{key}/y", "/x/k/y"), Some(vec!["k".to_owned()]));
+        assert_eq!(match_path("/x/{key}/y", "/x/k/l/y"), None);
     }
 }

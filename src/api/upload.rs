@@ -20,6 +20,7 @@ use super::error::ApiError;
 use super::media::media_json;
 use super::{BodyError, BodyStream, Ctx, Reply, Request};
 use crate::exec::{self, Executor};
+use crate::model::auth::Role;
 use crate::repo::media::{self as repo, NewMedia};
 use crate::storage::inspect::{self, Allowlist, Refusal};
 use crate::storage::upload::{Incoming, UploadError};
@@ -322,15 +323,8 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
     let (kind, read, key) = (identified.kind.clone(), identified.dimensions, identified.key.clone());
     let hash = hex::encode(file.sha256());
     let public_url = ctx.config.media_public_url.as_deref();
-    let deduplicated = |m: &repo::Media| (200, json!({"item": media_json(m, public_url), "deduplicated": true}));
-    if let Some(existing) = repo::by_hash(ctx.exec, &hash).await? {
-        // The same bytes in the trash: uploading them again brings the item back (same id and
-        // URL), as the editor means.
-        if existing.deleted_at.is_some() {
-            let restored = repo::restore(ctx.exec, &existing.id).await?.unwrap_or(existing);
-            return Ok(deduplicated(&restored));
-        }
-        return Ok(deduplicated(&existing));
+    if let Some(reply) = already_stored(ctx, &hash).await? {
+        return Ok(reply);
     }
     let (width, height) = match (form.width, form.height) {
         (Some(w), Some(h)) => (Some(w), Some(h)),
@@ -351,8 +345,8 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
     let inserted = match repo::insert(ctx.exec, new).await {
         // The insert may have committed before the error (D1 lost the connection after it):
         // the row the database holds decides. Unable to tell, the object stays: the storage
-        // sweep deletes it once no row names it, and deleting it under a committed row would
-        // lose the file.
+        // sweep deletes it once no uploaded row names it, and deleting it under a committed row
+        // would lose the file.
         Err(e) if e.may_have_committed() => match repo::by_hash(ctx.exec, &hash).await {
             Ok(Some(m)) if m.storage_key == key => Ok(m),
             Ok(_) => Err(e),
@@ -372,13 +366,47 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
     match inserted {
         Ok(m) => Ok((201, json!({"item": media_json(&m, public_url)}))),
         // The same bytes were registered by a concurrent upload.
-        Err(exec::Error::Unique(_)) => match repo::by_hash(ctx.exec, &hash).await? {
-            Some(existing) => Ok(deduplicated(&existing)),
-            None => Err(ApiError::conflict("The upload raced another change; retry it")),
-        },
+        Err(exec::Error::Unique(_)) => already_stored(ctx, &hash)
+            .await?
+            .ok_or_else(|| ApiError::conflict("The upload raced another change; retry it")),
         Err(e) => Err(e.into()),
     }
 }
+
+/// The answer to an upload whose bytes (SHA-256 `hash`, hex) a media row holds already: that row
+/// (200, `deduplicated`), brought back from the trash when it is there — which needs an editor,
+/// as the restore route does (below editor: 403 `FORBIDDEN`, the item left in the trash). `None`
+/// when no row holds them: the upload is a new one. A trashed row is restored only by a statement
+/// that finds it still in the trash; one purged meanwhile is looked up again (and is then gone:
+/// the upload is a new one), so the answer never names a row that is gone.
+async fn already_stored<E: Executor>(ctx: &Ctx<'_, E>, hash: &str) -> Result<Option<Reply>, ApiError> {
+    let public_url = ctx.config.media_public_url.as_deref();
+    let deduplicated = |m: &repo::Media| (200, json!({"item": media_json(m, public_url), "deduplicated": true}));
+    let may_restore = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
+    // A row restored or purged between the look-up and the restore is looked up again; a third
+    // race in a row is answered as one.
+    for _ in 0..LOOKS {
+        let Some(existing) = repo::by_hash(ctx.exec, hash).await? else { return Ok(None) };
+        if existing.deleted_at.is_none() {
+            return Ok(Some(deduplicated(&existing)));
+        }
+        if !may_restore {
+            return Err(ApiError::new(
+                403,
+                "FORBIDDEN",
+                "This file is in the media trash; restoring it needs an editor",
+            )
+            .with_details(json!({"id": existing.id})));
+        }
+        if let Some(restored) = repo::restore(ctx.exec, &existing.id).await? {
+            return Ok(Some(deduplicated(&restored)));
+        }
+    }
+    Err(ApiError::conflict("The upload raced another change; retry it"))
+}
+
+/// How often [`already_stored`] looks the bytes up before it gives up.
+const LOOKS: usize = 3;
 
 #[cfg(test)]
 mod tests {

@@ -494,7 +494,9 @@ const PAGE_REQUESTS = 10;
 /** The most ids one bulk delete takes (the API's limit). */
 const BULK_MAX = 100;
 
-const library = { filter: "all", search: "", items: [], cursor: null, selected: new Set(), coverage: null };
+// `usageHidden`: the token's role is below editor, so the API shows no usage (no counts, no
+// Used/Unused filter); learnt from its answers.
+const library = { filter: "all", search: "", items: [], cursor: null, selected: new Set(), coverage: null, usageHidden: false };
 let media = { id: null, cursors: [null] };
 
 const plural = (n, one, many) => `${count(n)} ${n === 1 ? one : many}`;
@@ -522,29 +524,60 @@ async function fetchLibrary(cursor) {
   return { items, cursor: next };
 }
 
+const refused = (e) => e instanceof ApiError && (e.code === "FORBIDDEN" || e.code === "INSUFFICIENT_SCOPE");
+
 /** The Media view: coverage (which decides whether "Unused" can be offered), the first page of
- * the library as filtered, and the item whose "Used in" is open. */
+ * the library as filtered, and the item whose "Used in" is open. A token below admin may not
+ * read coverage; one below editor sees no usage at all: the view shows what it may. */
 async function showLibrary() {
-  const s = await status();
-  library.coverage = s.status;
-  const unused = document.querySelector('[data-filter="unused"]');
-  unused.disabled = !complete();
-  const reason = $("unused-reason");
-  reason.hidden = complete();
-  reason.textContent = complete()
-    ? ""
-    : `“Unused” is unavailable: coverage is ${s.status}, so the index cannot prove that nothing uses an item. Run a repair from the Coverage tab.`;
-  if (!complete() && library.filter === "unused") library.filter = "all";
-  for (const b of document.querySelectorAll("#media-filters [data-filter]")) {
-    b.setAttribute("aria-pressed", String(b.dataset.filter === library.filter));
+  let s = null;
+  try {
+    s = await status();
+  } catch (e) {
+    if (!refused(e)) throw e;
   }
-  const got = await fetchLibrary(null);
+  library.coverage = s ? s.status : null;
+  let got;
+  for (;;) {
+    if (library.usageHidden && (library.filter === "used" || library.filter === "unused")) library.filter = "all";
+    if (!complete() && library.filter === "unused") library.filter = "all";
+    try {
+      got = await fetchLibrary(null);
+      break;
+    } catch (e) {
+      // A usage filter refused: this token's role is below editor.
+      if (!(refused(e) && (library.filter === "used" || library.filter === "unused"))) throw e;
+      library.usageHidden = true;
+    }
+  }
+  if (library.filter !== "trash" && got.items.some((m) => !("usageCount" in m))) library.usageHidden = true;
+  syncFilters(s);
   library.items = got.items;
   library.cursor = got.cursor;
   const shown = new Set(got.items.map((m) => m.id));
   library.selected = new Set([...library.selected].filter((id) => shown.has(id)));
   renderLibrary();
   if (media.id) await refreshMedia();
+}
+
+/** The filter buttons as the token and the coverage allow, with the reason when one is off. */
+function syncFilters(s) {
+  const used = document.querySelector('[data-filter="used"]');
+  const unused = document.querySelector('[data-filter="unused"]');
+  used.disabled = library.usageHidden;
+  unused.disabled = library.usageHidden || !complete();
+  const reason = $("unused-reason");
+  reason.textContent = library.usageHidden
+    ? "“Used” and “Unused” are for editors and admins: this token's role may not see what uses an item."
+    : complete()
+      ? ""
+      : s
+        ? `“Unused” is unavailable: coverage is ${s.status}, so the index cannot prove that nothing uses an item. Run a repair from the Coverage tab.`
+        : "“Unused” is unavailable: this token may not read the coverage that would prove an item unused (admins only).";
+  reason.hidden = !reason.textContent;
+  for (const b of document.querySelectorAll("#media-filters [data-filter]")) {
+    b.setAttribute("aria-pressed", String(b.dataset.filter === library.filter));
+  }
 }
 
 function renderLibrary() {
@@ -568,10 +601,12 @@ function renderLibrary() {
 const size = (n) => (n === null || n === undefined ? null : n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`);
 
 function usageText(m) {
+  if (!("usageCount" in m)) return "Usage is shown to editors and admins";
   const n = m.usageCount;
   if (n === undefined || n === null) return "Usage unknown";
   if (n > 0) return `Used in ${m.usageCountCapped ? `${count(n)} or more entries` : plural(n, "entry", "entries")}`;
-  return complete() ? "Not used" : `No indexed use (coverage is ${library.coverage})`;
+  if (complete()) return "Not used";
+  return library.coverage ? `No indexed use (coverage is ${library.coverage})` : "No indexed use";
 }
 
 /** What stands in for a thumbnail: the file's type. */

@@ -12,10 +12,11 @@ const INSERT: &str = include_str!("../sql/media/insert.sql");
 const SELECT_ONE: &str = include_str!("../sql/media/select_one.sql");
 const LIST: &str = include_str!("../sql/media/list.sql");
 const DELETE: &str = include_str!("../sql/media/delete.sql");
+const DELETE_UNUSED: &str = include_str!("../sql/media/delete_unused.sql");
 const SELECT_BY_HASH: &str = include_str!("../sql/media/select_by_hash.sql");
 const ID_BY_STORAGE_KEY: &str = include_str!("../sql/media/id_by_storage_key.sql");
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
-const KEY_STATE: &str = include_str!("../sql/media/key_state.sql");
+const KEY_SERVED: &str = include_str!("../sql/media/key_served.sql");
 const TRASH: &str = include_str!("../sql/media/trash.sql");
 const RESTORE: &str = include_str!("../sql/media/restore.sql");
 const BULK_TRASH: &str = include_str!("../sql/media/bulk_trash.sql");
@@ -31,7 +32,8 @@ const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
 
 /// `template` with the safe delete's rule (`{unused_and_proven}`: the item `media_id` is not in
 /// use and coverage proves it, under the deployed reference rules bound as parameter `rules`)
-/// filled in: the single delete's guard, the bulk trash and the purge embed the one text.
+/// filled in: the single delete's guard, the permanent delete, the bulk trash and the purge embed
+/// the one text.
 pub fn render_unused_and_proven(template: &'static str, media_id: &Fragment, rules: usize) -> String {
     render(
         template,
@@ -63,14 +65,6 @@ pub struct Media {
     /// When it was moved to the trash (`None`: in the library).
     #[serde(default)]
     pub deleted_at: Option<String>,
-}
-
-impl Media {
-    /// Whether this worker stored the row's object (an upload), rather than a client naming a key
-    /// by JSON.
-    pub fn uploaded(&self) -> bool {
-        self.content_hash.is_some()
-    }
 }
 
 /// Metadata of a newly registered media object.
@@ -188,7 +182,8 @@ pub fn trash_statement(id: &str) -> Statement {
     Statement::new(TRASH).bind(id)
 }
 
-/// Brings the media back from the trash (no change when it is not in it); `None` when missing.
+/// Brings the media back from the trash: the row restored; `None` when it is missing or not in
+/// the trash (then nothing changes).
 pub async fn restore<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, Error> {
     exec.query_first(Statement::new(RESTORE).bind(id)).await
 }
@@ -243,12 +238,21 @@ pub async fn purge_due<E: Executor>(
     exec.query(stmt).await
 }
 
-/// A purged row: its storage key, and whether this worker stored its object.
+/// A row deleted for good (purged, or deleted permanently): its storage key, and whether this
+/// worker stored its object.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Purged {
     pub id: String,
     pub storage_key: String,
     pub content_hash: Option<String>,
+}
+
+impl Purged {
+    /// Whether this worker stored the row's object (an upload: `content_hash` set), rather than a
+    /// client naming a key by JSON.
+    pub fn uploaded(&self) -> bool {
+        self.content_hash.is_some()
+    }
 }
 
 /// Deletes those of `ids` in the trash for more than `days` and used by nothing (under the rules
@@ -259,14 +263,23 @@ pub async fn purge<E: Executor>(exec: &E, ids: &[String], days: f64, rules_id: &
     exec.query(Statement::new(sql).bind(json).bind(days).bind(rules_id)).await
 }
 
-/// Deletes the metadata row; false when it did not exist. In the same atomic batch, the entries
-/// whose file URLs named it are queued again, so that a later registration under its storage key
-/// finds them.
-pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<bool, Error> {
+/// Deletes the metadata row whatever uses it (an admin's forced delete); `None` when it did not
+/// exist. In the same atomic batch, the entries whose file URLs named it are queued again, so that
+/// a later registration under its storage key finds them.
+pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<Option<Purged>, Error> {
     let outcomes = exec
         .batch(vec![requeue_linking(None, Some(id)), Statement::new(DELETE).bind(id), stale_while_queued()])
         .await?;
-    Ok(outcomes.get(1).is_some_and(|o| o.changes > 0))
+    outcomes.get(1).map(|o| o.first()).transpose().map(Option::flatten)
+}
+
+/// Deletes the metadata row only if nothing uses it and coverage proves it (under the rules
+/// `rules_id`), in the trash or not: the rule and the delete are one statement. `None` when it was
+/// refused or did not exist. No entry's file URL names an item the rule passes (it would be a
+/// current occurrence), so there is nothing to queue again.
+pub async fn delete_if_unused<E: Executor>(exec: &E, id: &str, rules_id: &str) -> Result<Option<Purged>, Error> {
+    let sql = render_unused_and_proven(DELETE_UNUSED, &Fragment::parameter(1), 2);
+    exec.query_first(Statement::new(sql).bind(id).bind(rules_id)).await
 }
 
 /// Queues the entries whose file URLs named `key` unresolved, or named the media item `id`.
@@ -298,25 +311,23 @@ struct KeyRow {
     storage_key: String,
 }
 
-/// Which of `keys` a media row references (one statement).
+/// Which of `keys` an uploaded media row (in the trash or not) names, one statement: the objects
+/// the storage sweep keeps. A JSON registration's key is not among them.
 pub async fn referenced_keys<E: Executor>(exec: &E, keys: &[String]) -> Result<Vec<String>, Error> {
     let json = serde_json::to_string(keys).map_err(|e| Error::Decode(e.to_string()))?;
     let rows: Vec<KeyRow> = exec.query(Statement::new(REFERENCED_KEYS).bind(json)).await?;
     Ok(rows.into_iter().map(|r| r.storage_key).collect())
 }
 
-/// What the file route knows of a storage key: whether an uploaded row names it, and whether a
-/// row outside the trash names it.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub struct KeyState {
-    pub uploaded: i64,
-    pub live: i64,
-}
-
-/// [`KeyState`] of `key` (one statement, from the unique index on storage keys).
-pub async fn key_state<E: Executor>(exec: &E, key: &str) -> Result<KeyState, Error> {
-    let row: Option<KeyState> = exec.query_first(Statement::new(KEY_STATE).bind(key)).await?;
-    Ok(row.unwrap_or(KeyState { uploaded: 0, live: 0 }))
+/// Whether the file route serves the object under `key`: an uploaded row outside the trash names
+/// it (one statement, from the unique index on storage keys).
+pub async fn key_served<E: Executor>(exec: &E, key: &str) -> Result<bool, Error> {
+    #[derive(Deserialize)]
+    struct Served {
+        served: i64,
+    }
+    let row: Option<Served> = exec.query_first(Statement::new(KEY_SERVED).bind(key)).await?;
+    Ok(row.is_some_and(|r| r.served != 0))
 }
 
 #[derive(Deserialize)]

@@ -1,10 +1,12 @@
-//! The storage sweep: the tick's `storage` lane reclaims objects this worker stored that no media
-//! row references (left behind by a failure between a row delete and its object delete, or by an
-//! upload whose row was never written), a page of the bucket listing per step, resuming across
-//! ticks from a cursor kept in D1. Only objects carrying [`super::MARKER`] are candidates: the
-//! bucket may hold other files, and those are never deleted (nor are objects uploaded before the
-//! marker existed: such orphans stay). Objects younger than the grace period are left alone, so an
-//! upload racing its own row insert is not swept; an object a row references is never deleted.
+//! The storage sweep: the tick's `storage` lane reclaims objects this worker stored that no
+//! uploaded media row names (left behind by a failure between a row delete and its object delete,
+//! or by an upload whose row was never written), a page of the bucket listing per step, resuming
+//! across ticks from a cursor kept in D1. Only objects carrying [`super::MARKER`] are candidates:
+//! the bucket may hold other files, and those are never deleted (nor are objects uploaded before
+//! the marker existed: such orphans stay). Objects younger than the grace period are left alone,
+//! so an upload racing its own row insert is not swept; an object an uploaded row names, in the
+//! trash or not, is never deleted. A JSON registration of a key keeps nothing: the worker did not
+//! store an object for it.
 
 use super::{Storage, StorageError};
 use crate::exec::{Error, Executor};

@@ -539,3 +539,29 @@ test("the media library: thumbnails, usage counts, Unused with proof, search, ke
   assert.deepEqual(small.seen.failures, []);
   await small.context.close();
 });
+
+test("below editor the media library shows no usage: no counts, Used and Unused off with the reason", async () => {
+  const reader = (await data("POST", "/admin/tokens", { name: "reader", role: "subscriber", scopes: ["media:read"] })).token;
+  const width = 1280;
+  const { page, context, seen } = await open(width);
+  await signIn(page, reader);
+  await tab(page, "Media").click();
+  const panel = view(page, "Media");
+  const grid = panel.getByRole("list", { name: "Media library" });
+  await grid.getByRole("listitem").first().waitFor();
+  for (const text of await grid.getByRole("listitem").allInnerTexts()) {
+    assert.match(text, /Usage is shown to editors and admins/);
+    assert.doesNotMatch(text, /Used in|Not used|No indexed use/);
+  }
+  assert.equal(await page.getByRole("button", { name: "Used", exact: true }).isDisabled(), true);
+  assert.equal(await page.getByRole("button", { name: "Unused", exact: true }).isDisabled(), true);
+  assert.match(await page.locator("#unused-reason").innerText(), /“Used” and “Unused” are for editors and admins/);
+  assert.equal(await page.locator("#error").isHidden(), true, "the view itself is not an error");
+  await checkedShot(page, width, "media-library-below-editor");
+  // All it was refused is what only admins read (coverage, on the first view and the Media
+  // view); the library never asked for a usage filter.
+  assert.ok(seen.failures.length > 0 && seen.failures.every((f) => / 403$/.test(f) && f.includes("/admin/")), seen.failures.join("\n"));
+  assert.ok(seen.api.every((r) => !/[?&]usage=/.test(r)), seen.api.join("\n"));
+  assert.deepEqual(seen.errors.filter((e) => e.startsWith("pageerror")), []);
+  await context.close();
+});

@@ -364,3 +364,63 @@ fn usage_counts_stop_at_the_cap_and_say_so() {
         (json!(cap - 1), json!(false))
     );
 }
+
+#[test]
+fn below_editor_the_list_shows_no_usage_counts_and_takes_no_usage_filter() {
+    let api = setup();
+    let used = media(&api, "used.png");
+    media(&api, "free.png");
+    // A draft entry: only editors may learn that anything uses the item.
+    let r = api.post("/content/posts", &json!({"slug": "draft", "status": "draft", "data": {"hero": used}}));
+    data(&r);
+    settle(&api);
+    for role in ["subscriber", "contributor", "author"] {
+        let token = api.token(role, &["media:read"]);
+        let r = api.call("GET", "/media?include=usage", Some(&token), None);
+        let items = data(&r)["items"].as_array().unwrap().clone();
+        assert_eq!(items.len(), 2, "{role}: the list itself is theirs");
+        for item in &items {
+            let item = item.as_object().unwrap();
+            assert!(!item.contains_key("usageCount") && !item.contains_key("usageCountCapped"), "{role}: {item:?}");
+        }
+        for query in ["usage=used", "usage=unused", "usage=used&include=usage", "usage=unused&trashed=true"] {
+            let r = api.call("GET", &format!("/media?{query}"), Some(&token), None);
+            assert_eq!((r.status, code(&r)), (403, "FORBIDDEN".to_owned()), "{role}, {query}: {}", r.body);
+        }
+    }
+    // An editor (and an admin) sees the counts and filters by use.
+    let editor = api.token("editor", &["media:read"]);
+    let r = api.call("GET", "/media?include=usage&usage=used", Some(&editor), None);
+    let items = data(&r)["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 1);
+    assert_eq!((&items[0]["id"], &items[0]["usageCount"]), (&json!(used), &json!(1)));
+    assert_eq!(names(&api, "usage=unused&include=usage"), ["free.png"]);
+    // The scope is still needed.
+    let without_scope = api.token("editor", &["media:write"]);
+    let r = api.call("GET", "/media?usage=used", Some(&without_scope), None);
+    assert_eq!((r.status, code(&r)), (403, "INSUFFICIENT_SCOPE".to_owned()));
+}
+
+#[test]
+fn a_page_that_holds_the_last_items_has_no_next_cursor_and_a_search_takes_up_to_255_characters() {
+    let api = setup();
+    for name in ["a.png", "b.png", "c.png"] {
+        media(&api, name);
+    }
+    settle(&api);
+    for query in ["limit=3", "limit=3&search=png", "limit=4", "limit=3&usage=unused"] {
+        let (items, next) = page(&api, query);
+        assert_eq!((items.len(), next), (3, None), "{query}: everything, and nothing after it");
+    }
+    let (items, next) = page(&api, "limit=2");
+    assert_eq!(items.len(), 2);
+    let (rest, after) = page(&api, &format!("limit=2&cursor={}", next.expect("a cursor to the third item")));
+    assert_eq!((rest.len(), after), (1, None));
+    let (matched, next) = page(&api, "limit=2&search=png");
+    assert_eq!(matched.len(), 2);
+    assert!(next.is_some(), "a filtered page that stopped at its limit says where to go on");
+    let longest = "x".repeat(255);
+    assert_eq!(page(&api, &format!("search={longest}")).0.len(), 0);
+    let r = api.get(&format!("/media?search={longest}x"));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".to_owned()));
+}

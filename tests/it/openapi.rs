@@ -166,7 +166,9 @@ fn operations_have_unique_ids_and_document_their_auth() {
     }
 }
 
-/// `x-emdash-access` is `"public"` or `{role, scope, when?: {<flag>: {role, scope}}}`.
+/// `x-emdash-access` is `"public"` or `{role, scope, when?: {<parameter>: {role, scope}}}`, where
+/// the parameter is a boolean query flag (the rule when it is on) or a query parameter with an
+/// enum (the rule when it is given, whatever its value).
 fn documented_access(name: &str, v: &Json) -> Access {
     if v == "public" {
         return Access::Public;
@@ -190,28 +192,36 @@ fn documented_access_rules_match_the_route_table() {
         let base = documented_access(&name, rule);
         assert_eq!(base, access(route.op, &request(route, &[])), "{name}: x-emdash-access");
         let when = rule["when"].as_object().cloned().unwrap_or_default();
-        let flags: Vec<String> = op["parameters"]
+        // Each boolean flag turned on, and each value of each enum parameter.
+        let given: Vec<(String, Vec<String>)> = op["parameters"]
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default()
             .iter()
             .map(|p| deref(&doc, p))
-            .filter(|p| p["in"] == "query" && p["schema"]["type"] == "boolean")
-            .map(|p| p["name"].as_str().unwrap_or_default().to_owned())
+            .filter(|p| p["in"] == "query")
+            .filter_map(|p| {
+                let values: Vec<String> = if p["schema"]["type"] == "boolean" {
+                    vec!["true".into(), "1".into()]
+                } else {
+                    strings(p["schema"].get("enum")?).into_iter().collect()
+                };
+                Some((p["name"].as_str().unwrap_or_default().to_owned(), values))
+            })
             .collect();
         for flag in when.keys() {
             assert!(
-                flags.contains(flag),
-                "{name}: x-emdash-access names `{flag}`, which is not a boolean query parameter"
+                given.iter().any(|(p, _)| p == flag),
+                "{name}: x-emdash-access names `{flag}`, which is not a boolean or enum query parameter"
             );
         }
-        for flag in &flags {
-            let want = when.get(flag).map_or(base, |r| documented_access(&name, r));
-            for on in ["true", "1"] {
+        for (param, values) in &given {
+            let want = when.get(param).map_or(base, |r| documented_access(&name, r));
+            for value in values {
                 assert_eq!(
                     want,
-                    access(route.op, &request(route, &[(flag, on)])),
-                    "{name}?{flag}={on}: x-emdash-access"
+                    access(route.op, &request(route, &[(param, value)])),
+                    "{name}?{param}={value}: x-emdash-access"
                 );
             }
         }

@@ -492,9 +492,9 @@ fn admission_counts_resolved_references_only() {
 fn deleting_media_says_whether_there_was_a_row() {
     let api = Api::new();
     let m = library(&api);
-    assert!(!block_on(media_usage_worker::repo::media::delete(&api.db, "no-such-media")).unwrap());
-    assert!(block_on(media_usage_worker::repo::media::delete(&api.db, &m.a)).unwrap());
-    assert!(!block_on(media_usage_worker::repo::media::delete(&api.db, &m.a)).unwrap());
+    assert!(block_on(media_usage_worker::repo::media::delete(&api.db, "no-such-media")).unwrap().is_none());
+    assert!(block_on(media_usage_worker::repo::media::delete(&api.db, &m.a)).unwrap().is_some());
+    assert!(block_on(media_usage_worker::repo::media::delete(&api.db, &m.a)).unwrap().is_none());
 }
 
 #[test]

@@ -107,3 +107,40 @@ fn in_use_wins_over_incomplete_coverage_and_force_still_needs_the_scope() {
     let r = api.call("DELETE", &format!("/media/{m}?force=true"), Some(&admin_without_scope), None);
     assert_eq!((r.status, code(&r)), (403, "INSUFFICIENT_SCOPE".into()));
 }
+
+/// D1 as a safe delete sees it while another request trashes or deletes the same item: `meanwhile`
+/// runs right before the guarded batch that would trash it.
+struct BeforeTrash<'a> {
+    db: &'a media_usage_worker::exec::sqlite::SqliteExecutor,
+    meanwhile: String,
+}
+
+impl media_usage_worker::exec::Executor for BeforeTrash<'_> {
+    async fn run(
+        &self,
+        stmt: media_usage_worker::exec::Statement,
+    ) -> Result<media_usage_worker::exec::Outcome, media_usage_worker::exec::Error> {
+        self.db.run(stmt).await
+    }
+
+    async fn batch(
+        &self,
+        stmts: Vec<media_usage_worker::exec::Statement>,
+    ) -> Result<Vec<media_usage_worker::exec::Outcome>, media_usage_worker::exec::Error> {
+        self.db.connection().execute_batch(&self.meanwhile).unwrap();
+        self.db.batch(stmts).await
+    }
+}
+
+#[test]
+fn a_safe_delete_racing_another_answers_as_a_retry_would() {
+    for (meanwhile, status) in
+        [("UPDATE media SET deleted_at = '2001-01-01T00:00:00.000Z'", 200), ("DELETE FROM media", 404)]
+    {
+        let api = setup();
+        let m = media(&api, "raced.png");
+        let req = crate::support::request("DELETE", &format!("/media/{m}"), Some(ADMIN), None);
+        let r = api.request_on(&BeforeTrash { db: &api.db, meanwhile: meanwhile.to_owned() }, &req);
+        assert_eq!(r.status, status, "{meanwhile}: {}", r.body);
+    }
+}

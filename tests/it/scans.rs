@@ -238,6 +238,8 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
     ("media/bulk_status.sql", "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
     ("media/purge.sql", "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
     ("media/purge.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
+    ("media/delete_unused.sql", "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
+    ("media/delete_unused.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
     ("media/bulk_trash.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
     ("usage/coverage_rows.sql", "SCAN c USING INDEX sqlite_autoindex__emdash_collections_2", "a row per collection"),
     ("usage/guard_media_unused.sql", "SCAN c", "the registry: a row per collection"),

@@ -50,6 +50,7 @@ const UNUSED_AND_PROVEN: &str = include_str!("../../src/sql/media/unused_and_pro
 const UNUSED_AND_PROVEN_IN: &[(&str, &str, &str)] = &[
     ("usage/guard_media_unused.sql", "?2", "?3"),
     ("media/bulk_trash.sql", "media.id", "?2"),
+    ("media/delete_unused.sql", "?1", "?2"),
     ("media/purge.sql", "media.id", "?3"),
 ];
 

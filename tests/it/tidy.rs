@@ -71,8 +71,8 @@ fn sql_code(sql: &str) -> String {
 
 #[test]
 fn the_safe_delete_rule_is_written_once_in_its_fragment() {
-    // The single delete's guard, the bulk trash and the purge must refuse the same items: a copy
-    // of the rule in one of them could drift from the others.
+    // The single delete's guard, the permanent delete, the bulk trash and the purge must refuse
+    // the same items: a copy of the rule in one of them could drift from the others.
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let fragment = "src/sql/media/unused_and_proven.sql";
     let files: Vec<(String, String)> = files_with_extension(&root.join("src/sql"), "sql")
@@ -95,11 +95,16 @@ fn the_safe_delete_rule_is_written_once_in_its_fragment() {
     let both =
         |code: &str| code.contains("_emdash_media_usage_current") && code.contains("_emdash_media_usage_index_status");
     assert_eq!(holders(&both), [fragment], "a statement reads the occurrences and the coverage rows");
-    // The three statements embed it, once each.
+    // The four statements embed it, once each.
     let embedders = holders(&|code| code.contains("{unused_and_proven}"));
     assert_eq!(
         embedders,
-        ["src/sql/media/bulk_trash.sql", "src/sql/media/purge.sql", "src/sql/usage/guard_media_unused.sql"],
+        [
+            "src/sql/media/bulk_trash.sql",
+            "src/sql/media/delete_unused.sql",
+            "src/sql/media/purge.sql",
+            "src/sql/usage/guard_media_unused.sql"
+        ],
         "the statements that embed the safe delete's rule"
     );
     for (file, code) in files.iter().filter(|(f, _)| embedders.contains(f)) {

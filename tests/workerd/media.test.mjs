@@ -42,8 +42,9 @@ test("create answers 201 with the media shape; get returns it", async () => {
       caption: null,
       storageKey,
       status: "ready",
-      // No MEDIA_PUBLIC_URL: the file route, with the key percent-encoded as one segment.
-      url: `/_emdash/api/media/file/${encodeURIComponent(storageKey)}`,
+      // No MEDIA_PUBLIC_URL: the file route, each segment of the key percent-encoded, its
+      // slashes kept (EmDash's file URLs).
+      url: `/_emdash/api/media/file/${storageKey.split("/").map(encodeURIComponent).join("/")}`,
       // In the library, not the trash.
       deletedAt: null,
     },

@@ -363,8 +363,9 @@ test("SVG, PNG and PDF files carry their headers by GET and HEAD alike: only ras
   const pdfItem = await client().mediaUpload(pdfBytes, "doc.pdf");
   assert.equal(pdfItem.mimeType, "application/pdf");
   // Uploads refuse SVG (its content has no magic bytes to check); an SVG the worker stored with
-  // another allowlist is stood for by an object carrying the marker, and a row naming it (a file
-  // is served only while a row outside the trash names it).
+  // another allowlist is stood for by an object carrying the marker, and the uploaded row that
+  // names it (a file is served only while an uploaded row outside the trash names it: a JSON
+  // registration of its key does not make it served).
   const svgBytes = new TextEncoder().encode('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>');
   await bucket.put("stored-earlier.svg", svgBytes, { contentType: "image/svg+xml", customMetadata: MARKER });
   assert.equal((await fetch(`${url}/_emdash/api/media/file/stored-earlier.svg`)).status, 404, "while no row names it");
@@ -373,6 +374,8 @@ test("SVG, PNG and PDF files carry their headers by GET and HEAD alike: only ras
     body: JSON.stringify({ filename: "earlier.svg", mimeType: "image/svg+xml", storageKey: "stored-earlier.svg" }),
   });
   assert.equal(registered.status, 201);
+  assert.equal((await fetch(`${url}/_emdash/api/media/file/stored-earlier.svg`)).status, 404, "while only a JSON registration names it");
+  await db.prepare("UPDATE media SET content_hash = 'svg-uploaded-earlier' WHERE storage_key = 'stored-earlier.svg'").run();
   const cases = [
     [pngItem.storageKey, pngBytes, "image/png", null],
     [pdfItem.storageKey, pdfBytes, "application/pdf", null],

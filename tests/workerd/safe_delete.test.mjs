@@ -52,9 +52,11 @@ test("force deletes regardless, for admins only", async () => {
   err(await w.del(`/media/${m}`, { token: editor }), 409, "MEDIA_IN_USE");
   err(await w.del(`/media/${m}?permanent=true`, { token: editor }), 403, "FORBIDDEN");
   assert.deepEqual(ok(await w.del(`/media/${m}?force=true`)), { deleted: true, id: m });
-  // In the trash, and still shown where it is used; deleted for good on request.
+  // In the trash, and still shown where it is used; a permanent delete refuses it like the safe
+  // delete (in the trash or not), and deletes it for good only with force.
   assert.ok(ok(await w.get(`/media/${m}`)).item.deletedAt);
   assert.equal(ok(await w.get(`/media/${m}/usage`)).items.length, 1);
-  assert.deepEqual(ok(await w.del(`/media/${m}?permanent=true`)), { deleted: true, id: m });
+  err(await w.del(`/media/${m}?permanent=true`), 409, "MEDIA_IN_USE");
+  assert.deepEqual(ok(await w.del(`/media/${m}?permanent=true&force=true`)), { deleted: true, id: m });
   err(await w.del(`/media/${m}?force=true`), 404, "NOT_FOUND");
 });

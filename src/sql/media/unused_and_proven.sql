@@ -1,7 +1,7 @@
 -- Fragment: the safe delete's rule, that a media item is not in use and that coverage proves it,
--- a conjunction that the single delete's guard, the bulk trash and the purge embed. The embedding
--- statement fills in the item's id (a parameter, or its own row's `media.id`) and the parameter
--- bound to the deployed reference rules.
+-- a conjunction that the single delete's guard, the permanent delete, the bulk trash and the
+-- purge embed. The embedding statement fills in the item's id (a parameter, or its own row's
+-- `media.id`) and the parameter bound to the deployed reference rules.
 -- No current occurrence of a registered collection references the media ...
 NOT EXISTS (SELECT 1 FROM _emdash_media_usage_current AS cur WHERE cur.media_id = {media_id})
 -- ... nor does an entry too large to index (its failed work row lists the media it uses; the

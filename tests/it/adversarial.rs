@@ -296,11 +296,11 @@ fn scan(data: &Map<String, Json>, items: &[Item]) -> Uses {
     out
 }
 
-/// The seed of this run: `MEDIA_USAGE_SEED`, else the clock's.
+/// The seed of this run: `MEDIA_USAGE_SEED`, else a random one.
 fn seed() -> u64 {
     match std::env::var("MEDIA_USAGE_SEED") {
         Ok(s) => s.parse().expect("MEDIA_USAGE_SEED is a number"),
-        Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64),
+        Err(_) => u64::from_str_radix(&media_usage_worker::ids::new_id()[..16], 16).expect("hex digits"),
     }
 }
 

@@ -159,6 +159,48 @@ mod tests {
         assert_eq!(path(&[Ok("body"), Err(0), Ok("children"), Err(12), Ok("asset")]), "body[0].children[12].asset");
     }
 
+    /// A path of `field` then one key per segment of `keys`, written out, and its work.
+    fn rendered(field: &str, keys: &[String]) -> (String, u64) {
+        let mut p = Paths::default();
+        let mut at = p.key(None, field);
+        for k in keys {
+            at = p.key(Some(at), k);
+        }
+        p.render(at)
+    }
+
+    #[test]
+    fn a_path_is_cut_after_its_limit_and_only_then() {
+        // "x" and 31 segments of ".k…k" (32 bytes each, 31 k's): 1 + 31 × 32 = 993 bytes; a
+        // 32nd segment of 31 bytes (".k" × 30) makes exactly 1,024.
+        let mut keys: Vec<String> = (0..31).map(|i| format!("{}{i:02}", "k".repeat(29))).collect();
+        keys.push("k".repeat(30));
+        let (exact, _) = rendered("x", &keys);
+        assert_eq!(exact.len(), MAX_PATH_BYTES, "exactly the limit: kept whole");
+        assert!(!exact.ends_with('…'));
+        // One more segment after exactly the limit: cut, and marked.
+        keys.push("more".into());
+        let (cut, _) = rendered("x", &keys);
+        assert_eq!(cut, format!("{exact}…"));
+        // A cut inside a character backs off to the character's start.
+        let mut wide: Vec<String> = (0..31).map(|i| format!("{}{i:02}", "k".repeat(29))).collect();
+        wide.push(format!("kk{}", "é".repeat(20)));
+        let (p, _) = rendered("x", &wide);
+        assert!(p.len() <= MAX_PATH_BYTES + '…'.len_utf8() && p.ends_with('…'), "{}", p.len());
+        assert_eq!(p.len(), MAX_PATH_BYTES - 1 + '…'.len_utf8(), "1,023 bytes and the mark");
+    }
+
+    #[test]
+    fn writing_a_path_out_costs_what_it_writes_and_its_depth_however_deep_and_long() {
+        let (short, work) = rendered("x", &["a".into(), "b".into()]);
+        assert_eq!(short, "x.a.b");
+        assert_eq!(work, 3 + 5, "three nodes, five bytes");
+        let keys: Vec<String> = (0..120).map(|i| format!("{}{i:03}", "k".repeat(200))).collect();
+        let (long, work) = rendered("x", &keys);
+        assert!(long.ends_with('…'));
+        assert!(work <= 121 + (MAX_PATH_BYTES + 100) as u64, "the rest of the path is not written: {work}");
+    }
+
     #[test]
     fn long_keys_and_paths_are_shortened() {
         let long = "k".repeat(200);

@@ -75,7 +75,11 @@ impl Public {
     }
 }
 
-/// Reads strings under one set of rules, counting its work.
+/// Reads strings under one set of rules, counting its work: per view of a string (as written,
+/// and decoded when decoding changes it) each pass counts the bytes it scans — the file route,
+/// the public URL, the query values, the tokens —, the decoding counts three bytes per byte
+/// (the check, the HTML and the JSON pass), a key four per byte of its run (its readings), a
+/// token its bytes, and a query value decoded two per byte and the passes over it.
 #[derive(Debug)]
 pub struct Scanner<'r> {
     public: &'r Public,
@@ -212,6 +216,7 @@ impl<'r> Scanner<'r> {
             self.view(&decoded, out, false);
             self.key_spans = spans;
         }
+        self.work += (t.len() - from.min(t.len())) as u64;
     }
 
     /// The readings of the keys that start at `starts` (`(match, key start)`, in order): each
@@ -540,6 +545,12 @@ mod tests {
             Public::Url { host: "cdn.example.com".into(), port: Some(8443), path: "/".into() }
         );
         assert_eq!(Public::parse(Some("/media")), Public::Prefix("/media/".into()));
+        // Only http(s) URLs with a host are URLs here; anything else is matched as written.
+        assert_eq!(
+            Public::parse(Some("ftp://cdn.example.com/media")),
+            Public::Prefix("ftp://cdn.example.com/media/".into())
+        );
+        assert_eq!(Public::parse(Some("file:///srv/media")), Public::Prefix("file:///srv/media/".into()));
         assert_eq!(Public::parse(Some("cdn.example.com/media/")), Public::Prefix("cdn.example.com/media/".into()));
         assert_eq!(Public::parse(Some("  ")), Public::None);
         assert_eq!(Public::parse(None).canonical(), None);
@@ -600,6 +611,101 @@ mod tests {
     }
 
     #[test]
+    fn an_explicit_port_is_matched_exactly() {
+        let p = Public::parse(Some("https://cdn.example.com:8443/media"));
+        let k = |s: &str| keys(s, &p);
+        assert_eq!(k("https://cdn.example.com:8443/media/a.png"), [["a.png"]]);
+        assert_eq!(k("https://cdn.example.com:8444/media/a.png"), Vec::<Vec<String>>::new());
+        assert_eq!(k("https://cdn.example.com/media/a.png"), Vec::<Vec<String>>::new());
+    }
+
+    #[test]
+    fn only_http_or_https_or_nothing_introduces_the_public_url() {
+        let k = |s: &str| keys(s, &cdn());
+        assert_eq!(k("see https://cdn.example.com/media/a.png"), [["a.png"]]);
+        assert_eq!(k("(http://cdn.example.com/media/a.png)"), [["a.png"]]);
+        assert_eq!(k("xhttps://cdn.example.com/media/a.png"), Vec::<Vec<String>>::new());
+        assert_eq!(k("webcal://cdn.example.com/media/a.png"), Vec::<Vec<String>>::new());
+        let long_options = format!("https://cdn.example.com/cdn-cgi/image/{}/media/a.png", "w".repeat(600));
+        assert_eq!(k(&long_options), Vec::<Vec<String>>::new(), "options longer than any transformation's");
+    }
+
+    #[test]
+    fn every_url_of_a_string_is_read() {
+        let k = |s: &str| keys(s, &cdn());
+        assert_eq!(k("/_emdash/api/media/file/a.png /_emdash/api/media/file/b.png"), [["a.png"], ["b.png"]]);
+        assert_eq!(
+            k("https://cdn.example.com/media/a.png, https://cdn.example.com/media/b.png."),
+            [vec!["a.png,".to_owned(), "a.png".to_owned()], vec!["b.png.".to_owned(), "b.png".to_owned()]]
+        );
+        let two = "/_image?href=%2F_emdash%2Fapi%2Fmedia%2Ffile%2Fa.png&w=1 /_image?src=%2F_emdash%2Fapi%2Fmedia%2Ffile%2Fb.png";
+        assert_eq!(k(two), [["a.png"], ["b.png"]]);
+        // A long key in an encoded value is read whole.
+        let key = "A".repeat(1000);
+        let encoded = format!("/_image?url={}", encode(&format!("https://cdn.example.com/media/{key}")));
+        assert_eq!(k(&encoded), [[key]]);
+        // An `href=` that is no query parameter is not an image endpoint's.
+        for s in
+            ["href=%2F_emdash%2Fapi%2Fmedia%2Ffile%2Fa.png", "<a data-href=%2F_emdash%2Fapi%2Fmedia%2Ffile%2Fa.png>"]
+        {
+            assert_eq!(k(s), Vec::<Vec<String>>::new(), "{s}");
+        }
+    }
+
+    /// Every byte of `s` percent-encoded.
+    fn encode(s: &str) -> String {
+        s.bytes().map(|b| format!("%{b:02X}")).collect()
+    }
+
+    #[test]
+    fn a_key_is_read_up_to_its_longest_written_form() {
+        let k = |s: &str| keys(s, &Public::None);
+        // Every byte of a key of the longest length encoded, and eight trailing dots: read.
+        let written = format!("/_emdash/api/media/file/{}{}", "%41".repeat(MAX_KEY_BYTES), ".".repeat(8));
+        assert_eq!(k(&written), [["A".repeat(MAX_KEY_BYTES)]]);
+        // One more character: longer than any key's written form.
+        assert_eq!(k(&format!("{written}.")), Vec::<Vec<String>>::new());
+    }
+
+    /// The work of reading `s` under `public`.
+    fn work(s: &str, public: &Public) -> u64 {
+        let mut scanner = Scanner::new(public);
+        scanner.string(s, &mut Vec::new());
+        scanner.work
+    }
+
+    #[test]
+    fn the_work_counted_is_what_each_pass_reads_and_copies() {
+        let cdn = cdn();
+        // Five passes over plain text: the decode check, the file route, the public URL, the
+        // query values, the tokens.
+        let passes = |s: &str| 5 * s.len() as u64;
+        let plain = "x".repeat(10_000);
+        assert_eq!(work(&plain, &cdn), passes(&plain));
+        let within = |s: &str, lo: u64, hi: u64, what: &str| {
+            let w = work(s, &cdn);
+            assert!((passes(s) + lo..=passes(s) + hi).contains(&w), "{what}: {w} not in passes + {lo}..={hi}");
+        };
+        // Decoding: three per byte instead of the check's one, and the decoded view's own passes
+        // (2,000 bytes).
+        within(&"&amp;".repeat(2_000), 20_000 + 8_000, 20_000 + 10_000, "entities");
+        // Keys: five per byte of their runs (10 bytes each): the search for their end, and four
+        // readings; a public URL's authority and path once more.
+        within(&"/_emdash/api/media/file/kkkkkkkkkk ".repeat(300), 5 * 3_000, 5 * 3_000 + 300, "file URL keys");
+        within(
+            &"https://cdn.example.com/media/kkkkkkkkkk ".repeat(300),
+            5 * 3_000,
+            5 * 3_000 + 300 * 30,
+            "public URL keys",
+        );
+        // Tokens: each id-like one copied (20 bytes each).
+        within(&"0123456789abcdef0123 ".repeat(500), 20 * 500, 20 * 500, "tokens");
+        // Encoded query values (10 bytes each): decoded, two per byte, and the decoded value's
+        // passes (8 bytes each, two passes).
+        within(&"/_image?url=%2Fxxxxxxx ".repeat(500), 20 * 500, 20 * 500 + 16 * 500 + 500, "query values");
+    }
+
+    #[test]
     fn a_key_ends_where_the_next_url_starts() {
         let k = |s: &str| keys(s, &Public::None);
         assert_eq!(k("/_emdash/api/media/file/a.png/_emdash/api/media/file/b.png"), [["a.png"], ["b.png"]]);
@@ -624,11 +730,14 @@ mod tests {
         assert_eq!(ids(&format!("data:image/png;base64,{id}+{id} {id}")), [id], "outside the data: URI");
         assert_eq!(ids(&format!("DATA:text/plain,{id}")), Vec::<String>::new());
         assert_eq!(ids(&format!("/_emdash/api/media/file/{id}.png")), Vec::<String>::new(), "part of a key");
+        assert_eq!(ids(&format!("note:{id}")), [id], "a colon after another word starts no data: URI");
+        assert_eq!(ids(&format!("data {id}")), [id], "nor the word data alone");
     }
 
     #[test]
     fn json_escapes_are_decoded() {
         assert_eq!(json_unescape("a"), None);
+        assert_eq!(json_unescape(r"\t\r\b\f\'").unwrap(), "\t\r\u{8}\u{c}'");
         assert_eq!(json_unescape(r#"\/x\\\"\n\u002F\ud83d\ude00\q"#).unwrap(), "/x\\\"\n/\u{1F600}\\q");
         assert_eq!(json_unescape(r"\ud83d!").unwrap(), "\u{FFFD}!");
         assert_eq!(json_unescape(r"\u12").unwrap(), "\\u12");

@@ -702,7 +702,7 @@ mod tests {
         within(&"0123456789abcdef0123 ".repeat(500), 20 * 500, 20 * 500, "tokens");
         // Encoded query values (10 bytes each): decoded, two per byte, and the decoded value's
         // passes (8 bytes each, two passes).
-        within(&"/_image?url=%2Fxxxxxxx ".repeat(500), 20 * 500, 20 * 500 + 16 * 500 + 500, "query values");
+        within(&"/_image?url=%2Fxxxxxxx ".repeat(500), 20 * 500 + 16 * 500, 20 * 500 + 16 * 500, "query values");
     }
 
     #[test]
@@ -710,6 +710,8 @@ mod tests {
         let k = |s: &str| keys(s, &Public::None);
         assert_eq!(k("/_emdash/api/media/file/a.png/_emdash/api/media/file/b.png"), [["a.png"], ["b.png"]]);
         assert_eq!(k("/_emdash/api/media/file//_emdash/api/media/file/b.png"), [["b.png"]]);
+        // The route's last slash may start it again: the key follows the last route.
+        assert_eq!(k("/_emdash/api/media/file/_emdash/api/media/file/a.png"), [["a.png"]]);
         let long = format!("/_emdash/api/media/file/{}", "k".repeat(MAX_KEY_SPAN + 1));
         assert_eq!(k(&long), Vec::<Vec<String>>::new(), "longer than any key");
         let encoded = format!("/_emdash/api/media/file/{}", "%41".repeat(MAX_KEY_BYTES));

@@ -1,4 +1,4 @@
-//! `/content/{collection}/**`: entries, draft revisions, publish state and trash.
+//! `/content/{collection}/**`: entries, draft revisions, publish state, schedules and trash.
 
 use serde_json::{json, Map, Value as Json};
 
@@ -8,13 +8,15 @@ use super::schema;
 use super::usage;
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor, Row, Value};
+use crate::lifecycle::publish::{self as publication, row_version};
 use crate::model::auth::Principal;
 use crate::model::collection::Collection;
 use crate::model::content::{check_locale, check_slug, parse_rev, rev_token, Status};
-use crate::model::field::Field;
 use crate::model::ident::Ident;
+use crate::model::time;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
 use crate::repo::encode::{from_column, to_column};
+use crate::repo::schedule as schedule_repo;
 use crate::usage::admission;
 
 fn not_found() -> ApiError {
@@ -54,20 +56,23 @@ fn is_taken_slug(e: &exec::Error) -> bool {
     matches!(e, exec::Error::Unique(msg) if msg.contains(".slug"))
 }
 
-/// The API view of a content row: system columns in camelCase, fields under `data`.
-fn item_json(row: &Row, fields: &[Field]) -> Json {
+/// The API view of a content row (EmDash's `ContentItem`): system columns in camelCase, the
+/// collection as `type`, fields under `data`.
+fn item_json(row: &Row, c: &Collection) -> Json {
     let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
     let mut data = Map::new();
-    for f in fields {
+    for f in &c.fields {
         data.insert(f.slug.as_str().to_owned(), from_column(f, &get(f.slug.as_str())));
     }
     json!({
         "id": get("id"),
+        "type": c.slug.as_str(),
         "slug": get("slug"),
         "status": get("status"),
         "locale": get("locale"),
         "translationGroup": get("translation_group"),
         "authorId": get("author_id"),
+        "primaryBylineId": get("primary_byline_id"),
         "version": get("version"),
         "data": data,
         "createdAt": get("created_at"),
@@ -82,11 +87,7 @@ fn item_json(row: &Row, fields: &[Field]) -> Json {
 
 fn item_reply(status: u16, row: &Row, c: &Collection) -> Reply {
     let version = row.get("version").and_then(Json::as_i64).unwrap_or_default();
-    (status, json!({"item": item_json(row, &c.fields), "_rev": rev_token(version)}))
-}
-
-fn row_version(row: &Row) -> i64 {
-    row.get("version").and_then(Json::as_i64).unwrap_or_default()
+    (status, json!({"item": item_json(row, c), "_rev": rev_token(version)}))
 }
 
 /// Validates `data` against the collection's fields; returns the columns to write.
@@ -217,7 +218,7 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Request
             input::encode_cursor(&at, &id)
         });
     }
-    let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c.fields)).collect();
+    let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c)).collect();
     Ok((200, json!({"items": items, "nextCursor": next})))
 }
 
@@ -277,7 +278,7 @@ pub async fn update<E: Executor>(
         // (Read as part of the write: a table dropped under it is the capture fence's 409.)
         let row = repo::get(ctx.exec, &c, id).await.map_err(write_error)?.ok_or_else(not_found)?;
         check_owner(ctx, &row)?;
-        let mut live = item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default();
+        let mut live = item_json(&row, &c)["data"].as_object().cloned().unwrap_or_default();
         live.extend(data.iter().map(|(k, v)| (k.clone(), v.clone())));
         admit(ctx, &c, &live).await?;
     }
@@ -323,8 +324,7 @@ async fn save_draft<E: Executor>(
         },
         None => None,
     };
-    let mut draft =
-        previous.unwrap_or_else(|| item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default());
+    let mut draft = previous.unwrap_or_else(|| item_json(&row, c)["data"].as_object().cloned().unwrap_or_default());
     for (k, v) in data {
         draft.insert(k.clone(), v.clone());
     }
@@ -349,40 +349,111 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
     let c = schema::load(ctx, collection, "collection").await?;
     let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
     check_owner(ctx, &row)?;
-    let mut columns = Vec::new();
-    let mut slug = None;
-    if let Some(rev_id) = row.get("draft_revision_id").and_then(Json::as_str) {
-        let rev = repo::get_revision(ctx.exec, rev_id).await?;
-        if rev.as_ref().is_some_and(|r| r.is_stale(row_version(&row))) {
-            return Err(ApiError::conflict(
-                "The entry changed after its draft was saved; save the draft again to rebase it on the live entry",
-            ));
-        }
-        let draft = rev
-            .filter(|r| r.collection == c.slug.as_str() && r.entry_id == id)
-            .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
-            .and_then(|v| v.as_object().cloned())
-            .ok_or_else(|| ApiError::conflict("The entry's draft revision is missing or invalid"))?;
-        admit(ctx, &c, &draft).await?;
-        let mut issues = Issues::default();
-        for (key, value) in &draft {
-            if key == "_slug" {
-                slug = value.as_str().map(str::to_owned);
-            } else if let Some(f) = c.field(key) {
-                match to_column(f, value) {
-                    Ok(v) => columns.push((f.slug.clone(), v)),
-                    Err(msg) => issues.add(format!("data.{key}"), msg),
-                }
-            }
-        }
-        issues.finish()?;
-    }
-    match repo::publish(ctx.exec, &c, id, row_version(&row), only_own(ctx), slug, columns).await.map_err(write_error)? {
+    let publication = match publication::prepare(ctx.exec, &c, &row, &ctx.config.background.projection).await? {
+        Ok(p) => p,
+        Err(refusal) => return Err(refused(&refusal)),
+    };
+    match repo::publish(ctx.exec, &c, id, row_version(&row), only_own(ctx), publication).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, &c, id).await;
             Ok(item_reply(200, &row, &c))
         }
         None => Err(missing_or_conflict(ctx, &c, id).await),
+    }
+}
+
+/// A publish refused before anything was written: a stale or missing draft is a 409, a draft the
+/// index could not take or whose values no longer fit the fields a 400.
+fn refused(refusal: &publication::Refusal) -> ApiError {
+    let mut issues = Issues::default();
+    match refusal {
+        publication::Refusal::StaleDraft | publication::Refusal::MissingDraft => {
+            return ApiError::conflict(refusal.message())
+        }
+        publication::Refusal::Admission(refusal) => issues.add("data", refusal.message()),
+        publication::Refusal::Invalid(invalid) => {
+            for (path, msg) in invalid {
+                issues.add(path.clone(), msg.clone());
+            }
+        }
+    }
+    issues.finish().err().unwrap_or_else(|| ApiError::invalid("data", refusal.message()))
+}
+
+/// An entry a schedule may change: outside the trash (as EmDash's schedule routes find no trashed
+/// entry; 404) and the caller's to change (403).
+async fn schedulable<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, id: &str) -> Result<Row, ApiError> {
+    let row = repo::get(ctx.exec, c, id)
+        .await?
+        .filter(|row| row.get("deleted_at").is_none_or(Json::is_null))
+        .ok_or_else(not_found)?;
+    check_owner(ctx, &row)?;
+    Ok(row)
+}
+
+fn is_scheduled(row: &Row) -> bool {
+    row.get("scheduled_at").is_some_and(|at| !at.is_null())
+}
+
+/// `POST /content/{c}/{id}/schedule {"scheduledAt"}`: schedules the entry's publication for that
+/// time (ISO 8601 with a zone, or a date; in the future by the database clock, EmDash's rule),
+/// stored in UTC. A published entry stays published (its draft is what the schedule publishes),
+/// any other becomes `scheduled`; the tick's schedule lane publishes it once the time has come.
+pub async fn schedule<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+    req: &Request,
+) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["scheduledAt"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let at = obj
+        .string(&mut issues, "scheduledAt", true, 1, 64)
+        .and_then(|raw| time::canonical(&raw).map_err(|msg| issues.add("scheduledAt", msg)).ok());
+    let at = issues.finish_with(at)?;
+    let row = schedulable(ctx, &c, id).await?;
+    match schedule_repo::schedule(ctx.exec, &c, id, row_version(&row), only_own(ctx), &at).await.map_err(write_error)? {
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
+        None if !schedule_repo::is_future(ctx.exec, &at).await? => {
+            Err(ApiError::invalid("scheduledAt", "Must lie in the future"))
+        }
+        None => {
+            schedulable(ctx, &c, id).await?;
+            Err(ApiError::conflict("The entry changed since it was read; retry"))
+        }
+    }
+}
+
+/// `DELETE /content/{c}/{id}/schedule`: cancels the entry's schedule; a published entry stays
+/// published, any other goes back to `draft` (EmDash's rule). An entry without a schedule is
+/// answered as it is.
+pub async fn unschedule<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let row = schedulable(ctx, &c, id).await?;
+    if !is_scheduled(&row) {
+        return Ok(item_reply(200, &row, &c));
+    }
+    match schedule_repo::unschedule(ctx.exec, &c, id, row_version(&row), only_own(ctx)).await.map_err(write_error)? {
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
+        None => {
+            // Its schedule may have ended meanwhile (published by the tick, or cancelled).
+            let row = schedulable(ctx, &c, id).await?;
+            if is_scheduled(&row) {
+                Err(ApiError::conflict("The entry changed since it was read; retry"))
+            } else {
+                Ok(item_reply(200, &row, &c))
+            }
+        }
     }
 }
 

@@ -331,6 +331,8 @@ async fn dispatch<E: Executor>(
         Op::PublishContent => content::publish(&ctx, p(0), p(1)).await?,
         Op::UnpublishContent => content::unpublish(&ctx, p(0), p(1)).await?,
         Op::RestoreContent => content::restore(&ctx, p(0), p(1)).await?,
+        Op::ScheduleContent => content::schedule(&ctx, p(0), p(1), req).await?,
+        Op::UnscheduleContent => content::unschedule(&ctx, p(0), p(1)).await?,
         Op::ListMedia => media::list(&ctx, req).await?,
         Op::CreateMedia if upload::is_multipart(req) => {
             upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?

@@ -24,6 +24,8 @@ pub enum Op {
     PublishContent,
     UnpublishContent,
     RestoreContent,
+    ScheduleContent,
+    UnscheduleContent,
     ListMedia,
     CreateMedia,
     GetMedia,
@@ -78,6 +80,8 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/content/{collection}/{id}/publish", Op::PublishContent),
     r("POST", "/_emdash/api/content/{collection}/{id}/unpublish", Op::UnpublishContent),
     r("POST", "/_emdash/api/content/{collection}/{id}/restore", Op::RestoreContent),
+    r("POST", "/_emdash/api/content/{collection}/{id}/schedule", Op::ScheduleContent),
+    r("DELETE", "/_emdash/api/content/{collection}/{id}/schedule", Op::UnscheduleContent),
     r("GET", "/_emdash/api/media", Op::ListMedia),
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
@@ -118,9 +122,13 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::ListCollections | Op::GetCollection => Need(Role::Contributor, Scope::SchemaRead),
         Op::CreateCollection | Op::DeleteCollection | Op::AddField => Need(Role::Admin, Scope::SchemaWrite),
         Op::ListContent | Op::GetContent => Need(Role::Contributor, Scope::ContentRead),
-        Op::CreateContent | Op::UpdateContent | Op::PublishContent | Op::UnpublishContent | Op::RestoreContent => {
-            Need(Role::Author, Scope::ContentWrite)
-        }
+        Op::CreateContent
+        | Op::UpdateContent
+        | Op::PublishContent
+        | Op::UnpublishContent
+        | Op::RestoreContent
+        | Op::ScheduleContent
+        | Op::UnscheduleContent => Need(Role::Author, Scope::ContentWrite),
         // EmDash's `content:delete_permanent`: admins only.
         Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Admin, Scope::ContentWrite),
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),

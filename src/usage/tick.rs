@@ -215,10 +215,11 @@ impl TickReport {
 /// reserve and, where it holds something, its release.
 #[derive(Debug)]
 pub enum Lane<'a> {
-    /// Entries whose scheduled time has come, published.
-    Schedule(ScheduleLane<'a>),
     /// Projection jobs from the work queue.
     Work(WorkLane<'a>),
+    /// Entries whose scheduled time has come, published (after the work lane: a tick of the
+    /// smallest budget has room for one job before anything else looks).
+    Schedule(ScheduleLane<'a>),
     /// Collection deletions past their front phases.
     Deletion(DeletionLane),
     /// Repair runs.
@@ -235,8 +236,8 @@ impl<'a> Lane<'a> {
     /// Every kind of lane's tick-log counters, in rotation order: each is in every tick's log,
     /// the storage lane's too when there is no object store.
     pub const COUNTERS: &'static [&'static [Counter]] = &[
-        ScheduleLane::COUNTERS,
         WorkLane::COUNTERS,
+        ScheduleLane::COUNTERS,
         DeletionLane::COUNTERS,
         RepairLane::COUNTERS,
         PurgeLane::COUNTERS,
@@ -248,8 +249,8 @@ impl<'a> Lane<'a> {
     /// with an object store).
     pub fn all(policy: &'a BackgroundPolicy, storage: Option<&'a dyn Storage>, when: &TickTime) -> Vec<Lane<'a>> {
         let mut lanes = vec![
-            Lane::Schedule(ScheduleLane::new(&policy.projection, when.now.clone())),
             Lane::Work(WorkLane::new(&policy.projection, policy.groups)),
+            Lane::Schedule(ScheduleLane::new(&policy.projection, when.now.clone())),
             Lane::Deletion(DeletionLane::new(policy.cleanup)),
             Lane::Repair(RepairLane::new(&policy.projection.rules)),
             Lane::Purge(PurgeLane::new(storage, policy.trash_days, policy.projection.rules.id())),

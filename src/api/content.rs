@@ -437,16 +437,13 @@ pub async fn schedule<E: Executor>(
 pub async fn unschedule<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
     let c = schema::load(ctx, collection, "collection").await?;
     let row = schedulable(ctx, &c, id).await?;
-    if !is_scheduled(&row) {
-        return Ok(item_reply(200, &row, &c));
-    }
     match schedule_repo::unschedule(ctx.exec, &c, id, row_version(&row), only_own(ctx)).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, &c, id).await;
             Ok(item_reply(200, &row, &c))
         }
         None => {
-            // Its schedule may have ended meanwhile (published by the tick, or cancelled).
+            // Not scheduled (or its schedule ended meanwhile: published by the tick, cancelled).
             let row = schedulable(ctx, &c, id).await?;
             if is_scheduled(&row) {
                 Err(ApiError::conflict("The entry changed since it was read; retry"))

@@ -23,7 +23,8 @@ const FORGET: &str = include_str!("../sql/schedule/forget.sql");
 const IS_FUTURE: &str = include_str!("../sql/schedule/is_future.sql");
 
 /// The statement that makes entry `id`'s row of the schedule index hold its schedule, when it has
-/// one and is outside the trash (a write that may bring a schedule back puts it in its batch).
+/// one: in the batch of a write that leaves the entry outside the trash with a schedule (a
+/// schedule, a restore).
 pub fn upsert(c: &Collection, id: &str) -> Statement {
     Statement::new(render(UPSERT, &[("table", &Fragment::content_table(&c.slug))]))
         .bind(c.id.as_str())

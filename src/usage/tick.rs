@@ -5,8 +5,9 @@
 //! checked before each step against the metered count, so a tick never issues more statements
 //! than configured, and a lane steps only while the most rows its step reads and writes fit what
 //! is left. Background work shares a daily budget of rows written per UTC day: once the day's
-//! ticks have written it, every lane but the work lane (the projection of content writes) rests
-//! until the next day.
+//! ticks have written it, every lane but the work lane (the projection of content writes) and the
+//! schedule lane (scheduled publishes, content writes at the time editors chose) rests until the
+//! next day.
 
 use serde_json::{json, Map, Value as Json};
 
@@ -55,8 +56,8 @@ pub struct Budget {
     pub max_ms: f64,
     /// Rows it may read and write, as D1 reports them, its log write included.
     pub max_rows: RowCount,
-    /// Rows the ticks of one UTC day may write before every lane but the work lane rests until
-    /// the next day; 0: unlimited.
+    /// Rows the ticks of one UTC day may write before every lane but the work and schedule lanes
+    /// rests until the next day; 0: unlimited.
     pub daily_rows_written: u64,
 }
 

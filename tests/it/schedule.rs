@@ -397,6 +397,21 @@ fn a_schedule_or_a_cancel_checks_the_entry_again_in_its_batch() {
         (data(&r)["item"]["version"].as_i64(), &data(&r)["item"]["scheduledAt"]),
         (Some(version + 1), &Json::Null)
     );
+    // Trashed meanwhile: not found, its schedule kept.
+    let race = Meanwhile::new(
+        &api.db,
+        "_emdash_batch_guard",
+        &format!("UPDATE ec_posts SET deleted_at = '2030-01-01T00:00:00.000Z' WHERE id = '{id}'"),
+        1,
+    );
+    schedule(&api, &id, LATER);
+    let r = send_on(&api, &race, "DELETE", &path, None);
+    assert_eq!((r.status, code(&r)), (404, "NOT_FOUND".into()), "{}", r.body);
+    assert_eq!(
+        scalar(&api, &format!("SELECT count(*) FROM ec_posts WHERE id = '{id}' AND scheduled_at IS NOT NULL")),
+        1
+    );
+    data(&api.post(&format!("/content/posts/{id}/restore"), &json!({})));
     // Edited meanwhile but still scheduled: 409, still scheduled.
     schedule(&api, &id, LATER);
     let race = Meanwhile::new(
@@ -436,10 +451,14 @@ fn the_batches_of_a_schedule_and_its_cancel_hold_every_precondition() {
     assert!(block_on(repo::unschedule(&api.db, &c, &id, 2, None)).unwrap().is_some());
     assert_eq!(block_on(repo::unschedule(&api.db, &c, &id, 3, None)).unwrap(), None, "not scheduled");
     assert_eq!(item(&api, &id)["version"], 3);
-    // Trashed: nothing.
+    // Trashed: nothing, neither a schedule nor a cancel.
+    assert!(block_on(repo::schedule(&api.db, &c, &id, 3, None, LATER)).unwrap().is_some());
     data(&api.delete(&format!("/content/posts/{id}")));
-    assert_eq!(block_on(repo::schedule(&api.db, &c, &id, 4, None, LATER)).unwrap(), None);
-    assert!(index(&api).is_empty());
+    assert_eq!(block_on(repo::schedule(&api.db, &c, &id, 5, None, "2099-02-01T00:00:00.000Z")).unwrap(), None);
+    assert_eq!(block_on(repo::unschedule(&api.db, &c, &id, 5, None)).unwrap(), None);
+    let trashed = rows(&api, &format!("SELECT version, scheduled_at FROM ec_posts WHERE id = '{id}'"));
+    assert_eq!(trashed, [[json!(5), json!(LATER)]]);
+    assert_eq!(index(&api), [(id.clone(), LATER.to_owned())]);
 }
 
 #[test]
@@ -600,6 +619,9 @@ fn schedules_their_entries_no_longer_have_are_dropped_when_they_come_due() {
         data(&api.post("/content/pages", &json!({"slug": "p", "data": {}})))["item"]["id"].as_str().unwrap().to_owned();
     data(&api.post(&format!("/content/pages/{page}/schedule"), &json!({"scheduledAt": LATER})));
     data(&api.delete("/schema/collections/pages?force=true"));
+    // A new collection under its slug is another collection: the old row is not its entry's.
+    tick_at(&api, JUST_BEFORE);
+    data(&api.post("/schema/collections", &json!({"slug": "pages", "label": "Pages again"})));
     assert_eq!(index(&api).len(), 6);
     assert_eq!(ticks_at(&api, LATER), ((1, 4, 0), vec![]), "published, dropped, refused; errors");
     assert_eq!(item(&api, &restored)["status"], "published");

@@ -11,7 +11,6 @@ use crate::exec::{self, Executor, Row, Value};
 use crate::model::auth::Principal;
 use crate::model::collection::Collection;
 use crate::model::content::{check_locale, check_slug, parse_rev, rev_token, Status};
-use crate::model::field::Field;
 use crate::model::ident::Ident;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
 use crate::repo::encode::{from_column, to_column};
@@ -55,7 +54,8 @@ fn is_taken_slug(e: &exec::Error) -> bool {
 }
 
 /// The API view of a content row: system columns in camelCase, fields under `data`.
-fn item_json(row: &Row, fields: &[Field]) -> Json {
+fn item_json(row: &Row, c: &Collection) -> Json {
+    let fields = &c.fields;
     let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
     let mut data = Map::new();
     for f in fields {
@@ -63,11 +63,14 @@ fn item_json(row: &Row, fields: &[Field]) -> Json {
     }
     json!({
         "id": get("id"),
+        "type": c.slug.as_str(),
         "slug": get("slug"),
         "status": get("status"),
         "locale": get("locale"),
         "translationGroup": get("translation_group"),
         "authorId": get("author_id"),
+        // EmDash's bylines are not kept here.
+        "primaryBylineId": Json::Null,
         "version": get("version"),
         "data": data,
         "createdAt": get("created_at"),
@@ -82,7 +85,7 @@ fn item_json(row: &Row, fields: &[Field]) -> Json {
 
 fn item_reply(status: u16, row: &Row, c: &Collection) -> Reply {
     let version = row.get("version").and_then(Json::as_i64).unwrap_or_default();
-    (status, json!({"item": item_json(row, &c.fields), "_rev": rev_token(version)}))
+    (status, json!({"item": item_json(row, c), "_rev": rev_token(version)}))
 }
 
 fn row_version(row: &Row) -> i64 {
@@ -217,8 +220,8 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Request
             input::encode_cursor(&at, &id)
         });
     }
-    let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c.fields)).collect();
-    Ok((200, json!({"items": items, "nextCursor": next})))
+    let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c)).collect();
+    Ok((200, input::page(items, next)))
 }
 
 /// The `_rev` a client sent: `None` when absent; 400 when malformed.
@@ -277,7 +280,7 @@ pub async fn update<E: Executor>(
         // (Read as part of the write: a table dropped under it is the capture fence's 409.)
         let row = repo::get(ctx.exec, &c, id).await.map_err(write_error)?.ok_or_else(not_found)?;
         check_owner(ctx, &row)?;
-        let mut live = item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default();
+        let mut live = item_json(&row, &c)["data"].as_object().cloned().unwrap_or_default();
         live.extend(data.iter().map(|(k, v)| (k.clone(), v.clone())));
         admit(ctx, &c, &live).await?;
     }
@@ -323,8 +326,7 @@ async fn save_draft<E: Executor>(
         },
         None => None,
     };
-    let mut draft =
-        previous.unwrap_or_else(|| item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default());
+    let mut draft = previous.unwrap_or_else(|| item_json(&row, &c)["data"].as_object().cloned().unwrap_or_default());
     for (k, v) in data {
         draft.insert(k.clone(), v.clone());
     }

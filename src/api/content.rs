@@ -280,7 +280,7 @@ pub async fn update<E: Executor>(
         // (Read as part of the write: a table dropped under it is the capture fence's 409.)
         let row = repo::get(ctx.exec, &c, id).await.map_err(write_error)?.ok_or_else(not_found)?;
         check_owner(ctx, &row)?;
-        let mut live = item_json(&row, c)["data"].as_object().cloned().unwrap_or_default();
+        let mut live = item_json(&row, &c)["data"].as_object().cloned().unwrap_or_default();
         live.extend(data.iter().map(|(k, v)| (k.clone(), v.clone())));
         admit(ctx, &c, &live).await?;
     }

@@ -72,7 +72,8 @@ fn item_json(row: &Row, c: &Collection) -> Json {
         "locale": get("locale"),
         "translationGroup": get("translation_group"),
         "authorId": get("author_id"),
-        "primaryBylineId": get("primary_byline_id"),
+        // EmDash's bylines are not kept here.
+        "primaryBylineId": Json::Null,
         "version": get("version"),
         "data": data,
         "createdAt": get("created_at"),
@@ -219,7 +220,7 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Request
         });
     }
     let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c)).collect();
-    Ok((200, json!({"items": items, "nextCursor": next})))
+    Ok((200, input::page(items, next)))
 }
 
 /// The `_rev` a client sent: `None` when absent; 400 when malformed.

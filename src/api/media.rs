@@ -202,7 +202,7 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
             item
         })
         .collect();
-    Ok((200, json!({"items": items, "nextCursor": next})))
+    Ok((200, input::page(items, next)))
 }
 
 /// `DELETE /media/{id}`: moves the item to the trash (row and object kept; its file is no longer

@@ -28,6 +28,7 @@ pub struct UsageRow {
     pub field_path: String,
     pub occurrence_index: i64,
     pub reference_type: String,
+    pub content_scheduled_at: Option<String>,
 }
 
 /// The occurrences of up to `limit` entries that use `media_id`, after `(collection, content)`.

@@ -108,7 +108,7 @@ test("list pages with limit=2 over 5 entries never repeat or skip", async () => 
   }
   const all = ok(await w.get(`/content/${coll}`));
   assert.equal(all.items.length, 5);
-  assert.equal(all.nextCursor, null);
+  assert.equal(all.nextCursor, undefined);
   assert.deepEqual(new Set(all.items.map((i) => i.id)), new Set(ids));
   // Newest first: created_at descending, ties broken by id descending.
   for (let i = 1; i < all.items.length; i++) {
@@ -127,7 +127,7 @@ test("list pages with limit=2 over 5 entries never repeat or skip", async () => 
     seen.push(...page.items.map((i) => i.id));
     for (const item of page.items) assertItemShape(item);
     cursor = page.nextCursor;
-    if (cursor === null) break;
+    if (cursor === undefined) break;
     assert.equal(typeof cursor, "string");
   }
   assert.deepEqual(sizes, [2, 2, 1]);
@@ -135,12 +135,12 @@ test("list pages with limit=2 over 5 entries never repeat or skip", async () => 
 
   const exact = ok(await w.get(`/content/${coll}?limit=5`));
   assert.equal(exact.items.length, 5);
-  assert.equal(exact.nextCursor, null);
+  assert.equal(exact.nextCursor, undefined);
   const four = ok(await w.get(`/content/${coll}?limit=4`));
   assert.equal(four.items.length, 4);
   const rest = ok(await w.get(`/content/${coll}?limit=4&cursor=${encodeURIComponent(four.nextCursor)}`));
   assert.deepEqual(rest.items.map((i) => i.id), [all.items[4].id]);
-  assert.equal(rest.nextCursor, null);
+  assert.equal(rest.nextCursor, undefined);
 });
 
 test("list filters by status and locale and leaves trashed entries out", async () => {

@@ -87,7 +87,7 @@ test("list pages newest first with a cursor; pages never repeat or skip", async 
   const mine = [];
   for (let i = 0; i < 5; i++) mine.push((await createMedia({ filename: `p${i}.png`, mimeType: "image/png" })).id);
   const all = ok(await w.get("/media?limit=100"));
-  assert.equal(all.nextCursor, null);
+  assert.equal(all.nextCursor, undefined);
   for (const id of mine) assert.ok(all.items.some((m) => m.id === id));
   for (let i = 1; i < all.items.length; i++) {
     const a = all.items[i - 1];
@@ -102,11 +102,11 @@ test("list pages newest first with a cursor; pages never repeat or skip", async 
     const page = ok(await w.get(`/media${q}`));
     pages += 1;
     assert.ok(page.items.length <= 2);
-    if (page.nextCursor !== null) assert.equal(page.items.length, 2);
+    if (page.nextCursor !== undefined) assert.equal(page.items.length, 2);
     seen.push(...page.items.map((m) => m.id));
     cursor = page.nextCursor;
-  } while (cursor !== null && pages < 100);
-  assert.equal(cursor, null);
+  } while (cursor !== undefined && pages < 100);
+  assert.equal(cursor, undefined);
   assert.deepEqual(seen, all.items.map((m) => m.id));
   assert.equal(pages, Math.max(1, Math.ceil(all.items.length / 2)));
 

@@ -820,6 +820,36 @@ fn a_step_runs_only_while_its_rows_fit_what_the_tick_has_left() {
 }
 
 #[test]
+fn the_daily_budget_does_not_stop_scheduled_publishing() {
+    let api = setup();
+    let id = entry(&api, "a", "draft", json!({}));
+    schedule(&api, &id, LATER);
+    // A day whose budget is spent: a deletion waits for the next day, the schedule fires.
+    data(&api.post("/schema/collections", &json!({"slug": "old", "label": "Old"})));
+    data(&api.post("/content/old", &json!({"slug": "o", "data": {}})));
+    data(&api.delete("/schema/collections/old?force=true"));
+    let budget = crate::support::budget().with_daily_rows_written(1);
+    let on = |day: &str, now: &str| {
+        let clock = FnClock(|| 0.0);
+        let when = TickTime { day: Some(day.to_owned()), now: Some(now.to_owned()) };
+        block_on(tick::run_on(
+            &Metered::new(&api.db, &clock),
+            &clock,
+            budget,
+            &crate::support::policy(),
+            tick::Continuation::Off,
+            None,
+            &when,
+        ))
+    };
+    on("2098-12-31", JUST_BEFORE);
+    let report = on("2098-12-31", LATER);
+    assert!(report.daily_spent, "{report:?}");
+    assert_eq!((report.count("deletionSteps"), report.count("scheduledPublished")), (0, 1), "{report:?}");
+    assert_eq!(item(&api, &id)["status"], "published");
+}
+
+#[test]
 fn an_idle_tick_costs_the_same_however_many_entries_are_scheduled_for_later() {
     let api = setup();
     let idle = |api: &Api| {

@@ -37,4 +37,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0016_deletion_rows_kind.sql", sql: include_str!("../migrations/0016_deletion_rows_kind.sql") },
     Migration { name: "0017_rows_budgets.sql", sql: include_str!("../migrations/0017_rows_budgets.sql") },
     Migration { name: "0018_media_trash.sql", sql: include_str!("../migrations/0018_media_trash.sql") },
+    Migration { name: "0019_media_author.sql", sql: include_str!("../migrations/0019_media_author.sql") },
 ];

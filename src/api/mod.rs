@@ -338,6 +338,7 @@ async fn dispatch<E: Executor>(
         Op::CreateMedia => media::create(&ctx, req).await?,
         Op::MediaFile => return media::file(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
+        Op::UpdateMedia => media::update(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::RestoreMedia => media::restore(&ctx, p(0)).await?,
         Op::BulkDeleteMedia => media::bulk_delete(&ctx, req).await?,

@@ -27,6 +27,7 @@ pub enum Op {
     ListMedia,
     CreateMedia,
     GetMedia,
+    UpdateMedia,
     DeleteMedia,
     RestoreMedia,
     BulkDeleteMedia,
@@ -81,6 +82,7 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/media", Op::ListMedia),
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
+    r("PUT", "/_emdash/api/media/{id}", Op::UpdateMedia),
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
     r("POST", "/_emdash/api/media/bulk-delete", Op::BulkDeleteMedia),
     r("POST", "/_emdash/api/media/{id}/restore", Op::RestoreMedia),
@@ -132,7 +134,10 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::DeleteMedia if query_flag(req, "force") || query_flag(req, "permanent") => {
             Need(Role::Admin, Scope::MediaWrite)
         }
-        Op::DeleteMedia | Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
+        // EmDash's `media:edit_own` and `media:delete_own`: below editor, the handler lets a
+        // token change only the media it uploaded or registered.
+        Op::UpdateMedia | Op::DeleteMedia => Need(Role::Author, Scope::MediaWrite),
+        Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
         Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
         Op::CreateToken
         | Op::ListTokens
@@ -154,7 +159,7 @@ pub fn flags(op: Op) -> &'static [&'static str] {
         Op::GetCollection => &["includeFields"],
         Op::DeleteCollection => &["force"],
         Op::DeleteMedia => &["force", "permanent"],
-        Op::ListMedia => &["trashed"],
+        Op::ListMedia => &["trashed", "includeUsage"],
         Op::DeleteContent => &["permanent"],
         Op::GetMedia => &["includeUsage"],
         Op::RevokeToken => &["cascade"],

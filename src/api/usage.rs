@@ -164,17 +164,23 @@ fn is_day(s: &str) -> bool {
         && (1..=31).contains(&number(8..10))
 }
 
-/// The `usage` block of `GET /media/{id}?includeUsage=1`: a count only when coverage is
-/// complete and the caller may see drafts (editor or above).
-pub async fn usage_summary<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str) -> Result<Json, ApiError> {
+/// The `usage` block of each of `media_ids` (EmDash's media usage summary), as
+/// `GET /media/{id}?includeUsage=1` and `GET /media?includeUsage=1` give it, in their order:
+/// `{count, coverage: {scope, status}}` with the overall coverage, and a count (entries outside
+/// the trash using the item, and entries too large to index that list it) only when coverage is
+/// complete and the caller may see drafts (editor or above), else `null`. One coverage read and,
+/// when counted, one statement for all the ids.
+pub async fn usage_summaries<E: Executor>(ctx: &Ctx<'_, E>, media_ids: &[String]) -> Result<Vec<Json>, ApiError> {
     let (overall, _) = coverage(ctx).await?;
     let may_read_drafts = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
-    let count = if overall == CoverageStatus::Complete && may_read_drafts {
-        Some(reads::count_entries(ctx.exec, media_id).await?)
+    let counts = if overall == CoverageStatus::Complete && may_read_drafts && !media_ids.is_empty() {
+        Some(reads::count_entries(ctx.exec, media_ids).await?)
     } else {
         None
     };
-    Ok(json!({"count": count, "coverage": {"scope": "all_content_collections", "status": overall}}))
+    let count = |id: &String| counts.as_ref().map(|c| c.iter().find(|(m, _)| m == id).map_or(0, |(_, n)| *n));
+    let coverage = json!({"scope": "all_content_collections", "status": overall});
+    Ok(media_ids.iter().map(|id| json!({"count": count(id), "coverage": coverage})).collect())
 }
 
 /// `GET /media/{id}/usage`: the entries whose current projection references the media.

@@ -162,7 +162,8 @@ fn state(api: &Api) -> String {
                                 (SELECT * FROM _emdash_fields f WHERE f.collection_id = c.id ORDER BY f.sort_order) AS f)
                              FROM _emdash_collections c ORDER BY c.slug"),
         "content": content(api),
-        "media": rows(api, "SELECT filename, mime_type, coalesce(content_hash, storage_key), alt, deleted_at IS NOT NULL
+        "media": rows(api, "SELECT filename, mime_type, coalesce(content_hash, storage_key), alt, caption, width, height,
+                                   author_id, deleted_at IS NOT NULL
                             FROM media ORDER BY 3"),
         "objects": objects,
         "tokens": rows(api, "SELECT name, role, scopes, created_by IS NOT NULL FROM _emdash_api_tokens ORDER BY name"),
@@ -279,6 +280,9 @@ struct Ids {
     uploaded: String,
     /// An editor's token (its id and secret).
     editor: (String, String),
+    /// An author's token (its secret), and an unused media item it registered.
+    author: String,
+    authors_media: String,
 }
 
 struct Fixture {
@@ -323,9 +327,14 @@ fn build_fixture() -> Fixture {
     );
     let editor = data(&r);
     let editor = (editor["id"].as_str().unwrap().to_owned(), editor["token"].as_str().unwrap().to_owned());
+    let r = api.post("/admin/tokens", &json!({"name": "author", "role": "author", "scopes": ["media:write"]}));
+    let author = data(&r)["token"].as_str().unwrap().to_owned();
+    let body = json!({"filename": "mine.png", "mimeType": "image/png", "storageKey": "mine.png"}).to_string();
+    let r = api.call("POST", "/media", Some(&author), Some(body.as_bytes()));
+    let authors_media = data(&r)["item"]["id"].as_str().unwrap().to_owned();
     settle(&api);
     assert_eq!(data(&api.get("/admin/media-usage/status"))["status"], "complete");
-    Fixture { api, ids: Ids { posts, live, drafted, trashed, a, unused, uploaded, editor } }
+    Fixture { api, ids: Ids { posts, live, drafted, trashed, a, unused, uploaded, editor, author, authors_media } }
 }
 
 fn fixture() -> &'static Fixture {
@@ -544,6 +553,39 @@ fn writes() -> Vec<Write> {
             ok: 201,
             // The same bytes again: the row the first try wrote.
             retry_answers: &[(200, "")],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "media update",
+            request: |_, i| {
+                admin(
+                    "PUT",
+                    &format!("/media/{}", i.a),
+                    Some(json!({"alt": "A", "caption": "Caption", "width": 10, "height": 20})),
+                )
+            },
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "media update by its author",
+            request: |_, i| {
+                let body = json!({"alt": "Mine", "width": 3}).to_string();
+                request("PUT", &format!("/media/{}", i.authors_media), Some(&i.author), Some(body.as_bytes()))
+            },
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "media delete by its author",
+            request: |_, i| request("DELETE", &format!("/media/{}", i.authors_media), Some(&i.author), None),
+            ok: 200,
+            retry_answers: &[],
             recover: nothing,
         },
         Write {

@@ -10,6 +10,7 @@ mod executor;
 mod file_urls;
 mod lease;
 mod media_access;
+mod media_api;
 mod media_files;
 mod media_list;
 mod openapi;

@@ -7,11 +7,12 @@ INSERT INTO {table} (id, slug, status, locale, translation_group, author_id, pub
 VALUES (?1,
         coalesce(?2, CASE
           WHEN ?7 IS NULL OR NOT EXISTS (SELECT 1 FROM {table} WHERE slug = ?7 AND locale = ?4) THEN ?7
-          ELSE ?7 || '-' || (?8 + 1 + coalesce((
+          -- An integer, whatever type the offset was bound as (D1 binds numbers as reals).
+          ELSE ?7 || '-' || CAST(?8 + 1 + coalesce((
             SELECT max(CAST(substr(s.slug, length(?7) + 2) AS INTEGER)) FROM {table} AS s
             WHERE s.slug > ?7 || '-' AND s.slug < ?7 || '.' AND s.locale = ?4
               AND length(s.slug) <= length(?7) + 19
-              AND substr(s.slug, length(?7) + 2) NOT GLOB '*[^0-9]*'), 0))
+              AND substr(s.slug, length(?7) + 2) NOT GLOB '*[^0-9]*'), 0) AS INTEGER)
         END),
         ?3, ?4, ?5, ?6,
         CASE WHEN ?3 = 'published' THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END{placeholders})

@@ -147,7 +147,8 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
     let c = schema::load(ctx, collection, "collection").await?;
     let body = json_body(req)?;
     let mut issues = Issues::default();
-    let Some(obj) = Obj::new(&mut issues, "", &body, &["slug", "locale", "translationGroup", "status", "data"]) else {
+    let allowed = ["slug", "locale", "translationGroup", "translationOf", "status", "data"];
+    let Some(obj) = Obj::new(&mut issues, "", &body, &allowed) else {
         return Err(issues.finish().unwrap_err());
     };
     // EmDash's `slug` is nullish: absent, null or empty, one is made from the title.
@@ -160,11 +161,19 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
         issues.add("locale", msg);
     }
     let translation_group = obj.string(&mut issues, "translationGroup", false, 1, 200);
+    let translation_of = obj.string(&mut issues, "translationOf", false, 1, 200);
+    if translation_group.is_some() && translation_of.is_some() {
+        issues.add("translationOf", "Give translationGroup or translationOf, not both");
+    }
     let status = parse_status(&obj, &mut issues).unwrap_or(Status::Draft);
     let empty = Map::new();
     let data = obj.object(&mut issues, "data").unwrap_or(&empty);
     let columns = data_columns(&c, &mut issues, data, true);
     issues.finish()?;
+    let translation_group = match translation_of {
+        Some(source) => Some(translation_group_of(ctx, &c, &source).await?),
+        None => translation_group,
+    };
     admit(ctx, &c, data).await?;
     let slug_base = if slug.is_some() { None } else { made_slug_base(data) };
     let new = NewEntry {
@@ -181,6 +190,20 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
         usage::after_write(ctx, &c, id).await;
     }
     Ok(item_reply(201, &row, &c))
+}
+
+/// The translation group a translation of the entry `source` joins (EmDash's `translationOf`):
+/// the source's group, or its id when it has none. Creating a translation needs the right to
+/// change the source (403 below editor for anyone else's entry); a source that is missing or in
+/// the trash is 404.
+async fn translation_group_of<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, source: &str) -> Result<String, ApiError> {
+    let row = repo::get(ctx.exec, c, source)
+        .await?
+        .filter(|r| !is_trashed(r))
+        .ok_or_else(|| ApiError::not_found("Translation source not found"))?;
+    check_owner(ctx, &row)?;
+    let own = |k: &str| row.get(k).and_then(Json::as_str).map(str::to_owned);
+    Ok(own("translation_group").or_else(|| own("id")).unwrap_or_else(|| source.to_owned()))
 }
 
 /// The base of the slug made for an entry created without one: its title (or name) slugified,

@@ -516,3 +516,38 @@ fn the_reads_are_bounded_beside_a_large_collection() {
     assert!(cost("POST", "/content/posts") < 100);
     assert!(cost("POST", "/content/posts") < 100, "the base taken: its numbered siblings by range");
 }
+
+#[test]
+fn a_translation_of_an_entry_joins_its_group_for_whoever_may_change_the_entry() {
+    let api = setup();
+    let a = api.token("author", SCOPES);
+    let b = {
+        let r = api.post("/admin/tokens", &json!({"name": "b", "role": "author", "scopes": SCOPES}));
+        data(&r)["token"].as_str().unwrap().to_owned()
+    };
+    let en = data(&call(&api, "POST", "/content/posts", &a, Some(json!({"data": {"title": "Hello"}}))))["item"].clone();
+    let body = |of: &str| json!({"locale": "de", "translationOf": of, "data": {"title": "Hallo"}});
+    let de = data(&call(&api, "POST", "/content/posts", &a, Some(body(&id(&en)))))["item"].clone();
+    assert_eq!(de["translationGroup"], en["translationGroup"]);
+    assert_eq!(de["slug"], "hallo");
+    // Of a translation: the same group.
+    let fr = create(&api, "posts", json!({"locale": "fr", "translationOf": id(&de), "data": {"title": "Bonjour"}}));
+    assert_eq!(fr["translationGroup"], en["translationGroup"]);
+    // An entry without a group: its id becomes the group.
+    api.db.connection().execute("UPDATE ec_posts SET translation_group = NULL WHERE id = ?1", [id(&en)]).unwrap();
+    let es = create(&api, "posts", json!({"locale": "es", "translationOf": id(&en), "data": {"title": "Hola"}}));
+    assert_eq!(es["translationGroup"], en["id"]);
+    let n = scalar(&api, "SELECT count(*) FROM ec_posts");
+    // Another author's entry: 403; a missing source: 404; both ways of naming a group: 400.
+    let r = call(&api, "POST", "/content/posts", &b, Some(body(&id(&de))));
+    assert_eq!((r.status, code(&r)), (403, "FORBIDDEN".into()), "{}", r.body);
+    let r = api.post("/content/posts", &body("nope"));
+    assert_eq!((r.status, code(&r)), (404, "NOT_FOUND".into()));
+    let both = json!({"translationOf": id(&de), "translationGroup": "g", "data": {"title": "x"}});
+    let r = api.post("/content/posts", &both);
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()));
+    assert_eq!(r.body_json()["error"]["details"]["issues"][0]["path"], "translationOf");
+    data(&api.delete(&format!("/content/posts/{}", id(&fr))));
+    assert_eq!(api.post("/content/posts", &body(&id(&fr))).status, 404, "a source in the trash");
+    assert_eq!(scalar(&api, "SELECT count(*) FROM ec_posts"), n, "nothing written");
+}

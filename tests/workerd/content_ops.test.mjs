@@ -181,7 +181,9 @@ test("revisions are listed newest first in bounded pages; compare is live beside
 test("translations list the group's entries by locale, in EmDash's shape", async () => {
   const en = await client().create("posts", { data: { title: "Welcome" } });
   const de = await client().create("posts", { data: { title: "Willkommen" }, locale: "de", translationGroup: en.translationGroup });
-  const fr = await client().create("posts", { data: { title: "Bienvenue" }, locale: "fr", translationGroup: en.translationGroup });
+  // EmDash's way: `translationOf` names the source entry.
+  const fr = await client().create("posts", { data: { title: "Bienvenue" }, locale: "fr", translationOf: de.id });
+  assert.equal(fr.translationGroup, en.translationGroup);
   assert.equal(de.slug, "willkommen");
   const t = conforms(s.contentTranslationsResponseSchema, await client().translations("posts", fr.id), "translations");
   assert.equal(t.translationGroup, en.translationGroup);

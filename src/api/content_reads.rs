@@ -42,9 +42,11 @@ pub async fn revisions<E: Executor>(
     let limit = input::limit(req, &mut issues);
     let after = input::cursor(req, &mut issues)?;
     issues.finish()?;
+    // The cursor's id is the revision's place in insertion order (a decimal, as the tick log's
+    // ids), its order value the revision's id.
     let after = match after {
         None => None,
-        Some((seq, _)) => Some(seq.parse::<i64>().ok().filter(|n| *n > 0).ok_or_else(ApiError::invalid_cursor)?),
+        Some((_, seq)) => Some(seq.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(ApiError::invalid_cursor)?),
     };
     let c = schema::load(ctx, collection, "collection").await?;
     repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
@@ -52,11 +54,11 @@ pub async fn revisions<E: Executor>(
     let total = repo::count_revisions(ctx.exec, &c, id).await?;
     let cut_by_size =
         rows.len() <= limit as usize && rows.last().is_some_and(|r| r.bytes_through >= HISTORY_PAGE_BYTES);
-    let key = |r: &repo::HistoryRevision| (r.seq.to_string(), r.id.clone());
+    let key = |r: &repo::HistoryRevision| (r.id.clone(), r.seq.to_string());
     let mut next = input::paginate(&mut rows, limit, key);
     // A page that stopped at its size bound continues after its last revision.
     if cut_by_size {
-        next = rows.last().map(|r| input::encode_cursor(&r.seq.to_string(), &r.id));
+        next = rows.last().map(|r| input::encode_cursor(&r.id, &r.seq.to_string()));
     }
     let items: Vec<Json> = rows
         .iter()

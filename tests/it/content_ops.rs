@@ -379,8 +379,15 @@ fn revisions_are_listed_newest_first_in_bounded_pages() {
     // Bad paging input.
     let r = api.get(&format!("{path}/revisions?cursor=bm90LWpzb24"));
     assert_eq!((r.status, code(&r)), (400, "INVALID_CURSOR".into()));
-    let not_a_seq = media_usage_worker::api::input::encode_cursor("x", "y");
-    assert_eq!(code(&api.get(&format!("{path}/revisions?cursor={not_a_seq}"))), "INVALID_CURSOR");
+    for (v, id) in [("x", "y"), ("x", "-1"), ("x", "1.5")] {
+        let not_a_seq = media_usage_worker::api::input::encode_cursor(v, id);
+        assert_eq!(code(&api.get(&format!("{path}/revisions?cursor={not_a_seq}"))), "INVALID_CURSOR", "{id}");
+    }
+    // Any place in insertion order is a place to continue from.
+    for id in ["0", "9007199254740991"] {
+        let cursor = media_usage_worker::api::input::encode_cursor("any", id);
+        assert_eq!(api.get(&format!("{path}/revisions?cursor={cursor}")).status, 200, "{id}");
+    }
     assert_eq!(code(&api.get(&format!("{path}/revisions?limit=0"))), "VALIDATION_ERROR");
     assert_eq!(code(&api.get(&format!("{path}/revisions?limit=101"))), "VALIDATION_ERROR");
     assert_eq!(api.get("/content/posts/nope/revisions").status, 404);

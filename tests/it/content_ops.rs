@@ -145,6 +145,19 @@ fn a_made_slug_that_is_taken_is_tried_again_with_the_next_suffix_a_bounded_numbe
 }
 
 #[test]
+fn another_unique_violation_is_not_read_as_a_taken_slug() {
+    let api = setup();
+    create(&api, "posts", json!({"slug": "first", "data": {"title": "Same"}}));
+    // A stand-in for a collision of ids: a unique index the slug has nothing to do with.
+    api.db.connection().execute_batch("CREATE UNIQUE INDEX test_unique_title ON ec_posts (title)").unwrap();
+    for body in [json!({"slug": "second", "data": {"title": "Same"}}), json!({"data": {"title": "Same"}})] {
+        let r = api.post("/content/posts", &body);
+        assert_eq!((r.status, code(&r)), (500, "INTERNAL_ERROR".into()), "{body}: {}", r.body);
+    }
+    assert_eq!(scalar(&api, "SELECT count(*) FROM ec_posts"), 1);
+}
+
+#[test]
 fn an_entry_is_answered_in_emdashs_shape() {
     let api = setup();
     let item = create(&api, "posts", json!({"data": {"title": "Shape"}}));

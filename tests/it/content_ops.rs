@@ -153,6 +153,7 @@ fn another_unique_violation_is_not_read_as_a_taken_slug() {
     for body in [json!({"slug": "second", "data": {"title": "Same"}}), json!({"data": {"title": "Same"}})] {
         let r = api.post("/content/posts", &body);
         assert_eq!((r.status, code(&r)), (500, "INTERNAL_ERROR".into()), "{body}: {}", r.body);
+        assert!(r.body_json()["error"].get("details").is_none(), "no slug holder named: {}", r.body);
     }
     assert_eq!(scalar(&api, "SELECT count(*) FROM ec_posts"), 1);
 }

@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod console;
 pub mod content;
+pub mod content_reads;
 pub mod deletions;
 pub mod error;
 pub mod input;
@@ -331,6 +332,11 @@ async fn dispatch<E: Executor>(
         Op::PublishContent => content::publish(&ctx, p(0), p(1)).await?,
         Op::UnpublishContent => content::unpublish(&ctx, p(0), p(1)).await?,
         Op::RestoreContent => content::restore(&ctx, p(0), p(1)).await?,
+        Op::DiscardDraft => content::discard_draft(&ctx, p(0), p(1)).await?,
+        Op::DuplicateContent => content::duplicate(&ctx, p(0), p(1)).await?,
+        Op::ContentRevisions => content_reads::revisions(&ctx, p(0), p(1), req).await?,
+        Op::CompareContent => content_reads::compare(&ctx, p(0), p(1)).await?,
+        Op::ContentTranslations => content_reads::translations(&ctx, p(0), p(1), req).await?,
         Op::ListMedia => media::list(&ctx, req).await?,
         Op::CreateMedia if upload::is_multipart(req) => {
             upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?

@@ -24,6 +24,11 @@ pub enum Op {
     PublishContent,
     UnpublishContent,
     RestoreContent,
+    DiscardDraft,
+    DuplicateContent,
+    ContentRevisions,
+    CompareContent,
+    ContentTranslations,
     ListMedia,
     CreateMedia,
     GetMedia,
@@ -79,6 +84,11 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/content/{collection}/{id}/publish", Op::PublishContent),
     r("POST", "/_emdash/api/content/{collection}/{id}/unpublish", Op::UnpublishContent),
     r("POST", "/_emdash/api/content/{collection}/{id}/restore", Op::RestoreContent),
+    r("POST", "/_emdash/api/content/{collection}/{id}/discard-draft", Op::DiscardDraft),
+    r("POST", "/_emdash/api/content/{collection}/{id}/duplicate", Op::DuplicateContent),
+    r("GET", "/_emdash/api/content/{collection}/{id}/revisions", Op::ContentRevisions),
+    r("GET", "/_emdash/api/content/{collection}/{id}/compare", Op::CompareContent),
+    r("GET", "/_emdash/api/content/{collection}/{id}/translations", Op::ContentTranslations),
     r("GET", "/_emdash/api/media", Op::ListMedia),
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
@@ -119,10 +129,16 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::Health | Op::OpenApi | Op::SitemapIndex | Op::SitemapCollection | Op::MediaFile => Public,
         Op::ListCollections | Op::GetCollection => Need(Role::Contributor, Scope::SchemaRead),
         Op::CreateCollection | Op::DeleteCollection | Op::AddField => Need(Role::Admin, Scope::SchemaWrite),
-        Op::ListContent | Op::GetContent => Need(Role::Contributor, Scope::ContentRead),
-        Op::CreateContent | Op::UpdateContent | Op::PublishContent | Op::UnpublishContent | Op::RestoreContent => {
-            Need(Role::Author, Scope::ContentWrite)
+        Op::ListContent | Op::GetContent | Op::ContentRevisions | Op::CompareContent | Op::ContentTranslations => {
+            Need(Role::Contributor, Scope::ContentRead)
         }
+        Op::CreateContent
+        | Op::UpdateContent
+        | Op::PublishContent
+        | Op::UnpublishContent
+        | Op::RestoreContent
+        | Op::DiscardDraft
+        | Op::DuplicateContent => Need(Role::Author, Scope::ContentWrite),
         // EmDash's `content:delete_permanent`: admins only.
         Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Admin, Scope::ContentWrite),
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),

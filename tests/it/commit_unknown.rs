@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use futures::executor::block_on;
 use media_usage_worker::api::{Request, Response};
 use media_usage_worker::clock::FnClock;
-use media_usage_worker::exec::fault::Faulty;
+use media_usage_worker::exec::fault::{Fault, Faulty};
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::Executor;
 use media_usage_worker::lifecycle::deletion::CleanupBatch;
@@ -101,7 +101,7 @@ fn content(api: &Api) -> BTreeMap<String, Json> {
             if entry.get("deleted_at").is_some_and(|d| !d.is_null()) {
                 entry.insert("deleted_at".into(), json!("trashed"));
             }
-            let key = format!("{slug}/{}", entry["slug"].as_str().unwrap());
+            let key = format!("{slug}/{}", entry["slug"].as_str().unwrap_or("(no slug)"));
             out.insert(key, Json::Object(entry));
         }
     }
@@ -114,7 +114,7 @@ fn slugs_by_id(api: &Api) -> BTreeMap<String, String> {
     for slug in rows(api, "SELECT slug FROM _emdash_collections") {
         let slug = slug[0].as_str().unwrap();
         for r in rows(api, &format!("SELECT id, slug FROM ec_{slug}")) {
-            out.insert(r[0].as_str().unwrap().to_owned(), format!("{slug}/{}", r[1].as_str().unwrap()));
+            out.insert(r[0].as_str().unwrap().to_owned(), format!("{slug}/{}", r[1].as_str().unwrap_or("(no slug)")));
         }
     }
     out
@@ -415,6 +415,25 @@ fn revoke_lost_mints(api: &Api, retry: &Response) {
     }
 }
 
+/// A create that makes its slug cannot tell its retry from a second create: after a 5xx the
+/// retry may have made a second entry of the same title (its slug `…-1`). The client keeps the
+/// earlier one and deletes the one its retry made (README, "Errors and retries").
+fn delete_retry_twin(api: &Api, retry: &Response) {
+    let item = &data(retry)["item"];
+    let title = item["data"]["title"].as_str().unwrap();
+    let twins = rows(
+        api,
+        &format!("SELECT id FROM ec_posts WHERE title = '{title}' AND id <> '{}'", item["id"].as_str().unwrap()),
+    );
+    if !twins.is_empty() {
+        data(&api.delete(&format!("/content/posts/{}?permanent=true", item["id"].as_str().unwrap())));
+    }
+}
+
+/// The writes EmDash's content operations added: a create without a slug, discard draft and
+/// duplicate.
+const CONTENT_OPERATIONS: &[&str] = &["content create without a slug", "discard draft", "duplicate"];
+
 /// Every write the API offers.
 fn writes() -> Vec<Write> {
     vec![
@@ -439,6 +458,32 @@ fn writes() -> Vec<Write> {
                     assert_eq!(data(&api.get(&format!("/content/posts/{id}")))["item"]["slug"], "new");
                 }
             },
+        },
+        Write {
+            prepare: no_preparation,
+            name: "content create without a slug",
+            request: |_, i| {
+                admin("POST", "/content/posts", Some(json!({"data": {"title": "Fresh news", "hero": i.a}})))
+            },
+            ok: 201,
+            retry_answers: &[],
+            recover: delete_retry_twin,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "discard draft",
+            request: |_, i| admin("POST", &format!("/content/posts/{}/discard-draft", i.drafted), None),
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "duplicate",
+            request: |_, i| admin("POST", &format!("/content/posts/{}/duplicate", i.live), None),
+            ok: 201,
+            retry_answers: &[],
+            recover: delete_retry_twin,
         },
         Write {
             prepare: no_preparation,
@@ -739,38 +784,40 @@ fn writes() -> Vec<Write> {
     ]
 }
 
-/// Runs `w` on a copy of the fixture, metered or with its `fault_at`-th statement
-/// commit-unknown; returns the copy, the answer and the statements it issued (metered only).
-fn run_write(w: &Write, fault_at: Option<u64>) -> (Api, Response, u64) {
+/// Runs `w` on a copy of the fixture, metered or with `fault` injected; returns the copy, the
+/// answer and the statements it issued (metered only).
+fn run_write(w: &Write, fault: Option<Fault>) -> (Api, Response, u64) {
     let f = fixture();
     let api = f.api.snapshot();
     (w.prepare)(&api, &f.ids);
     let req = (w.request)(&api, &f.ids);
     let clock = FnClock(|| 0.0);
-    let (r, statements) = match fault_at {
+    let (r, statements) = match fault {
         None => {
             let metered = Metered::new(&api.db, &clock);
             let r = api.request_on(&metered, &req);
             (r, metered.usage().statements)
         }
-        Some(k) => (api.request_on(&Faulty::commit_unknown(&api.db, k), &req), 0),
+        Some(fault) => (api.request_on(&Faulty::injecting(&api.db, Some(fault)), &req), 0),
     };
     (api, r, statements)
 }
 
-#[test]
-fn every_write_converges_after_a_commit_unknown_at_any_statement_and_the_clients_retry() {
+/// Runs every write of `writes` with `fault(k)` at each of its statements, then the client's
+/// retry after a 5xx and the ticks, and compares the end state with the fault-free one. Returns
+/// the runs and how many were retried.
+fn converge(writes: Vec<Write>, fault: fn(u64) -> Fault) -> (usize, usize) {
     let mut runs = 0;
     let mut retried = 0;
-    for w in writes() {
+    for w in writes {
         let (reference, r, n) = run_write(&w, None);
         assert_eq!(r.status, w.ok, "{}: {}", w.name, r.body);
         assert!(n >= 1, "{}", w.name);
         settle(&reference);
         let expected = state(&reference);
         for k in 1..=n {
-            let (api, first, _) = run_write(&w, Some(k));
-            let what = format!("{} with statement {k} of {n} commit-unknown", w.name);
+            let (api, first, _) = run_write(&w, Some(fault(k)));
+            let what = format!("{} with statement {k} of {n}: {:?}", w.name, fault(k));
             runs += 1;
             if first.status >= 500 {
                 assert_eq!(code(&first), "INTERNAL_ERROR", "{what}: {}", first.body);
@@ -796,7 +843,21 @@ fn every_write_converges_after_a_commit_unknown_at_any_statement_and_the_clients
         }
         assert_index_is_a_projection_from_scratch(&reference, w.name);
     }
+    (runs, retried)
+}
+
+#[test]
+fn every_write_converges_after_a_commit_unknown_at_any_statement_and_the_clients_retry() {
+    let (runs, retried) = converge(writes(), Fault::CommitUnknown);
     assert!(runs >= 100 && retried >= 20, "{runs} runs, {retried} retried");
+}
+
+#[test]
+fn every_content_operation_converges_after_a_crash_at_any_statement_and_the_clients_retry() {
+    let ops: Vec<Write> = writes().into_iter().filter(|w| CONTENT_OPERATIONS.contains(&w.name)).collect();
+    assert_eq!(ops.len(), CONTENT_OPERATIONS.len());
+    let (runs, retried) = converge(ops, Fault::Crash);
+    assert!(runs >= 10 && retried >= 3, "{runs} runs, {retried} retried");
 }
 
 // ---------------------------------------------------------------------------------------------

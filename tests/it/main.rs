@@ -5,6 +5,7 @@ mod adversarial;
 mod api_content;
 mod api_schema_media_auth;
 mod commit_unknown;
+mod content_ops;
 mod deletion;
 mod executor;
 mod file_urls;

@@ -1,4 +1,4 @@
-//! `/content/{collection}/**`: entries, draft revisions, publish state and trash.
+//! `/content/{collection}/**`: entries, draft revisions, publish state, schedules and trash.
 
 use serde_json::{json, Map, Value as Json};
 
@@ -8,6 +8,7 @@ use super::schema;
 use super::usage;
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor, Row, Value};
+use crate::lifecycle::publish::{self as publication, row_version};
 use crate::model::auth::Principal;
 use crate::model::collection::Collection;
 use crate::model::content::{
@@ -15,8 +16,10 @@ use crate::model::content::{
 };
 use crate::model::field::Field;
 use crate::model::ident::Ident;
+use crate::model::time;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
 use crate::repo::encode::{from_column, to_column};
+use crate::repo::schedule as schedule_repo;
 use crate::usage::admission;
 
 pub(super) fn not_found() -> ApiError {
@@ -90,10 +93,6 @@ pub(super) fn item_json(row: &Row, c: &Collection) -> Json {
 fn item_reply(status: u16, row: &Row, c: &Collection) -> Reply {
     let version = row.get("version").and_then(Json::as_i64).unwrap_or_default();
     (status, json!({"item": item_json(row, c), "_rev": rev_token(version)}))
-}
-
-fn row_version(row: &Row) -> i64 {
-    row.get("version").and_then(Json::as_i64).unwrap_or_default()
 }
 
 /// Validates `data` against the collection's fields; returns the columns to write.
@@ -400,40 +399,108 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
     let c = schema::load(ctx, collection, "collection").await?;
     let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
     check_owner(ctx, &row)?;
-    let mut columns = Vec::new();
-    let mut slug = None;
-    if let Some(rev_id) = row.get("draft_revision_id").and_then(Json::as_str) {
-        let rev = repo::get_revision(ctx.exec, rev_id).await?;
-        if rev.as_ref().is_some_and(|r| r.is_stale(row_version(&row))) {
-            return Err(ApiError::conflict(
-                "The entry changed after its draft was saved; save the draft again to rebase it on the live entry",
-            ));
-        }
-        let draft = rev
-            .filter(|r| r.collection == c.slug.as_str() && r.entry_id == id)
-            .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
-            .and_then(|v| v.as_object().cloned())
-            .ok_or_else(|| ApiError::conflict("The entry's draft revision is missing or invalid"))?;
-        admit(ctx, &c, &draft).await?;
-        let mut issues = Issues::default();
-        for (key, value) in &draft {
-            if key == "_slug" {
-                slug = value.as_str().map(str::to_owned);
-            } else if let Some(f) = c.field(key) {
-                match to_column(f, value) {
-                    Ok(v) => columns.push((f.slug.clone(), v)),
-                    Err(msg) => issues.add(format!("data.{key}"), msg),
-                }
-            }
-        }
-        issues.finish()?;
-    }
-    match repo::publish(ctx.exec, &c, id, row_version(&row), only_own(ctx), slug, columns).await.map_err(write_error)? {
+    let publication = match publication::prepare(ctx.exec, &c, &row, &ctx.config.background.projection).await? {
+        Ok(p) => p,
+        Err(refusal) => return Err(refused(&refusal)),
+    };
+    match repo::publish(ctx.exec, &c, id, row_version(&row), only_own(ctx), publication).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, &c, id).await;
             Ok(item_reply(200, &row, &c))
         }
         None => Err(missing_or_conflict(ctx, &c, id).await),
+    }
+}
+
+/// A publish refused before anything was written: a stale or missing draft is a 409, a draft the
+/// index could not take or whose values no longer fit the fields a 400.
+fn refused(refusal: &publication::Refusal) -> ApiError {
+    let mut issues = Issues::default();
+    match refusal {
+        publication::Refusal::StaleDraft | publication::Refusal::MissingDraft => {
+            return ApiError::conflict(refusal.message())
+        }
+        publication::Refusal::Admission(refusal) => issues.add("data", refusal.message()),
+        publication::Refusal::Invalid(invalid) => {
+            for (path, msg) in invalid {
+                issues.add(path.clone(), msg.clone());
+            }
+        }
+    }
+    issues.finish().err().unwrap_or_else(|| ApiError::invalid("data", refusal.message()))
+}
+
+/// An entry a schedule may change: outside the trash (as EmDash's schedule routes find no trashed
+/// entry; 404) and the caller's to change (403).
+async fn schedulable<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, id: &str) -> Result<Row, ApiError> {
+    let row = repo::get(ctx.exec, c, id)
+        .await?
+        .filter(|row| row.get("deleted_at").is_none_or(Json::is_null))
+        .ok_or_else(not_found)?;
+    check_owner(ctx, &row)?;
+    Ok(row)
+}
+
+fn is_scheduled(row: &Row) -> bool {
+    row.get("scheduled_at").is_some_and(|at| !at.is_null())
+}
+
+/// `POST /content/{c}/{id}/schedule {"scheduledAt"}`: schedules the entry's publication for that
+/// time (ISO 8601 with a zone, or a date; in the future by the database clock, EmDash's rule),
+/// stored in UTC. A published entry stays published (its draft is what the schedule publishes),
+/// any other becomes `scheduled`; the tick's schedule lane publishes it once the time has come.
+pub async fn schedule<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+    req: &Request,
+) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["scheduledAt"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let at = obj
+        .string(&mut issues, "scheduledAt", true, 1, 64)
+        .and_then(|raw| time::canonical(&raw).map_err(|msg| issues.add("scheduledAt", msg)).ok());
+    let at = issues.finish_with(at)?;
+    let row = schedulable(ctx, &c, id).await?;
+    match schedule_repo::schedule(ctx.exec, &c, id, row_version(&row), only_own(ctx), &at).await.map_err(write_error)? {
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
+        None if !schedule_repo::is_future(ctx.exec, &at).await? => {
+            Err(ApiError::invalid("scheduledAt", "Must lie in the future"))
+        }
+        None => {
+            schedulable(ctx, &c, id).await?;
+            Err(ApiError::conflict("The entry changed since it was read; retry"))
+        }
+    }
+}
+
+/// `DELETE /content/{c}/{id}/schedule`: cancels the entry's schedule; a published entry stays
+/// published, any other goes back to `draft` (EmDash's rule). An entry without a schedule is
+/// answered as it is.
+pub async fn unschedule<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let row = schedulable(ctx, &c, id).await?;
+    match schedule_repo::unschedule(ctx.exec, &c, id, row_version(&row), only_own(ctx)).await.map_err(write_error)? {
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
+        None => {
+            // Not scheduled (or its schedule ended meanwhile: published by the tick, cancelled).
+            let row = schedulable(ctx, &c, id).await?;
+            if is_scheduled(&row) {
+                Err(ApiError::conflict("The entry changed since it was read; retry"))
+            } else {
+                Ok(item_reply(200, &row, &c))
+            }
+        }
     }
 }
 

@@ -337,6 +337,8 @@ async fn dispatch<E: Executor>(
         Op::ContentRevisions => content_reads::revisions(&ctx, p(0), p(1), req).await?,
         Op::CompareContent => content_reads::compare(&ctx, p(0), p(1)).await?,
         Op::ContentTranslations => content_reads::translations(&ctx, p(0), p(1), req).await?,
+        Op::ScheduleContent => content::schedule(&ctx, p(0), p(1), req).await?,
+        Op::UnscheduleContent => content::unschedule(&ctx, p(0), p(1)).await?,
         Op::ListMedia => media::list(&ctx, req).await?,
         Op::CreateMedia if upload::is_multipart(req) => {
             upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?

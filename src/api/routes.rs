@@ -29,6 +29,8 @@ pub enum Op {
     ContentRevisions,
     CompareContent,
     ContentTranslations,
+    ScheduleContent,
+    UnscheduleContent,
     ListMedia,
     CreateMedia,
     GetMedia,
@@ -89,6 +91,8 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/content/{collection}/{id}/revisions", Op::ContentRevisions),
     r("GET", "/_emdash/api/content/{collection}/{id}/compare", Op::CompareContent),
     r("GET", "/_emdash/api/content/{collection}/{id}/translations", Op::ContentTranslations),
+    r("POST", "/_emdash/api/content/{collection}/{id}/schedule", Op::ScheduleContent),
+    r("DELETE", "/_emdash/api/content/{collection}/{id}/schedule", Op::UnscheduleContent),
     r("GET", "/_emdash/api/media", Op::ListMedia),
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
@@ -138,7 +142,9 @@ pub fn access(op: Op, req: &Request) -> Access {
         | Op::UnpublishContent
         | Op::RestoreContent
         | Op::DiscardDraft
-        | Op::DuplicateContent => Need(Role::Author, Scope::ContentWrite),
+        | Op::DuplicateContent
+        | Op::ScheduleContent
+        | Op::UnscheduleContent => Need(Role::Author, Scope::ContentWrite),
         // EmDash's `content:delete_permanent`: admins only.
         Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Admin, Scope::ContentWrite),
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),

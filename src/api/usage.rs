@@ -452,7 +452,15 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         return Err(ApiError::new(404, "COLLECTION_NOT_FOUND", format!("Collection '{slug}' is not actively indexed")));
     }
     // The index's lanes only: sweeping the object store is the cron ticks' work, not a repair's.
-    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget, &ctx.config.background, None, None).await;
+    let report = tick::run_lanes(
+        &metered,
+        &clock,
+        ctx.config.tick_budget,
+        &ctx.config.background,
+        None,
+        &tick::TickTime::database(),
+    )
+    .await;
     if let Some(e) = report.error {
         ctx.log(format!("repair request stopped early: {e}"));
     }

@@ -1,7 +1,9 @@
 //! The collection lifecycle: creating a collection together with its capture (coverage row and
 //! capture triggers), adding a field together with the coverage invalidation it causes, and
 //! deleting a collection through its tombstone ([`deletion`]: the DELETE request's front phases,
-//! and the cleanup the tick's deletion lane runs).
+//! and the cleanup the tick's deletion lane runs); and an entry's publication ([`publish`]: what
+//! the publish request and a scheduled publish write) with the tick's lane that fires schedules
+//! ([`schedule`]).
 //!
 //! These compose the registry statements of [`crate::repo::schema`] with the capture statements
 //! of [`crate::repo::capture`] into single atomic batches, one layer above both, so neither
@@ -16,6 +18,8 @@ use crate::repo::{capture, schema};
 use crate::usage::extract::is_extraction_field;
 
 pub mod deletion;
+pub mod publish;
+pub mod schedule;
 pub mod tables;
 
 pub use deletion::{request as delete, RequestOutcome as DeleteOutcome};

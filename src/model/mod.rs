@@ -11,6 +11,7 @@ pub mod field;
 pub mod ident;
 pub mod source;
 pub mod state;
+pub mod time;
 
 /// The largest integer the index stores and hands on exactly: D1 carries integers through
 /// JavaScript numbers, so only those within ±(2^53 − 1) round-trip (versions, sizes, cursor ids).

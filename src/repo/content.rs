@@ -10,6 +10,8 @@ use crate::model::collection::Collection;
 use crate::model::ident::Ident;
 use crate::sql::{render, Fragment};
 
+use super::schedule;
+
 const INSERT: &str = include_str!("../sql/content/insert.sql");
 const SELECT_ONE: &str = include_str!("../sql/content/select_one.sql");
 const ID_BY_SLUG: &str = include_str!("../sql/content/id_by_slug.sql");
@@ -244,29 +246,63 @@ pub async fn get_revision<E: Executor>(exec: &E, id: &str) -> Result<Option<Revi
     exec.query_first(Statement::new(SELECT_REVISION).bind(id)).await
 }
 
-/// Publishes: sets the given live columns (from the draft revision, if any), moves the draft
-/// revision to live and marks the entry published, only if it is still at `version` (and, with
-/// `only_own`, authored by that principal).
+/// What a publish writes: the live columns from the draft revision (if any) and the draft's slug.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Publication {
+    pub slug: Option<String>,
+    pub columns: Vec<(Ident, Value)>,
+}
+
+/// A scheduled publish: the schedule it fires, and the tick's time (`None`: the database clock's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Firing<'a> {
+    pub scheduled_at: &'a str,
+    pub now: Option<&'a str>,
+}
+
+/// The publish statement: sets the publication's live columns, moves the draft revision to live,
+/// marks the entry published and ends its schedule, only if it is still at `version` (and, with
+/// `only_own`, authored by that principal; and, for a scheduled publish, outside the trash, still
+/// scheduled for exactly the time it fires, and that time has come). Returns the row.
+pub fn publish_statement(
+    c: &Collection,
+    id: &str,
+    version: i64,
+    only_own: Option<&str>,
+    firing: Option<Firing<'_>>,
+    publication: Publication,
+) -> Statement {
+    let sql = render(
+        PUBLISH,
+        &[
+            ("table", &Fragment::content_table(&c.slug)),
+            ("set", &Fragment::trailing_assignments(publication.columns.iter().map(|(k, _)| k), 7)),
+        ],
+    );
+    let mut stmt = Statement::new(sql)
+        .bind(id)
+        .bind(version)
+        .bind(publication.slug)
+        .bind(only_own)
+        .bind(firing.map(|f| f.scheduled_at))
+        .bind(firing.and_then(|f| f.now));
+    for (_, v) in publication.columns {
+        stmt = stmt.bind(v);
+    }
+    stmt
+}
+
+/// Publishes ([`publish_statement`]) at the request of a principal; `None` when the entry moved
+/// on or is not the principal's to change.
 pub async fn publish<E: Executor>(
     exec: &E,
     c: &Collection,
     id: &str,
     version: i64,
     only_own: Option<&str>,
-    slug: Option<String>,
-    columns: Vec<(Ident, Value)>,
+    publication: Publication,
 ) -> Result<Option<Row>, Error> {
-    let sql = render(
-        PUBLISH,
-        &[
-            ("table", &Fragment::content_table(&c.slug)),
-            ("set", &Fragment::trailing_assignments(columns.iter().map(|(k, _)| k), 5)),
-        ],
-    );
-    let mut stmt = Statement::new(sql).bind(id).bind(version).bind(slug).bind(only_own);
-    for (_, v) in columns {
-        stmt = stmt.bind(v);
-    }
+    let stmt = publish_statement(c, id, version, only_own, None, publication);
     Ok(exec.run(stmt).await?.rows.into_iter().next())
 }
 
@@ -296,7 +332,14 @@ pub async fn transition<E: Executor>(
         Transition::DiscardDraft => DISCARD_DRAFT,
     };
     let sql = render(template, &[("table", &Fragment::content_table(&c.slug))]);
-    Ok(exec.run(Statement::new(sql).bind(id).bind(only_own)).await?.rows.into_iter().next())
+    let stmt = Statement::new(sql).bind(id).bind(only_own);
+    if t != Transition::Restore {
+        return Ok(exec.run(stmt).await?.rows.into_iter().next());
+    }
+    // A restored entry's schedule is back in the schedule index (the schedule lane drops the
+    // row of an entry it finds in the trash), in the same batch.
+    let outcomes = exec.batch(vec![stmt, schedule::upsert(c, id)]).await?;
+    Ok(outcomes.into_iter().next().and_then(|o| o.rows.into_iter().next()))
 }
 
 /// Deletes an entry and its revisions for good, atomically; false when it did not exist.

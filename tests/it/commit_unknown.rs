@@ -144,6 +144,23 @@ fn index(api: &Api) -> Vec<String> {
     out
 }
 
+/// The schedule index: each row by collection and entry slug (`gone:` for an entry that no longer
+/// exists), with its time.
+fn schedules(api: &Api) -> Vec<String> {
+    let slugs = slugs_by_id(api);
+    let mut out: Vec<String> =
+        rows(api, "SELECT collection_slug, content_id, scheduled_at FROM _emdash_content_schedule")
+            .into_iter()
+            .map(|r| {
+                let id = r[1].as_str().unwrap();
+                let entry = slugs.get(id).cloned().unwrap_or_else(|| format!("gone:{}/{id}", r[0].as_str().unwrap()));
+                format!("{entry}@{}", r[2].as_str().unwrap())
+            })
+            .collect();
+    out.sort();
+    out
+}
+
 /// Everything a client or an operator can observe, as text.
 fn state(api: &Api) -> String {
     let store = api.storage.as_ref().unwrap();
@@ -169,6 +186,7 @@ fn state(api: &Api) -> String {
         "tokens": rows(api, "SELECT name, role, scopes, created_by IS NOT NULL FROM _emdash_api_tokens ORDER BY name"),
         "coverage": rows(api, "SELECT scope_key, status, capture_state, reconciliation_required, last_error_code
                                FROM _emdash_media_usage_index_status ORDER BY scope_key"),
+        "schedules": schedules(api),
         "queues": rows(api, "SELECT (SELECT count(*) FROM _emdash_media_usage_work),
                                     (SELECT count(*) FROM _emdash_media_usage_collection_deletions),
                                     (SELECT count(*) FROM _emdash_media_usage_reconciliations),
@@ -387,6 +405,20 @@ fn failed_work(api: &Api, _: &Ids) {
     );
 }
 
+/// The published entry with a draft, scheduled.
+fn scheduled(api: &Api, i: &Ids) {
+    data(&api.post(&format!("/content/posts/{}/schedule", i.drafted), &json!({"scheduledAt": "2099-01-01T00:00:00Z"})));
+}
+
+/// The trashed entry scheduled (restored, scheduled and trashed again), its index row dropped as
+/// the schedule lane drops it once its time has come.
+fn scheduled_in_the_trash(api: &Api, i: &Ids) {
+    data(&api.post(&format!("/content/posts/{}/restore", i.trashed), &json!({})));
+    data(&api.post(&format!("/content/posts/{}/schedule", i.trashed), &json!({"scheduledAt": "2099-01-01T00:00:00Z"})));
+    data(&api.delete(&format!("/content/posts/{}", i.trashed)));
+    exec_sql(api, &format!("DELETE FROM _emdash_content_schedule WHERE content_id = '{}'", i.trashed));
+}
+
 /// The unused media item registered by JSON, in the trash.
 fn trashed_media(api: &Api, i: &Ids) {
     data(&api.delete(&format!("/media/{}", i.unused)));
@@ -530,6 +562,36 @@ fn writes() -> Vec<Write> {
             prepare: no_preparation,
             name: "publish",
             request: |_, i| admin("POST", &format!("/content/posts/{}/publish", i.drafted), None),
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "schedule",
+            request: |_, i| {
+                admin(
+                    "POST",
+                    &format!("/content/posts/{}/schedule", i.drafted),
+                    Some(json!({"scheduledAt": "2099-01-01T02:00:00+02:00"})),
+                )
+            },
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: scheduled,
+            name: "unschedule",
+            request: |_, i| admin("DELETE", &format!("/content/posts/{}/schedule", i.drafted), None),
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: scheduled_in_the_trash,
+            name: "restore of a scheduled entry",
+            request: |_, i| admin("POST", &format!("/content/posts/{}/restore", i.trashed), None),
             ok: 200,
             retry_answers: &[],
             recover: nothing,
@@ -907,6 +969,24 @@ fn build_background() -> Api {
         .unwrap();
     failed_deletion(&api, &f.ids);
     exec_sql(&api, "UPDATE _emdash_media_usage_collection_deletions SET state = 'pending', attempt_count = 0");
+    // Scheduled publishes (schedule): the published entry with a draft, a new draft, and a
+    // schedule whose entry went to the trash; then their time passes.
+    data(
+        &api.post(
+            &format!("/content/posts/{}/schedule", f.ids.drafted),
+            &json!({"scheduledAt": "2099-01-01T00:00:00Z"}),
+        ),
+    );
+    let soon = entry(&api, "soon", "draft", json!({"title": "Soon", "hero": a}));
+    data(&api.post(&format!("/content/posts/{soon}/schedule"), &json!({"scheduledAt": "2099-01-01T00:00:00Z"})));
+    let gone = entry(&api, "gone", "draft", json!({"title": "Gone"}));
+    data(&api.post(&format!("/content/posts/{gone}/schedule"), &json!({"scheduledAt": "2099-01-01T00:00:00Z"})));
+    data(&api.delete(&format!("/content/posts/{gone}")));
+    exec_sql(
+        &api,
+        "UPDATE ec_posts SET scheduled_at = '2001-01-01T00:00:00.000Z' WHERE scheduled_at IS NOT NULL;
+         UPDATE _emdash_content_schedule SET scheduled_at = '2001-01-01T00:00:00.000Z';",
+    );
     let store = api.storage.as_ref().unwrap();
     let bytes = png(5, 5, 5);
     let sha: [u8; 32] = {
@@ -943,7 +1023,7 @@ fn every_lane_step_converges_after_a_commit_unknown_at_any_statement_and_the_nex
     }
     assert_eq!(
         lanes.iter().map(String::as_str).collect::<Vec<_>>(),
-        ["deletion", "repair", "storage", "work"],
+        ["deletion", "repair", "schedule", "storage", "work"],
         "every lane has work: {per_tick:?}"
     );
     settle(&probe);

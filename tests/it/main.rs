@@ -23,6 +23,7 @@ mod repair;
 mod rows_budget;
 mod safe_delete;
 mod scans;
+mod schedule;
 mod settings;
 mod sitemap;
 mod spellings;

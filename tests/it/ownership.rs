@@ -172,7 +172,8 @@ fn every_write_statement_holds_its_ownership_predicate() {
         let saved = block_on(repo::save_draft(&api.db, &c, &id, version, Some(owner), &draft, 20)).unwrap();
         assert_eq!(saved.is_some(), mine, "draft as {owner}");
         let version = v(&api);
-        let published = block_on(repo::publish(&api.db, &c, &id, version, Some(owner), None, vec![])).unwrap();
+        let published =
+            block_on(repo::publish(&api.db, &c, &id, version, Some(owner), repo::Publication::default())).unwrap();
         assert_eq!(published.is_some(), mine, "publish as {owner}");
         for t in [Transition::Unpublish, Transition::DiscardDraft, Transition::Trash, Transition::Restore] {
             // Put the entry where the transition would apply.

@@ -27,6 +27,7 @@ pub const CODES: &[&str] = &[
     "WORK_CHANGED",
     "INVALID_TYPE",
     "MEDIA_STORAGE_UNAVAILABLE",
+    "FIELD_TYPE_COLUMN_CHANGE",
     "INTERNAL_ERROR",
 ];
 
@@ -140,6 +141,11 @@ impl From<exec::Error> for ApiError {
             // missing table (`media`, the registry, …) is a broken database: an internal error.
             e if e.is_missing_content_table() => {
                 ApiError::new(404, "COLLECTION_NOT_FOUND", "The collection no longer exists")
+            }
+            // A field deleted while this request, which had read it, was writing it: nothing was
+            // written; the retry is judged against the collection's fields as they are now.
+            exec::Error::NoSuchColumn(_) => {
+                ApiError::conflict("A field this write names was deleted meanwhile; reload the collection and retry")
             }
             other => ApiError::internal(other.to_string()),
         }

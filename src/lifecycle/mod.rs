@@ -16,6 +16,7 @@ use crate::repo::{capture, schema};
 use crate::usage::extract::is_extraction_field;
 
 pub mod deletion;
+pub mod fields;
 pub mod tables;
 
 pub use deletion::{request as delete, RequestOutcome as DeleteOutcome};

@@ -20,6 +20,7 @@ use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Counts, Ctx, LaneStep, RowCount};
 use crate::lifecycle::deletion::{CleanupBatch, DeletionLane};
+use crate::lifecycle::fields::FieldLane;
 use crate::lifecycle::tables::TablesLane;
 use crate::model::state::TickOutcome;
 use crate::repo::continuation as continuation_repo;
@@ -217,6 +218,8 @@ pub enum Lane<'a> {
     Work(WorkLane<'a>),
     /// Collection deletions past their front phases.
     Deletion(DeletionLane),
+    /// Field deletions: their occurrences, then their columns.
+    Fields(FieldLane),
     /// Repair runs.
     Repair(RepairLane<'a>),
     /// The media trash's purge.
@@ -233,6 +236,7 @@ impl<'a> Lane<'a> {
     pub const COUNTERS: &'static [&'static [Counter]] = &[
         WorkLane::COUNTERS,
         DeletionLane::COUNTERS,
+        FieldLane::COUNTERS,
         RepairLane::COUNTERS,
         PurgeLane::COUNTERS,
         StorageLane::COUNTERS,
@@ -245,6 +249,7 @@ impl<'a> Lane<'a> {
         let mut lanes = vec![
             Lane::Work(WorkLane::new(&policy.projection, policy.groups)),
             Lane::Deletion(DeletionLane::new(policy.cleanup)),
+            Lane::Fields(FieldLane::new(policy.cleanup)),
             Lane::Repair(RepairLane::new(&policy.projection.rules)),
             Lane::Purge(PurgeLane::new(storage, policy.trash_days, policy.projection.rules.id())),
         ];
@@ -260,6 +265,7 @@ impl<'a> Lane<'a> {
         match self {
             Lane::Work(_) => WorkLane::NAME,
             Lane::Deletion(_) => DeletionLane::NAME,
+            Lane::Fields(_) => FieldLane::NAME,
             Lane::Repair(_) => RepairLane::NAME,
             Lane::Purge(_) => PurgeLane::NAME,
             Lane::Storage(_) => StorageLane::NAME,
@@ -272,6 +278,7 @@ impl<'a> Lane<'a> {
         match self {
             Lane::Work(l) => l.reserve(),
             Lane::Deletion(l) => l.reserve(),
+            Lane::Fields(l) => l.reserve(),
             Lane::Repair(l) => l.reserve(),
             Lane::Purge(l) => l.reserve(),
             Lane::Storage(l) => l.reserve(),
@@ -285,6 +292,7 @@ impl<'a> Lane<'a> {
         match self {
             Lane::Work(l) => l.reserve_rows(),
             Lane::Deletion(l) => l.reserve_rows(),
+            Lane::Fields(l) => l.reserve_rows(),
             Lane::Repair(l) => l.reserve_rows(),
             Lane::Purge(l) => l.reserve_rows(),
             Lane::Storage(l) => l.reserve_rows(),
@@ -302,6 +310,7 @@ impl<'a> Lane<'a> {
     pub fn release_cost(&self) -> u64 {
         match self {
             Lane::Deletion(l) => l.release_cost(),
+            Lane::Fields(l) => l.release_cost(),
             Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => 0,
         }
     }
@@ -310,6 +319,7 @@ impl<'a> Lane<'a> {
     pub fn release_rows(&self) -> RowCount {
         match self {
             Lane::Deletion(l) => l.release_rows(),
+            Lane::Fields(l) => l.release_rows(),
             Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => {
                 RowCount::default()
             }
@@ -321,6 +331,7 @@ impl<'a> Lane<'a> {
         match self {
             Lane::Work(l) => l.step(ctx).await,
             Lane::Deletion(l) => l.step(ctx).await,
+            Lane::Fields(l) => l.step(ctx).await,
             Lane::Repair(l) => l.step(ctx).await,
             Lane::Purge(l) => l.step(ctx).await,
             Lane::Storage(l) => l.step(ctx).await,
@@ -332,6 +343,7 @@ impl<'a> Lane<'a> {
     async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
         match self {
             Lane::Deletion(l) => l.finish(exec).await,
+            Lane::Fields(l) => l.finish(exec).await,
             Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => Ok(()),
         }
     }
@@ -922,6 +934,10 @@ mod tests {
             "deletedRows": 0,
             "deletionsFinalized": 0,
             "deletionFailures": 0,
+            "fieldDeletionSteps": 0,
+            "fieldOccurrencesDeleted": 0,
+            "fieldDeletionsFinalized": 0,
+            "fieldDeletionFailures": 0,
             "mediaPurged": 0,
             "purgeOperations": 0,
             "objectsDeleted": 0,

@@ -142,11 +142,6 @@ impl From<exec::Error> for ApiError {
             e if e.is_missing_content_table() => {
                 ApiError::new(404, "COLLECTION_NOT_FOUND", "The collection no longer exists")
             }
-            // A field deleted while this request, which had read it, was writing it: nothing was
-            // written; the retry is judged against the collection's fields as they are now.
-            exec::Error::NoSuchColumn(_) => {
-                ApiError::conflict("A field this write names was deleted meanwhile; reload the collection and retry")
-            }
             other => ApiError::internal(other.to_string()),
         }
     }

@@ -210,6 +210,18 @@ impl Error {
         matches!(self, Error::NoSuchTable(table) if table.starts_with(crate::sql::CONTENT_TABLE_PREFIX))
     }
 
+    /// The column a statement named that its table does not have (`NoSuchColumn`).
+    pub fn missing_column(&self) -> Option<&str> {
+        let Error::NoSuchColumn(message) = self else { return None };
+        const NEEDLE: &str = "no such column: ";
+        let at = message.to_ascii_lowercase().find(NEEDLE)? + NEEDLE.len();
+        let rest = &message[at..];
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')).unwrap_or(rest.len());
+        let name = &rest[..end];
+        let name = name.rsplit('.').next().unwrap_or(name);
+        (!name.is_empty()).then_some(name)
+    }
+
     /// Whether the failed statement may nevertheless have been committed: a transient error, or
     /// an error nobody classified. A refusal (a constraint, a failed guard, a limit, a missing
     /// table, a statement never sent) committed nothing.
@@ -328,6 +340,10 @@ mod tests {
         assert!(matches!(classify("D1_ERROR: string or blob too big: SQLITE_TOOBIG"), Error::TooBig(_)));
         assert!(matches!(classify("D1_ERROR: no such column: hero: SQLITE_ERROR"), Error::NoSuchColumn(_)));
         assert!(!classify("no such column: x").may_have_committed());
+        assert_eq!(classify("D1_ERROR: no such column: hero: SQLITE_ERROR").missing_column(), Some("hero"));
+        assert_eq!(classify("no such column: e.hero").missing_column(), Some("hero"));
+        assert_eq!(classify("no such column: ").missing_column(), None);
+        assert_eq!(Error::Backend("no such column: hero".into()).missing_column(), None);
         for m in [
             "D1_ERROR: Network connection lost.",
             "D1_ERROR: Internal error while starting up D1 DB storage caused object to be reset.",

@@ -171,7 +171,7 @@ pub async fn update<E: Executor>(
 
 /// The most statements one lane step issues: a claim, then the largest phase step (`column`:
 /// the column's state and a guarded batch of four — guard, an index, the drop, the row's delete;
-/// `occurrences`: the window's end and a batch of three), then recording its failure.
+/// `occurrences`: the window's end and a batch of four), then recording its failure.
 pub const STEP_MAX_STATEMENTS: u64 = 7;
 /// Statements releasing a held deletion costs at the end of a tick.
 pub const RELEASE_STATEMENTS: u64 = 1;
@@ -180,9 +180,11 @@ pub const RELEASE_ROWS: RowCount = RowCount::new(6, 10);
 /// The rows of a step that do not grow with its window: the claim, the checkpoint, the coverage
 /// completion (a few index probes) and a failure record, or the column's state (the schema).
 pub const STEP_FIXED_ROWS: RowCount = RowCount::new(30, 300);
-/// What one occurrence of the walk's window may cost: read by the window's end and by the
-/// delete, and deleted (one row written; its row and index entries read) if it is the field's.
-pub const WINDOW_ROW_COST: RowCount = RowCount::new(1, 8);
+/// What one occurrence of the walk's window may cost: read by the window's end, by the delete
+/// and by the look for its source, and, if it is the field's, deleted (one row written; its row
+/// and index entries read) with its source's fingerprint cleared (the row and its fingerprint
+/// index entry written).
+pub const WINDOW_ROW_COST: RowCount = RowCount::new(3, 12);
 
 /// What dropping the column of a table of at most `rows` rows may cost: the table is rewritten,
 /// each row read and written once.

@@ -30,6 +30,7 @@ const TOUCH_COLLECTION: &str = include_str!("../sql/schema/touch_collection.sql"
 const CLAIM_NEXT: &str = include_str!("../sql/fields/claim_next.sql");
 const LEASE_GUARD: &str = include_str!("../sql/fields/lease_guard.sql");
 const WINDOW_END: &str = include_str!("../sql/fields/window_end.sql");
+const UNMARK_SOURCES: &str = include_str!("../sql/fields/unmark_sources.sql");
 const DELETE_OCCURRENCES: &str = include_str!("../sql/fields/delete_occurrences.sql");
 const CHECKPOINT: &str = include_str!("../sql/fields/checkpoint.sql");
 const COMPLETE_COVERAGE: &str = include_str!("../sql/fields/complete_coverage.sql");
@@ -67,7 +68,10 @@ pub fn delete_statements(
     let id = collection.id.as_str();
     vec![
         Statement::new(DELETE_FIELD).bind(field.id.as_str()).bind(id),
-        Statement::new(render(RENAME_COLUMN, &[("table", &table), ("column", &column), ("deleted", deleted_column)])),
+        Statement::new(render(
+            RENAME_COLUMN,
+            &[("table", &table), ("field_column", &column), ("deleted", deleted_column)],
+        )),
         Statement::new(INSERT_DELETION)
             .bind(field.id.as_str())
             .bind(id)
@@ -276,8 +280,9 @@ pub struct Walked {
     pub held: bool,
 }
 
-/// Deletes the field's occurrences in the window (`from`, `to`] and moves the cursor to `to`, in
-/// one atomic batch under the live lease. With `last` (the window reaches the end of the
+/// Deletes the field's occurrences in the window (`from`, `to`] (clearing the fingerprint of the
+/// sources they belonged to) and moves the cursor to `to`, in one atomic batch under the live
+/// lease. With `last` (the window reaches the end of the
 /// collection's range) the deletion moves on to `column` instead, and the collection's coverage
 /// is completed if nothing else keeps it from being so.
 pub async fn walk<E: Executor>(
@@ -287,15 +292,17 @@ pub async fn walk<E: Executor>(
     last: bool,
     batch_rows: u32,
 ) -> Result<Walked, Error> {
-    let delete = lease
-        .guarded(DELETE_OCCURRENCES)
-        .bind(from.source_key.as_str())
-        .bind(from.id.as_str())
-        .bind(to.source_key.as_str())
-        .bind(to.id.as_str())
-        .bind(lease.field_slug.as_str())
-        .bind(lease.deleted_at.as_str());
-    let mut stmts = vec![delete];
+    let window = |template: &'static str| {
+        lease
+            .guarded(template)
+            .bind(from.source_key.as_str())
+            .bind(from.id.as_str())
+            .bind(to.source_key.as_str())
+            .bind(to.id.as_str())
+            .bind(lease.field_slug.as_str())
+            .bind(lease.deleted_at.as_str())
+    };
+    let mut stmts = vec![window(UNMARK_SOURCES), window(DELETE_OCCURRENCES)];
     if last {
         stmts.push(lease.checkpoint(FieldDeletionPhase::Column, None, batch_rows, false));
         stmts.push(Statement::new(COMPLETE_COVERAGE).bind(lease.collection_id.as_str()));
@@ -304,8 +311,8 @@ pub async fn walk<E: Executor>(
     }
     let outcomes = exec.batch(stmts).await?;
     Ok(Walked {
-        deleted: outcomes.first().map_or(0, |o| o.changes),
-        held: outcomes.get(1).is_some_and(|o| o.changes == 1),
+        deleted: outcomes.get(1).map_or(0, |o| o.changes),
+        held: outcomes.get(2).is_some_and(|o| o.changes == 1),
     })
 }
 
@@ -357,7 +364,7 @@ pub async fn drop_column<E: Executor>(exec: &E, lease: &Lease, index: Option<&st
         stmts.push(Statement::new(render(DROP_INDEX, &[("index", &Fragment::ident(&ident))])));
     }
     if column_too {
-        stmts.push(Statement::new(render(DROP_COLUMN, &[("table", &lease.table()), ("column", &lease.column)])));
+        stmts.push(Statement::new(render(DROP_COLUMN, &[("table", &lease.table()), ("deleted", &lease.column)])));
         stmts.push(finalize_statement(lease));
     }
     let outcomes = guarded_batch(exec, guard, stmts).await?;

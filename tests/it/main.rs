@@ -7,6 +7,7 @@ mod api_schema_media_auth;
 mod commit_unknown;
 mod deletion;
 mod executor;
+mod field_delete;
 mod file_urls;
 mod lease;
 mod media_access;

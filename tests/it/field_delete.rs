@@ -1,0 +1,550 @@
+//! Deleting and updating a collection's field with the usage index kept exact: the DELETE
+//! request (one guarded batch: registry row, column renamed out of reach, deletion row,
+//! coverage, the jobs under way), the `fields` lane (the walk that removes the field's
+//! occurrences, the column drop), coverage and the safe delete meanwhile, every precondition of
+//! their guards, crashes and commits reported as failed at every statement, budgets on a large
+//! collection; and the PUT of a field.
+
+use std::cell::Cell;
+
+use futures::executor::block_on;
+use media_usage_worker::api::{self, Response};
+use media_usage_worker::clock::{FnClock, MonotonicClock};
+use media_usage_worker::exec::fault::Faulty;
+use media_usage_worker::exec::meter::Metered;
+use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::exec::Executor;
+use media_usage_worker::lifecycle::deletion::CleanupBatch;
+use media_usage_worker::lifecycle::fields::{self, DeleteOutcome, StepOutcome, UpdateOutcome};
+use media_usage_worker::model::ident::Ident;
+use media_usage_worker::model::state::TickOutcome;
+use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use serde_json::{json, Value as Json};
+
+use crate::deletion::Hooked;
+use crate::support::{code, config, data, now, query_plan, time_passes, used_in, Api, ADMIN};
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures.
+
+fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
+    db.connection().query_row(sql, [], |r| r.get(0)).unwrap_or(None)
+}
+
+fn exec_sql(db: &SqliteExecutor, sql: &str) {
+    db.connection().execute_batch(sql).unwrap();
+}
+
+fn media(api: &Api, key: &str) -> String {
+    let r = api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
+    data(&r)["item"]["id"].as_str().unwrap().to_owned()
+}
+
+fn entry(api: &Api, slug: &str, d: Json) -> String {
+    let r = api.post("/content/posts", &json!({"slug": slug, "status": "published", "data": d}));
+    data(&r)["item"]["id"].as_str().unwrap().to_owned()
+}
+
+/// The fixture's media: `a` is used only through `hero` (live, and by a trashed entry), `b`
+/// through `hero` of one entry and the `gallery` of another, `c` only through a draft's `hero`,
+/// `d` only through `body` (its id in text).
+struct Site {
+    a: String,
+    b: String,
+    c: String,
+    d: String,
+}
+
+/// `posts` (title, hero, gallery of images, body), its entries indexed, coverage complete.
+fn site(api: &Api) -> Site {
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "Posts", "fields": [
+            {"slug": "title", "type": "string"},
+            {"slug": "hero", "type": "image"},
+            {"slug": "gallery", "type": "repeater", "subFields": [{"slug": "image", "type": "image"}]},
+            {"slug": "body", "type": "text"}
+        ]}),
+    ));
+    let (a, b, c, d) = (media(api, "a.png"), media(api, "b.png"), media(api, "c.png"), media(api, "d.png"));
+    entry(api, "one", json!({"title": "One", "hero": a, "gallery": [{"image": b}], "body": format!("see {d}")}));
+    entry(api, "two", json!({"title": "Two", "hero": b}));
+    let three = entry(api, "three", json!({"title": "Three", "hero": a}));
+    data(&api.put(&format!("/content/posts/{three}"), &json!({"draft": true, "data": {"hero": c}})));
+    let gone = entry(api, "gone", json!({"hero": a}));
+    data(&api.delete(&format!("/content/posts/{gone}")));
+    api.drain();
+    assert_eq!(coverage(api), "complete");
+    Site { a, b, c, d }
+}
+
+/// The collection's coverage as the status reports it.
+fn coverage(api: &Api) -> String {
+    let s = data(&api.get("/admin/media-usage/status"));
+    s["collections"].as_array().unwrap().iter().find(|c| c["collection"] == "posts").unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The field deletion rows: (field slug, phase, state).
+fn deletions(db: &SqliteExecutor) -> Vec<(String, String, String)> {
+    let conn = db.connection();
+    let mut stmt = conn
+        .prepare("SELECT field_slug, phase, state FROM _emdash_media_usage_field_deletions ORDER BY created_at, field_id")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
+}
+
+/// The content table's columns.
+fn columns(db: &SqliteExecutor, table: &str) -> Vec<String> {
+    let conn = db.connection();
+    let mut stmt = conn.prepare(&format!("SELECT name FROM pragma_table_info('{table}') ORDER BY cid")).unwrap();
+    stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+fn deleted_columns(db: &SqliteExecutor) -> Vec<String> {
+    columns(db, "ec_posts").into_iter().filter(|c| c.starts_with("_deleted_")).collect()
+}
+
+/// The occurrences of `posts` through a field: (field slug, count).
+fn occurrences_of(db: &SqliteExecutor, field: &str) -> i64 {
+    scalar(
+        db,
+        &format!(
+            "SELECT count(*) FROM _emdash_media_usage u JOIN _emdash_media_usage_sources s ON s.source_key = u.source_key
+             WHERE s.collection_slug = 'posts' AND u.field_slug = '{field}'"
+        ),
+    )
+}
+
+fn delete_field(api: &Api, field: &str) -> Response {
+    api.call("DELETE", &format!("/schema/collections/posts/fields/{field}"), Some(ADMIN), None)
+}
+
+fn put_field(api: &Api, field: &str, body: &Json) -> Response {
+    api.put(&format!("/schema/collections/posts/fields/{field}"), body)
+}
+
+/// Calls the API on any executor (hooked, faulty, metered), as the admin.
+fn call_on<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
+    let body = body.map(|b| b.to_string().into_bytes());
+    let req = crate::support::request(method, path, Some(ADMIN), body.as_deref());
+    now(api::handle(exec, &config(), &req))
+}
+
+/// What a tick may spend, and how it does the work.
+type Tick = (Budget, BackgroundPolicy);
+
+fn default_tick() -> Tick {
+    (crate::support::budget(), crate::support::policy())
+}
+
+/// A tick of a small budget that walks two occurrences per statement: the walk spans ticks.
+fn small_tick() -> Tick {
+    (Budget::new(11, 60_000.0), crate::support::policy().with_cleanup(CleanupBatch::Fixed(2)))
+}
+
+/// One recorded tick on a clock that stands still, within its budget.
+fn tick_with<E: Executor>(exec: &E, (budget, policy): &Tick) -> TickReport {
+    let clock = FnClock(|| 0.0);
+    let metered = Metered::new(exec, &clock);
+    let report = block_on(tick::run(&metered, &clock, *budget, policy, tick::Continuation::Off, None));
+    assert!(report.statements <= budget.max_statements, "a tick issued {} statements", report.statements);
+    assert!(report.rows.fits(budget.max_rows), "a tick read and wrote {:?} rows", report.rows);
+    report
+}
+
+/// Ticks (time passing in between) until no field deletion is left; returns the ticks.
+fn tick_until_done(db: &SqliteExecutor, t: &Tick) -> u32 {
+    for n in 1..=200 {
+        let report = tick_with(db, t);
+        assert!(report.error.is_none() || report.count("fieldDeletionFailures") > 0, "{:?}", report.error);
+        if deletions(db).is_empty() && report.outcome == TickOutcome::Idle {
+            return n;
+        }
+        time_passes(db);
+    }
+    panic!("the field deletions did not finish: {:?}", deletions(db));
+}
+
+/// The index, as comparable text: each source's key (collection slug, entry slug, variant) and
+/// its current occurrences (field path = media key).
+fn index(db: &SqliteExecutor) -> Vec<String> {
+    let conn = db.connection();
+    let mut stmt = conn
+        .prepare(
+            "SELECT s.collection_slug || '/' || coalesce(s.content_slug, s.content_id) || ':' || s.source_variant || ':' ||
+                    s.source_completeness || ':' || coalesce(s.content_title, '') || ':' ||
+                    coalesce((SELECT group_concat(x, ',') FROM
+                        (SELECT u.field_path || '=' || coalesce(m.storage_key, u.media_id) AS x
+                         FROM _emdash_media_usage u LEFT JOIN media m ON m.id = u.media_id
+                         WHERE u.source_key = s.source_key AND u.generation = s.current_generation ORDER BY x)), '')
+             FROM _emdash_media_usage_sources s ORDER BY 1",
+        )
+        .unwrap();
+    stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
+/// Asserts the index equals a projection of the content from scratch (every source and
+/// occurrence dropped, every collection repaired).
+fn assert_index_is_a_projection_from_scratch(api: &Api, what: &str) {
+    let before = index(&api.db);
+    exec_sql(&api.db, "DELETE FROM _emdash_media_usage; DELETE FROM _emdash_media_usage_sources;");
+    let r = api.post("/admin/media-usage/repair", &json!({"scope": "all"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    api.drain();
+    assert_eq!(index(&api.db), before, "{what}: the index differs from a projection from scratch");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deleting a field, end to end.
+
+#[test]
+fn deleting_a_field_removes_its_uses_once_the_ticks_have_run_and_keeps_every_other_use() {
+    let api = Api::new();
+    let m = site(&api);
+    let before_hero = occurrences_of(&api.db, "hero");
+    assert!(before_hero >= 4, "hero is used live, in a draft and in the trash: {before_hero}");
+
+    let r = delete_field(&api, "hero");
+    assert_eq!((r.status, r.body_json()["data"].clone()), (200, json!({"success": true})), "{}", r.body);
+
+    // The field is gone from the API at once; its column is out of reach until a tick drops it.
+    let fields: Vec<String> = data(&api.get("/schema/collections/posts"))["item"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["slug"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(fields, ["title", "gallery", "body"]);
+    assert!(!columns(&api.db, "ec_posts").contains(&"hero".to_owned()));
+    assert_eq!(deleted_columns(&api.db).len(), 1);
+    assert_eq!(deletions(&api.db), [("hero".into(), "occurrences".into(), "pending".into())]);
+    // Content can no longer name it.
+    let r = api.post("/content/posts", &json!({"slug": "late", "data": {"hero": m.a}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{}", r.body);
+
+    // Until the ticks have run: the index still lists the uses, coverage is stale, and the
+    // safe delete refuses the media used only through the field.
+    assert_eq!(coverage(&api), "stale");
+    let (listed, cov) = used_in(&api, &m.a);
+    assert_eq!((listed.len(), cov.as_str()), (3, "stale"), "{listed:?}");
+    let r = api.delete(&format!("/media/{}", m.a));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".into()), "{}", r.body);
+    let r = api.delete(&format!("/media/{}", m.c));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".into()), "{}", r.body);
+
+    let ticks = tick_until_done(&api.db, &default_tick());
+    assert!(ticks <= 3, "{ticks} ticks");
+
+    // Every use through the field is gone; every other use stays.
+    assert_eq!(occurrences_of(&api.db, "hero"), 0);
+    assert_eq!(deleted_columns(&api.db), Vec::<String>::new(), "the column is dropped");
+    assert_eq!(coverage(&api), "complete");
+    for unused in [&m.a, &m.c] {
+        assert_eq!(used_in(&api, unused), (vec![], "complete".to_owned()));
+    }
+    let (listed, _) = used_in(&api, &m.b);
+    assert_eq!(listed.len(), 1, "b is still in one's gallery: {listed:?}");
+    assert_eq!(listed[0].1, [("gallery[0].image".to_owned(), "image_field".to_owned())]);
+    assert_eq!(used_in(&api, &m.d).0.len(), 1, "d is still named by one's body");
+    // The safe delete now takes what only the field used, and still refuses what else uses.
+    assert_eq!(api.delete(&format!("/media/{}", m.a)).status, 200);
+    assert_eq!(api.delete(&format!("/media/{}", m.c)).status, 200);
+    let r = api.delete(&format!("/media/{}", m.b));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".into()), "{}", r.body);
+    assert_index_is_a_projection_from_scratch(&api, "after the deletion");
+}
+
+#[test]
+fn the_safe_delete_refuses_and_coverage_reads_stale_until_the_walk_has_passed_every_entry() {
+    let api = Api::new();
+    let m = site(&api);
+    // Entries after every other in key order (their ids sort last), not using a: the walk goes
+    // on after a's last use for more windows than one tick walks.
+    for i in 0..12 {
+        exec_sql(
+            &api.db,
+            &format!("INSERT INTO ec_posts (id, slug, gallery) VALUES ('zz{i:02}', 'zz{i:02}', '[{{\"image\":\"{}\"}}]')", m.b),
+        );
+    }
+    api.drain();
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    let mut ticks = 0;
+    let mut saw_incomplete = false;
+    while !deletions(&api.db).is_empty() {
+        let walking = deletions(&api.db)[0].1 == "occurrences";
+        if walking {
+            assert_eq!(coverage(&api), "stale");
+            let r = api.delete(&format!("/media/{}", m.a));
+            let refusal = (r.status, code(&r));
+            assert!(
+                refusal == (409, "MEDIA_IN_USE".into()) || refusal == (409, "MEDIA_USAGE_COVERAGE_INCOMPLETE".into()),
+                "{}",
+                r.body
+            );
+            saw_incomplete |= refusal.1 == "MEDIA_USAGE_COVERAGE_INCOMPLETE";
+        }
+        tick_with(&api.db, &small_tick());
+        time_passes(&api.db);
+        ticks += 1;
+        assert!(ticks < 100);
+    }
+    assert!(ticks >= 3, "the walk spans ticks: {ticks}");
+    assert!(saw_incomplete, "a's last use went before the walk had passed every entry");
+    assert_eq!(coverage(&api), "complete");
+    assert_eq!(api.delete(&format!("/media/{}", m.a)).status, 200);
+}
+
+#[test]
+fn content_written_while_the_walk_runs_does_not_make_coverage_complete_before_it_ends() {
+    let api = Api::new();
+    let m = site(&api);
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    // A content write, projected by its own request: its job succeeds, but a deletion walks.
+    entry(&api, "during", json!({"gallery": [{"image": m.d}]}));
+    assert_eq!(coverage(&api), "stale");
+    assert!(occurrences_of(&api.db, "hero") > 0);
+    tick_until_done(&api.db, &default_tick());
+    assert_eq!(coverage(&api), "complete");
+    assert_eq!(occurrences_of(&api.db, "hero"), 0);
+    assert_eq!(used_in(&api, &m.d).0.len(), 2, "one's body and the new entry's gallery");
+}
+
+#[test]
+fn neither_a_jobs_success_nor_a_repairs_finalisation_completes_coverage_while_a_field_walks() {
+    let api = Api::new();
+    let m = site(&api);
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    // No tick runs the fields lane here: the deletion waits (its next attempt far away).
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET next_attempt_at = '2999-01-01T00:00:00.000Z'");
+    entry(&api, "during", json!({"gallery": [{"image": m.d}]}));
+    api.drain();
+    assert_eq!(coverage(&api), "stale", "the work lane's success waits for the walk");
+    let r = api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"}));
+    assert_eq!(data(&r)["status"], "running", "the run waits at its barrier for the walk");
+    api.drain();
+    assert_eq!(coverage(&api), "running");
+    // Once the deletion is due, the walk ends and the run finalises.
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z'");
+    time_passes(&api.db);
+    tick_until_done(&api.db, &default_tick());
+    api.drain();
+    assert_eq!(coverage(&api), "complete");
+    assert_eq!(occurrences_of(&api.db, "hero"), 0);
+}
+
+#[test]
+fn deleting_a_title_field_has_every_entry_projected_again_for_its_display_title() {
+    let api = Api::new();
+    site(&api);
+    let titles = || text(&api.db, "SELECT group_concat(content_title, ',') FROM (SELECT content_title FROM _emdash_media_usage_sources WHERE collection_slug = 'posts' AND source_variant = 'columns' ORDER BY content_title)");
+    assert_eq!(titles().as_deref(), Some("One,Three,Two,gone"));
+    assert_eq!(delete_field(&api, "title").status, 200);
+    assert_eq!(text(&api.db, "SELECT rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").as_deref(), Some(""));
+    tick_until_done(&api.db, &default_tick());
+    api.drain();
+    assert_eq!(titles().as_deref(), Some("gone,one,three,two"), "the titles are the slugs now");
+    assert_eq!(coverage(&api), "complete");
+    assert_index_is_a_projection_from_scratch(&api, "a title field deleted");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The request's answers.
+
+#[test]
+fn an_unknown_field_is_404_a_malformed_one_400_and_only_admins_with_schema_write_may_delete() {
+    let api = Api::new();
+    site(&api);
+    let r = delete_field(&api, "nope");
+    assert_eq!((r.status, code(&r)), (404, "NOT_FOUND".into()), "{}", r.body);
+    let r = delete_field(&api, "Bad-Slug");
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{}", r.body);
+    let r = api.call("DELETE", "/schema/collections/nope/fields/hero", Some(ADMIN), None);
+    assert_eq!((r.status, code(&r)), (404, "COLLECTION_NOT_FOUND".into()), "{}", r.body);
+    let editor = api.token("editor", &["schema:read", "schema:write"]);
+    let r = api.call("DELETE", "/schema/collections/posts/fields/hero", Some(&editor), None);
+    assert_eq!((r.status, code(&r)), (403, "FORBIDDEN".into()));
+    let admin = api.token("admin", &["schema:read"]);
+    let r = api.call("DELETE", "/schema/collections/posts/fields/hero", Some(&admin), None);
+    assert_eq!((r.status, code(&r)), (403, "INSUFFICIENT_SCOPE".into()));
+    assert_eq!(api.call("DELETE", "/schema/collections/posts/fields/hero", None, None).status, 401);
+    assert!(deletions(&api.db).is_empty(), "nothing was deleted");
+}
+
+#[test]
+fn a_retry_answers_200_while_the_deletion_runs_and_404_once_it_is_done() {
+    let api = Api::new();
+    site(&api);
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    let r = delete_field(&api, "hero");
+    assert_eq!((r.status, r.body_json()["data"].clone()), (200, json!({"success": true})));
+    tick_until_done(&api.db, &default_tick());
+    assert_eq!(delete_field(&api, "hero").status, 404);
+}
+
+#[test]
+fn a_field_of_the_same_slug_added_while_the_walk_runs_keeps_its_own_uses() {
+    let api = Api::new();
+    let m = site(&api);
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    // Added again at once, and used before any tick ran.
+    data(&api.post("/schema/collections/posts/fields", &json!({"slug": "hero", "type": "image"})));
+    // (Two writes in the same millisecond as the deletion would be the same instant to it.)
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET created_at = '2000-01-01T00:00:00.000Z'");
+    exec_sql(&api.db, "UPDATE _emdash_media_usage SET created_at = '2000-01-01T00:00:00.000Z'");
+    let id = entry(&api, "again", json!({"hero": m.d}));
+    tick_until_done(&api.db, &default_tick());
+    api.drain();
+    let (listed, cov) = used_in(&api, &m.d);
+    let again = vec![("hero".to_owned(), "image_field".to_owned())];
+    assert!(listed.iter().any(|(c, occ)| *c == id && *occ == again), "the new field's use is kept: {listed:?}");
+    // The old field's uses are gone; coverage waits for the repair the added field asks for.
+    assert_eq!(used_in(&api, &m.a).0, vec![]);
+    assert_eq!(cov, "stale");
+    assert_eq!(columns(&api.db, "ec_posts").iter().filter(|c| c.as_str() == "hero").count(), 1);
+    // That repair finds three's draft naming c through `hero` again (publishing it would).
+    let r = api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"}));
+    assert_eq!(data(&r)["status"], "complete");
+    assert_eq!(used_in(&api, &m.c).0.len(), 1);
+    assert_index_is_a_projection_from_scratch(&api, "a field added again");
+}
+
+#[test]
+fn a_content_write_that_read_the_field_before_its_deletion_stores_nothing_in_it() {
+    let api = Api::new();
+    let m = site(&api);
+    let one = text(&api.db, "SELECT id FROM ec_posts WHERE slug = 'one'").unwrap();
+    // The field goes between the write's read of the collection and its statement.
+    let hooked = Hooked::new(&api.db).before("UPDATE \"ec_posts\"", |db| {
+        let r = call_on(db, "DELETE", "/schema/collections/posts/fields/hero", None);
+        assert_eq!(r.status, 200, "{}", r.body);
+    });
+    let r = call_on(&hooked, "PUT", &format!("/content/posts/{one}"), Some(&json!({"data": {"hero": m.d}})));
+    hooked.done();
+    assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
+    let column = deleted_columns(&api.db).pop().unwrap();
+    assert_eq!(
+        text(&api.db, &format!("SELECT \"{column}\" FROM ec_posts WHERE id = '{one}'")),
+        Some(m.a.clone()),
+        "the column still holds what it held"
+    );
+    tick_until_done(&api.db, &default_tick());
+    assert_eq!(used_in(&api, &m.d).0.len(), 1, "only the body names d");
+}
+
+#[test]
+fn a_projection_that_read_the_field_before_its_deletion_cannot_publish_it() {
+    use media_usage_worker::usage::project::{process_next, JobOutcome};
+    let api = Api::new();
+    let m = site(&api);
+    // An entry written behind the API (its job queued, not yet run) using d through the field.
+    exec_sql(
+        &api.db,
+        &format!("UPDATE ec_posts SET hero = '{}' WHERE slug = 'two'", m.d),
+    );
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state = 'pending'"), 1);
+    // The field goes between the job's load and its publish.
+    let hooked = Hooked::new(&api.db).before("INSERT INTO _emdash_batch_guard", |db| {
+        let r = call_on(db, "DELETE", "/schema/collections/posts/fields/hero", None);
+        assert_eq!(r.status, 200, "{}", r.body);
+    });
+    let outcome = now(process_next(&hooked, None, &api.config.background.projection)).unwrap();
+    hooked.done();
+    assert_eq!(outcome, Some(JobOutcome::Conflict));
+    assert_eq!(used_in(&api, &m.d).0.len(), 1, "only one's body: the job published nothing");
+    tick_until_done(&api.db, &default_tick());
+    api.drain();
+    assert_eq!(used_in(&api, &m.d).0.len(), 1);
+    assert_eq!(used_in(&api, &m.b).0.len(), 1, "two's use of b went with the field");
+    assert_index_is_a_projection_from_scratch(&api, "a job raced");
+}
+
+#[test]
+fn an_entry_too_large_to_index_is_queued_again_and_its_media_free_once_the_field_is_gone() {
+    let api = Api::new();
+    let m = site(&api);
+    // (Its data, behind the API: its only reference is through the field.)
+    exec_sql(&api.db, &format!("INSERT INTO ec_posts (id, slug, hero) VALUES ('big', 'big', '{}')", m.c));
+    exec_sql(&api.db, "DELETE FROM _emdash_media_usage_work WHERE content_id = 'big'");
+    api.entry_too_large_using(&[&m.c]);
+    let r = api.delete(&format!("/media/{}", m.c));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".into()));
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    assert_eq!(text(&api.db, "SELECT state FROM _emdash_media_usage_work WHERE content_id = 'big'").as_deref(), Some("pending"));
+    tick_until_done(&api.db, &default_tick());
+    api.drain();
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+    assert_eq!(api.delete(&format!("/media/{}", m.c)).status, 200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The column.
+
+#[test]
+fn a_column_with_an_index_on_it_is_deleted_with_its_index() {
+    let api = Api::new();
+    let m = site(&api);
+    exec_sql(&api.db, "CREATE INDEX idx_posts_hero ON ec_posts (hero); CREATE INDEX idx_posts_hero_title ON ec_posts (title, hero)");
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    let named = |db: &SqliteExecutor| {
+        scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('idx_posts_hero', 'idx_posts_hero_title')")
+    };
+    assert_eq!(named(&api.db), 2, "renamed with the column, still there");
+    tick_until_done(&api.db, &default_tick());
+    assert_eq!(named(&api.db), 0);
+    assert_eq!(deleted_columns(&api.db), Vec::<String>::new());
+    assert_eq!(used_in(&api, &m.a).0, vec![]);
+    // The other indexes of the table are left alone.
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ec_posts' AND name LIKE 'idx_ec_posts_%'"), 4);
+}
+
+#[test]
+fn a_column_that_cannot_be_dropped_is_retried_then_failed_and_an_operators_repair_finishes_it() {
+    let api = Api::new();
+    site(&api);
+    // An index on the column whose name is no identifier: the lane does not name it, so the
+    // column cannot be dropped while it stands.
+    exec_sql(&api.db, "CREATE INDEX \"Posts By Hero\" ON ec_posts (hero)");
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    // The occurrences go; the column's drop fails and is retried, then fails for good, visibly;
+    // coverage is complete meanwhile (the index is exact).
+    for _ in 0..10 {
+        tick_with(&api.db, &default_tick());
+        time_passes(&api.db);
+    }
+    assert_eq!(deletions(&api.db), [("hero".into(), "column".into(), "failed".into())]);
+    assert_eq!(text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_field_deletions").as_deref(), Some("MEDIA_USAGE_FIELD_DELETION_FAILED"));
+    assert_eq!(coverage(&api), "complete");
+    let status = data(&api.get("/admin/media-usage/status"));
+    assert_eq!(status["fieldDeletions"][0]["state"], "failed");
+    assert_eq!(status["fieldDeletions"][0]["field"], "hero");
+    assert_eq!(deleted_columns(&api.db).len(), 1);
+    // The operator removes the index and repairs the collection: the drop runs again.
+    exec_sql(&api.db, "DROP INDEX \"Posts By Hero\"");
+    let r = api.post("/admin/media-usage/repair", &json!({"scope": "collection", "collection": "posts"}));
+    assert_eq!(r.status, 200, "{}", r.body);
+    tick_until_done(&api.db, &default_tick());
+    assert_eq!(deleted_columns(&api.db), Vec::<String>::new());
+    assert!(data(&api.get("/admin/media-usage/status"))["fieldDeletions"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_collection_deleted_while_a_field_deletion_waits_ends_it() {
+    let api = Api::new();
+    site(&api);
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+    tick_until_done(&api.db, &default_tick());
+    for _ in 0..20 {
+        tick_with(&api.db, &default_tick());
+        time_passes(&api.db);
+    }
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_collection_deletions"), 0);
+}

@@ -86,14 +86,14 @@ pub fn delete_statements(
     ]
 }
 
-/// The guard of a field's deletion: the collection is still registered with this identity, the
-/// field is still this field of it, and its capture is active.
+/// The guard of a field's deletion: the field is still this field of the collection, and the
+/// collection's capture is active under its slug.
 pub fn delete_guard(collection: &Collection, field: &Field) -> Guard {
     Guard::new(GUARD_DELETE)
-        .bind(collection.id.as_str())
-        .bind(collection.slug.as_str())
         .bind(field.id.as_str())
+        .bind(collection.id.as_str())
         .bind(field.slug.as_str())
+        .bind(collection.slug.as_str())
 }
 
 /// Marks a collection's coverage after a field was deleted or changed (`reproject`: what counts
@@ -113,13 +113,12 @@ pub async fn deleting<E: Executor>(exec: &E, collection_id: &str, field_slug: &I
     Ok(found.is_some())
 }
 
-/// The guard of a field's update: the collection is still registered with this identity, the
-/// field is exactly as `read` (any concurrent change is a conflict), and its capture is active.
+/// The guard of a field's update: the field is exactly as `read` (any concurrent change is a
+/// conflict), and the collection's capture is active under its slug.
 pub fn update_guard(collection: &Collection, read: &Field) -> Guard {
     Guard::new(GUARD_UPDATE)
-        .bind(collection.id.as_str())
-        .bind(collection.slug.as_str())
         .bind(read.id.as_str())
+        .bind(collection.id.as_str())
         .bind(read.slug.as_str())
         .bind(read.label.as_str())
         .bind(read.field_type.as_str())
@@ -127,6 +126,7 @@ pub fn update_guard(collection: &Collection, read: &Field) -> Guard {
         .bind(read.meta.validation.clone())
         .bind(read.meta.options.clone())
         .bind(read.sort_order)
+        .bind(collection.slug.as_str())
 }
 
 /// The statement that stores `field` (its id's row) as it now is, its validation and options as

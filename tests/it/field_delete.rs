@@ -548,3 +548,196 @@ fn a_collection_deleted_while_a_field_deletion_waits_ends_it() {
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_collection_deletions"), 0);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Every precondition of the request's guard.
+
+/// Deletes `posts`'s `hero` with the collection as read now, after `behind` changed the
+/// database behind the request's back (as a concurrent writer would between its read and its
+/// batch).
+fn delete_after(api: &Api, behind: &str) -> DeleteOutcome {
+    let c = block_on(media_usage_worker::repo::schema::find(&api.db, &Ident::parse("posts").unwrap())).unwrap().unwrap();
+    exec_sql(&api.db, behind);
+    let hero = Ident::parse("hero").unwrap();
+    block_on(fields::delete(&api.db, &c, &hero, CleanupBatch::Fixed(50))).unwrap()
+}
+
+#[test]
+fn the_delete_guard_refuses_a_field_or_a_capture_that_changed_since_the_read() {
+    let cases: &[(&str, &str, DeleteOutcome)] = &[
+        // Deleted and added again (a new id): the new field is not the one read.
+        ("field id", "UPDATE _emdash_fields SET id = 'new-id' WHERE slug = 'hero'", DeleteOutcome::Conflict),
+        // (Behind the API) another slug, or another collection's, under the id read.
+        ("field slug", "UPDATE _emdash_fields SET slug = 'heroine' WHERE slug = 'hero'", DeleteOutcome::NotFound),
+        (
+            "field collection",
+            "UPDATE _emdash_fields SET collection_id = (SELECT id FROM _emdash_collections WHERE slug = 'pages') WHERE slug = 'hero'",
+            DeleteOutcome::NotFound,
+        ),
+        // Not actively captured (a collection deletion fenced it), or not under this slug.
+        ("capture state", "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'", DeleteOutcome::CaptureInactive),
+        ("capture slug", "UPDATE _emdash_media_usage_index_status SET scope_key = 'elsewhere' WHERE scope_key = 'posts'", DeleteOutcome::CaptureInactive),
+    ];
+    for (what, behind, expected) in cases {
+        let api = Api::new();
+        site(&api);
+        data(&api.post("/schema/collections", &json!({"slug": "pages", "label": "Pages"})));
+        let before = columns(&api.db, "ec_posts");
+        assert_eq!(&delete_after(&api, behind), expected, "{what}");
+        assert!(deletions(&api.db).is_empty(), "{what}: nothing changed");
+        assert_eq!(columns(&api.db, "ec_posts"), before, "{what}: the column is where it was");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_fields"), 4, "{what}: no field row went");
+    }
+    // And with nothing changed, it goes.
+    let api = Api::new();
+    site(&api);
+    assert_eq!(delete_after(&api, "SELECT 1"), DeleteOutcome::Deleted);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lane's statements: each under the live lease, each precondition tested.
+
+/// The lane's single step on `db` without a rows budget (a clock that stands still).
+fn lane_step(db: &SqliteExecutor, batch: u32, held: &mut Option<fields::Held>) -> Option<StepOutcome> {
+    block_on(fields::step(db, &FnClock(|| 0.0), CleanupBatch::Fixed(batch), held)).unwrap()
+}
+
+/// Occurrences of `field` under keys outside the collection `posts`'s range, on both sides
+/// (a collection whose id sorts before it, and one after), written behind the API.
+fn foreign_occurrences(db: &SqliteExecutor, field: &str) {
+    exec_sql(
+        db,
+        &format!(
+            "INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
+             VALUES ('f1', 'content:0:e:columns', 'g', '{field}', '{field}', 'image_field', 'm', 'm'),
+                    ('f2', 'content:~:e:columns', 'g', '{field}', '{field}', 'image_field', 'm', 'm')"
+        ),
+    );
+}
+
+#[test]
+fn the_walk_deletes_the_fields_occurrences_of_its_collection_only() {
+    let api = Api::new();
+    site(&api);
+    foreign_occurrences(&api.db, "hero");
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    let mut held = None;
+    // One occurrence per window: the windows' bounds are what keeps the rest.
+    let mut walked = 0;
+    while deletions(&api.db).first().is_some_and(|d| d.1 == "occurrences") {
+        match lane_step(&api.db, 1, &mut held) {
+            Some(StepOutcome::Walked { .. }) => walked += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(walked >= 5, "{walked} windows");
+    assert_eq!(occurrences_of(&api.db, "hero"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE id IN ('f1', 'f2')"), 2);
+    assert!(occurrences_of(&api.db, "gallery") > 0 && occurrences_of(&api.db, "body") > 0);
+}
+
+/// Claims the field deletion (a first step that walks nothing: a window of one occurrence).
+fn claimed(api: &Api) -> Option<fields::Held> {
+    let mut held = None;
+    assert!(matches!(lane_step(&api.db, 1, &mut held), Some(StepOutcome::Walked { .. })));
+    assert!(held.is_some());
+    held
+}
+
+#[test]
+fn a_holder_whose_lease_is_lost_changes_nothing() {
+    let ways: &[(&str, &str)] = &[
+        ("expired", "UPDATE _emdash_media_usage_field_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'"),
+        ("taken over", "UPDATE _emdash_media_usage_field_deletions SET lease_token = 'someone-else'"),
+        ("moved on", "UPDATE _emdash_media_usage_field_deletions SET phase = 'column', cursor_key = NULL, cursor_id = NULL"),
+    ];
+    for (what, lose) in ways {
+        let api = Api::new();
+        site(&api);
+        assert_eq!(delete_field(&api, "hero").status, 200);
+        let mut held = claimed(&api);
+        let left = occurrences_of(&api.db, "hero");
+        let fingerprints = scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_fingerprint IS NULL");
+        let row = text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions");
+        exec_sql(&api.db, lose);
+        let outcome = lane_step(&api.db, 100, &mut held);
+        // (Moved on under its own token, as a checkpoint that committed unseen leaves it: the
+        // holder records a failed attempt, which backs off.)
+        let lost = matches!(outcome, Some(StepOutcome::LeaseLost))
+            || (*what == "moved on" && matches!(outcome, Some(StepOutcome::Failed { terminal: false, .. })));
+        assert!(lost, "{what}: {outcome:?}");
+        assert!(held.is_none(), "{what}");
+        assert_eq!(occurrences_of(&api.db, "hero"), left, "{what}: no occurrence went");
+        assert_eq!(
+            scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_fingerprint IS NULL"),
+            fingerprints,
+            "{what}: no fingerprint was cleared"
+        );
+        if *what != "moved on" {
+            assert_eq!(text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions"), row, "{what}");
+        }
+        assert_eq!(coverage(&api), "stale", "{what}");
+    }
+}
+
+#[test]
+fn the_column_goes_only_under_a_live_lease_at_column_and_the_row_only_once_the_column_is_gone() {
+    let api = Api::new();
+    site(&api);
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    let mut held = None;
+    while deletions(&api.db)[0].1 == "occurrences" {
+        lane_step(&api.db, 100, &mut held);
+    }
+    assert!(held.is_some(), "held at column");
+    // Another holder took it over: the drop changes nothing.
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET lease_token = 'someone-else'");
+    assert!(matches!(lane_step(&api.db, 100, &mut held), Some(StepOutcome::LeaseLost)));
+    assert_eq!(deleted_columns(&api.db).len(), 1);
+    // The finalisation requires the column gone: with it still there it changes nothing.
+    time_passes(&api.db);
+    let mut held = None;
+    let token = "probe";
+    exec_sql(&api.db, &format!("UPDATE _emdash_media_usage_field_deletions SET state = 'leased', lease_token = '{token}', lease_expires_at = '2999-01-01T00:00:00.000Z'"));
+    let row: media_usage_worker::repo::field_deletion::FieldDeletion =
+        block_on(api.db.query_first(media_usage_worker::exec::Statement::new("SELECT * FROM _emdash_media_usage_field_deletions"))).unwrap().unwrap();
+    let lease = media_usage_worker::repo::field_deletion::Lease::of(&row).unwrap();
+    assert!(!block_on(media_usage_worker::repo::field_deletion::finalize(&api.db, &lease)).unwrap());
+    assert_eq!(deletions(&api.db).len(), 1);
+    // Its holder goes on: the column and then the row go.
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET state = 'pending', lease_token = NULL, lease_expires_at = NULL");
+    assert_eq!(lane_step(&api.db, 100, &mut held), Some(StepOutcome::Finalized));
+    assert!(deletions(&api.db).is_empty() && deleted_columns(&api.db).is_empty());
+}
+
+#[test]
+fn the_end_of_the_walk_completes_coverage_only_when_nothing_else_keeps_it_stale() {
+    // What keeps it from complete, each set up behind the API before the walk's last window.
+    let cases: &[(&str, &str, &str)] = &[
+        ("queued work", "UPDATE ec_posts SET title = 'edited' WHERE slug = 'one'", "stale"),
+        ("a failed source", "UPDATE _emdash_media_usage_sources SET source_completeness = 'failed' WHERE content_slug = 'two'", "stale"),
+        ("a reconciliation pending", "UPDATE _emdash_media_usage_index_status SET reconciliation_required = 1", "stale"),
+        ("another field walking", "", "stale"),
+        ("failed coverage", "UPDATE _emdash_media_usage_index_status SET status = 'failed'", "failed"),
+        ("capture not active", "UPDATE _emdash_media_usage_index_status SET capture_state = 'ready'", "stale"),
+        ("nothing", "SELECT 1", "complete"),
+    ];
+    for (what, setup, expected) in cases {
+        let api = Api::new();
+        site(&api);
+        assert_eq!(delete_field(&api, "hero").status, 200);
+        if setup.is_empty() {
+            assert_eq!(delete_field(&api, "body").status, 200);
+            // Only hero's deletion is due.
+            exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET next_attempt_at = '2999-01-01T00:00:00.000Z' WHERE field_slug = 'body'");
+        } else {
+            exec_sql(&api.db, setup);
+        }
+        let mut held = None;
+        while deletions(&api.db).iter().any(|d| d.0 == "hero" && d.1 == "occurrences") {
+            lane_step(&api.db, 100, &mut held);
+        }
+        let stored = text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap();
+        assert_eq!(stored, *expected, "{what}");
+    }
+}

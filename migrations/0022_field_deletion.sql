@@ -45,6 +45,11 @@ CREATE INDEX idx__emdash_media_usage_field_deletions_lease
 CREATE INDEX idx__emdash_media_usage_field_deletions_collection
   ON _emdash_media_usage_field_deletions (collection_id, phase, field_slug);
 
+-- A collection's field epoch: how many of its fields were deleted. A projection's fingerprint
+-- includes it (when not 0), so the sources whose occurrences a deletion's walk removed, whose
+-- stored fingerprints still name the projection before it, are never taken for unchanged.
+ALTER TABLE _emdash_collections ADD COLUMN field_epoch INTEGER NOT NULL DEFAULT 0;
+
 -- What a field update (EmDash's `PUT …/fields/{field}`) may set besides label, type, required,
 -- validation and sort order: the widget options (JSON text), and when it last changed.
 ALTER TABLE _emdash_fields ADD COLUMN options TEXT;

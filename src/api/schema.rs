@@ -94,14 +94,15 @@ fn parse_sub_fields(issues: &mut Issues, path: &str, subs: &[Json]) -> Vec<SubFi
             continue;
         };
         so.string(issues, "label", false, 1, 200);
-        let s_slug =
-            so.string(issues, "slug", true, 1, MAX_FIELD_SLUG).and_then(|s| match Ident::parse_max(&s, MAX_FIELD_SLUG) {
+        let s_slug = so.string(issues, "slug", true, 1, MAX_FIELD_SLUG).and_then(|s| {
+            match Ident::parse_max(&s, MAX_FIELD_SLUG) {
                 Ok(i) => Some(i),
                 Err(e) => {
                     issues.add(so.path("slug"), format!("Invalid sub-field slug: {e}"));
                     None
                 }
-            });
+            }
+        });
         let s_type = so.string(issues, "type", true, 1, 32).and_then(|t| match FieldType::parse(&t) {
             Some(ft) if ft.allowed_in_repeater() => Some(ft),
             _ => {

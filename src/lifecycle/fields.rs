@@ -87,8 +87,10 @@ pub async fn delete<E: Executor>(
             DeleteOutcome::NotFound
         });
     };
-    let name = deleted_column_name(&ids::new_id()).ok_or_else(|| Error::Backend("a generated id was not hex".into()))?;
-    let column = Fragment::deleted_column(&name).ok_or_else(|| Error::Backend("a deleted column name was refused".into()))?;
+    let name =
+        deleted_column_name(&ids::new_id()).ok_or_else(|| Error::Backend("a generated id was not hex".into()))?;
+    let column =
+        Fragment::deleted_column(&name).ok_or_else(|| Error::Backend("a deleted column name was refused".into()))?;
     let stmts = repo::delete_statements(collection, field, &column, &name, batch.start(), feeds_title(field));
     match guarded_batch(exec, repo::delete_guard(collection, field), stmts).await {
         Ok(_) => Ok(DeleteOutcome::Deleted),
@@ -171,7 +173,7 @@ pub async fn update<E: Executor>(
 
 /// The most statements one lane step issues: a claim, then the largest phase step (`column`:
 /// the column's state and a guarded batch of four — guard, an index, the drop, the row's delete;
-/// `occurrences`: the window's end and a batch of four), then recording its failure.
+/// `occurrences`: the window's end and a batch of three), then recording its failure.
 pub const STEP_MAX_STATEMENTS: u64 = 7;
 /// Statements releasing a held deletion costs at the end of a tick.
 pub const RELEASE_STATEMENTS: u64 = 1;
@@ -180,11 +182,9 @@ pub const RELEASE_ROWS: RowCount = RowCount::new(6, 10);
 /// The rows of a step that do not grow with its window: the claim, the checkpoint, the coverage
 /// completion (a few index probes) and a failure record, or the column's state (the schema).
 pub const STEP_FIXED_ROWS: RowCount = RowCount::new(30, 300);
-/// What one occurrence of the walk's window may cost: read by the window's end, by the delete
-/// and by the look for its source, and, if it is the field's, deleted (one row written; its row
-/// and index entries read) with its source's fingerprint cleared (the row and its fingerprint
-/// index entry written).
-pub const WINDOW_ROW_COST: RowCount = RowCount::new(3, 12);
+/// What one occurrence of the walk's window may cost: read by the window's end and by the
+/// delete, and, if it is the field's, deleted (one row written; its row and index entries read).
+pub const WINDOW_ROW_COST: RowCount = RowCount::new(1, 8);
 
 /// What dropping the column of a table of at most `rows` rows may cost: the table is rewritten,
 /// each row read and written once.
@@ -286,6 +286,8 @@ pub async fn step_within<E: Executor, K: Clock>(
     rows: RowCount,
     spent: &dyn Fn() -> RowCount,
 ) -> Result<Option<StepOutcome>, Error> {
+    // What the tick had spent before this step (its claim included in the step).
+    let from = spent();
     if held.is_none() {
         let token = ids::new_id();
         let Some(row) = repo::claim_next(exec, &token).await? else { return Ok(None) };
@@ -298,7 +300,10 @@ pub async fn step_within<E: Executor, K: Clock>(
                 FAILURE_CODE,
             )
             .await?;
-            let reason = format!("stored slug {:?} or column {:?} is not one this code writes", row.collection_slug, row.column_name);
+            let reason = format!(
+                "stored slug {:?} or column {:?} is not one this code writes",
+                row.collection_slug, row.column_name
+            );
             return Ok(Some(StepOutcome::Failed { terminal: true, reason }));
         };
         let batch_rows = match batch {
@@ -318,7 +323,7 @@ pub async fn step_within<E: Executor, K: Clock>(
         *held = Some(h);
     }
     let Some(h) = held.as_mut() else { return Ok(None) };
-    let room = Room { rows, spent, from: spent() };
+    let room = Room { rows, spent, from };
     let res = match phase_step(exec, clock, batch, h, &room).await {
         Ok(outcome) => Ok(outcome),
         Err(failure) => fail(exec, batch, h, failure).await,
@@ -333,7 +338,12 @@ pub async fn step_within<E: Executor, K: Clock>(
 
 /// Records a failed step under the lease (`failed` once attempts are used up), with the batch
 /// halved for the next holder.
-async fn fail<E: Executor>(exec: &E, batch: CleanupBatch, h: &Held, failure: StepFailure) -> Result<StepOutcome, Error> {
+async fn fail<E: Executor>(
+    exec: &E,
+    batch: CleanupBatch,
+    h: &Held,
+    failure: StepFailure,
+) -> Result<StepOutcome, Error> {
     let at = format!("{}.{} at {}", h.lease.slug, h.lease.field_slug, h.lease.phase);
     let reason = match failure {
         StepFailure::Stale(what) => format!("{at}: {what}"),
@@ -399,9 +409,9 @@ async fn phase_step<E: Executor, K: Clock>(
             }
             ColumnState::Present { indexes, rows_bound } => {
                 let cost = column_drop_cost(rows_bound);
-                // A table too large for any tick's rows budget goes in a tick that has written
-                // nothing else: the one step that may pass the budget, once per field.
-                if !cost.fits(room.left()) && (room.spent)().written > 0 {
+                // A table too large for any tick's rows budget goes in a tick that had written
+                // nothing before this step: the one step that may pass the budget, once per field.
+                if !cost.fits(room.left()) && room.from.written > 0 {
                     return Ok(StepOutcome::OutOfRoom);
                 }
                 let column_too = indexes.len() <= 1;

@@ -329,7 +329,14 @@ mod tests {
         let id = "0123456789abcdef0123456789abcdef";
         assert_eq!(deleted_column_name(id).as_deref(), Some("_deleted_0123456789abcdef0123456789abcdef"));
         assert!(is_deleted_column_name("_deleted_0123456789abcdef0123456789abcdef"));
-        for bad in ["", "x", "0123456789ABCDEF0123456789abcdef", "0123456789abcdef0123456789abcde", "0123456789abcdef0123456789abcdeg", "0123456789abcdef0123456789abcdef0"] {
+        for bad in [
+            "",
+            "x",
+            "0123456789ABCDEF0123456789abcdef",
+            "0123456789abcdef0123456789abcde",
+            "0123456789abcdef0123456789abcdeg",
+            "0123456789abcdef0123456789abcdef0",
+        ] {
             assert_eq!(deleted_column_name(bad), None, "{bad:?}");
         }
         assert!(!is_deleted_column_name("deleted_0123456789abcdef0123456789abcdef"));

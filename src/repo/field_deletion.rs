@@ -27,10 +27,10 @@ const INVALIDATE: &str = include_str!("../sql/usage/invalidate_for_field_change.
 const REQUEUE_LEASED_WORK: &str = include_str!("../sql/fields/requeue_leased_work.sql");
 const REQUEUE_UNINDEXED_WORK: &str = include_str!("../sql/fields/requeue_unindexed_work.sql");
 const TOUCH_COLLECTION: &str = include_str!("../sql/schema/touch_collection.sql");
+const BUMP_FIELD_EPOCH: &str = include_str!("../sql/fields/bump_field_epoch.sql");
 const CLAIM_NEXT: &str = include_str!("../sql/fields/claim_next.sql");
 const LEASE_GUARD: &str = include_str!("../sql/fields/lease_guard.sql");
 const WINDOW_END: &str = include_str!("../sql/fields/window_end.sql");
-const UNMARK_SOURCES: &str = include_str!("../sql/fields/unmark_sources.sql");
 const DELETE_OCCURRENCES: &str = include_str!("../sql/fields/delete_occurrences.sql");
 const CHECKPOINT: &str = include_str!("../sql/fields/checkpoint.sql");
 const COMPLETE_COVERAGE: &str = include_str!("../sql/fields/complete_coverage.sql");
@@ -54,7 +54,7 @@ const UPDATE_FIELD: &str = include_str!("../sql/fields/update_field.sql");
 /// it), the deletion row is written (due now, walking `batch_rows` occurrences per statement at
 /// first), coverage is marked (`reproject`: every entry must be projected again), the
 /// collection's jobs under way and its entries too large to index are queued afresh, and the
-/// collection is touched. One atomic batch with the guard.
+/// collection's field epoch moves on. One atomic batch with the guard.
 pub fn delete_statements(
     collection: &Collection,
     field: &Field,
@@ -82,7 +82,7 @@ pub fn delete_statements(
         invalidate(collection, reproject),
         Statement::new(lease::render(REQUEUE_LEASED_WORK, &[])).bind(id),
         Statement::new(lease::render(REQUEUE_UNINDEXED_WORK, &[])).bind(id),
-        Statement::new(TOUCH_COLLECTION).bind(id),
+        Statement::new(BUMP_FIELD_EPOCH).bind(id),
     ]
 }
 
@@ -109,7 +109,8 @@ pub async fn deleting<E: Executor>(exec: &E, collection_id: &str, field_slug: &I
         #[allow(dead_code)] // Found is the answer.
         field_id: String,
     }
-    let found: Option<Row> = exec.query_first(Statement::new(FIND).bind(collection_id).bind(field_slug.as_str())).await?;
+    let found: Option<Row> =
+        exec.query_first(Statement::new(FIND).bind(collection_id).bind(field_slug.as_str())).await?;
     Ok(found.is_some())
 }
 
@@ -253,11 +254,8 @@ pub async fn claim_next<E: Executor>(exec: &E, token: &str) -> Result<Option<Fie
 /// of the collection's occurrences are left after it (one index read of the window).
 pub async fn window_end<E: Executor>(exec: &E, lease: &Lease, after: &Cursor, n: u32) -> Result<Option<Cursor>, Error> {
     let (_, hi) = source_key_range(&lease.collection_id);
-    let stmt = Statement::new(WINDOW_END)
-        .bind(after.source_key.as_str())
-        .bind(after.id.as_str())
-        .bind(hi)
-        .bind(n.max(1));
+    let stmt =
+        Statement::new(WINDOW_END).bind(after.source_key.as_str()).bind(after.id.as_str()).bind(hi).bind(n.max(1));
     exec.query_first(stmt).await
 }
 
@@ -280,9 +278,8 @@ pub struct Walked {
     pub held: bool,
 }
 
-/// Deletes the field's occurrences in the window (`from`, `to`] (clearing the fingerprint of the
-/// sources they belonged to) and moves the cursor to `to`, in one atomic batch under the live
-/// lease. With `last` (the window reaches the end of the
+/// Deletes the field's occurrences in the window (`from`, `to`] and moves the cursor to `to`, in
+/// one atomic batch under the live lease. With `last` (the window reaches the end of the
 /// collection's range) the deletion moves on to `column` instead, and the collection's coverage
 /// is completed if nothing else keeps it from being so.
 pub async fn walk<E: Executor>(
@@ -292,17 +289,15 @@ pub async fn walk<E: Executor>(
     last: bool,
     batch_rows: u32,
 ) -> Result<Walked, Error> {
-    let window = |template: &'static str| {
-        lease
-            .guarded(template)
-            .bind(from.source_key.as_str())
-            .bind(from.id.as_str())
-            .bind(to.source_key.as_str())
-            .bind(to.id.as_str())
-            .bind(lease.field_slug.as_str())
-            .bind(lease.deleted_at.as_str())
-    };
-    let mut stmts = vec![window(UNMARK_SOURCES), window(DELETE_OCCURRENCES)];
+    let delete = lease
+        .guarded(DELETE_OCCURRENCES)
+        .bind(from.source_key.as_str())
+        .bind(from.id.as_str())
+        .bind(to.source_key.as_str())
+        .bind(to.id.as_str())
+        .bind(lease.field_slug.as_str())
+        .bind(lease.deleted_at.as_str());
+    let mut stmts = vec![delete];
     if last {
         stmts.push(lease.checkpoint(FieldDeletionPhase::Column, None, batch_rows, false));
         stmts.push(Statement::new(COMPLETE_COVERAGE).bind(lease.collection_id.as_str()));
@@ -311,8 +306,8 @@ pub async fn walk<E: Executor>(
     }
     let outcomes = exec.batch(stmts).await?;
     Ok(Walked {
-        deleted: outcomes.get(1).map_or(0, |o| o.changes),
-        held: outcomes.get(2).is_some_and(|o| o.changes == 1),
+        deleted: outcomes.first().map_or(0, |o| o.changes),
+        held: outcomes.get(1).is_some_and(|o| o.changes == 1),
     })
 }
 
@@ -355,7 +350,12 @@ pub async fn column_state<E: Executor>(exec: &E, lease: &Lease) -> Result<Column
 /// the column was dropped and the row deleted, `Ok(false)` when only the index went;
 /// `Err(Stale)` when the lease was lost. An index whose name is not an identifier cannot be
 /// named here: the drop then fails, and the failure is recorded.
-pub async fn drop_column<E: Executor>(exec: &E, lease: &Lease, index: Option<&str>, column_too: bool) -> Result<bool, Error> {
+pub async fn drop_column<E: Executor>(
+    exec: &E,
+    lease: &Lease,
+    index: Option<&str>,
+    column_too: bool,
+) -> Result<bool, Error> {
     let guard = Guard::new(GUARD_COLUMN).bind(lease.field_id.as_str()).bind(lease.token.as_str());
     let mut stmts = Vec::new();
     if let Some(name) = index {
@@ -390,7 +390,12 @@ pub async fn finalize<E: Executor>(exec: &E, lease: &Lease) -> Result<bool, Erro
 
 /// Releases the held deletion at its phase with its cursor and batch (pending, due now). False
 /// when the lease was lost meanwhile.
-pub async fn release<E: Executor>(exec: &E, lease: &Lease, cursor: Option<&Cursor>, batch_rows: u32) -> Result<bool, Error> {
+pub async fn release<E: Executor>(
+    exec: &E,
+    lease: &Lease,
+    cursor: Option<&Cursor>,
+    batch_rows: u32,
+) -> Result<bool, Error> {
     Ok(exec.execute(lease.checkpoint(lease.phase, cursor, batch_rows, true)).await? == 1)
 }
 
@@ -403,7 +408,8 @@ pub async fn record_failure<E: Executor>(
     batch_rows: u32,
     code: &str,
 ) -> Result<bool, Error> {
-    let stmt = failure.statement(RECORD_FAILURE, code).bind(field_id).bind(token).bind(attempts).bind(batch_rows).bind(phase);
+    let stmt =
+        failure.statement(RECORD_FAILURE, code).bind(field_id).bind(token).bind(attempts).bind(batch_rows).bind(phase);
     Ok(exec.execute(stmt).await? == 1)
 }
 

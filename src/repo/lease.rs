@@ -131,7 +131,9 @@ mod tests {
 
     #[test]
     fn a_claim_binds_the_token_then_its_queues_lease_length() {
-        for (queue, seconds) in [(WORK, 60i64), (REPAIR, 60), (DELETION, 300), (FIELD_DELETION, 120), (CONTINUATION, 60)] {
+        for (queue, seconds) in
+            [(WORK, 60i64), (REPAIR, 60), (DELETION, 300), (FIELD_DELETION, 120), (CONTINUATION, 60)]
+        {
             let stmt = queue.claim("SET {set_leased} WHERE id = ?3", "tok");
             assert_eq!(stmt.params(), [Value::from("tok"), Value::from(seconds)], "{}", queue.table);
         }

@@ -178,7 +178,7 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
     let mut wanted: Vec<String> = Vec::new();
     let mut referenced = BTreeSet::new();
     if let Some(entry) = &prepared.entry {
-        let snaps = entry.snapshots(&prepared.schema, &policy.rules, library);
+        let snaps = entry.snapshots(&prepared.schema, &policy.rules, loaded.field_epoch, library);
         let indexed_draft = match &snaps.draft {
             Some(DraftSnapshot::Indexed(d)) => Some(d),
             _ => None,

@@ -116,12 +116,19 @@ impl PreparedEntry {
         std::iter::once(&self.columns.extracted).chain(draft)
     }
 
-    /// The snapshots, with the candidates resolved against what the library holds.
-    pub fn snapshots(&self, schema: &[ExtractionField], rules: &Rules, library: &Library) -> EntrySnapshots {
+    /// The snapshots, with the candidates resolved against what the library holds, fingerprinted
+    /// under the collection's `field_epoch`.
+    pub fn snapshots(
+        &self,
+        schema: &[ExtractionField],
+        rules: &Rules,
+        field_epoch: i64,
+        library: &Library,
+    ) -> EntrySnapshots {
         let build = |p: &Prepared| {
             let occurrences = p.extracted.resolve(library);
             let pending_keys = p.extracted.pending_keys(library);
-            let (fingerprint, byte_length) = fingerprint(schema, rules, &p.meta, &occurrences);
+            let (fingerprint, byte_length) = fingerprint(schema, rules, field_epoch, &p.meta, &occurrences);
             Snapshot { meta: p.meta.clone(), occurrences, pending_keys, fingerprint, byte_length }
         };
         EntrySnapshots {
@@ -245,6 +252,7 @@ mod tests {
         prepare_entry("c1", "posts", &f, &schema, row, rev, &Rules::default()).snapshots(
             &schema,
             &Rules::default(),
+            0,
             &Library::default(),
         )
     }
@@ -321,6 +329,22 @@ mod tests {
         let media: Vec<_> = d.occurrences.iter().map(|o| o.media_id.clone()).collect();
         assert_eq!(media, s.columns.occurrences.iter().map(|o| o.media_id.clone()).collect::<Vec<_>>());
         assert_eq!(d.meta.content_title, "Hello", "the live title: `name` is no field here");
+    }
+
+    #[test]
+    fn the_field_epoch_changes_every_fingerprint_and_0_leaves_them_as_they_were() {
+        let f = fields();
+        let schema = extraction_fields(&f);
+        let prepared =
+            prepare_entry("c1", "posts", &f, &schema, &row(None), &RevisionRow::default(), &Rules::default());
+        let at = |epoch| prepared.snapshots(&schema, &Rules::default(), epoch, &Library::default()).columns;
+        let (zero, one, two) = (at(0), at(1), at(2));
+        assert_eq!(zero.occurrences, one.occurrences);
+        assert!(zero.fingerprint != one.fingerprint && one.fingerprint != two.fingerprint);
+        let (before, _) = fingerprint(&schema, &Rules::default(), 0, &zero.meta, &zero.occurrences);
+        assert_eq!(before, zero.fingerprint);
+        // Epoch 0 adds nothing to the payload: fingerprints stored before epochs existed hold.
+        assert_eq!(zero.byte_length + r#","fieldEpoch":1"#.len(), one.byte_length);
     }
 
     #[test]

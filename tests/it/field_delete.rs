@@ -5,8 +5,6 @@
 //! their guards, crashes and commits reported as failed at every statement, budgets on a large
 //! collection; and the PUT of a field.
 
-use std::cell::Cell;
-
 use futures::executor::block_on;
 use media_usage_worker::api::{self, Response};
 use media_usage_worker::clock::{FnClock, MonotonicClock};
@@ -95,7 +93,9 @@ fn coverage(api: &Api) -> String {
 fn deletions(db: &SqliteExecutor) -> Vec<(String, String, String)> {
     let conn = db.connection();
     let mut stmt = conn
-        .prepare("SELECT field_slug, phase, state FROM _emdash_media_usage_field_deletions ORDER BY created_at, field_id")
+        .prepare(
+            "SELECT field_slug, phase, state FROM _emdash_media_usage_field_deletions ORDER BY created_at, field_id",
+        )
         .unwrap();
     stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).unwrap().map(Result::unwrap).collect()
 }
@@ -270,7 +270,10 @@ fn the_safe_delete_refuses_and_coverage_reads_stale_until_the_walk_has_passed_ev
     for i in 0..12 {
         exec_sql(
             &api.db,
-            &format!("INSERT INTO ec_posts (id, slug, gallery) VALUES ('zz{i:02}', 'zz{i:02}', '[{{\"image\":\"{}\"}}]')", m.b),
+            &format!(
+                "INSERT INTO ec_posts (id, slug, gallery) VALUES ('zz{i:02}', 'zz{i:02}', '[{{\"image\":\"{}\"}}]')",
+                m.b
+            ),
         );
     }
     api.drain();
@@ -343,10 +346,16 @@ fn neither_a_jobs_success_nor_a_repairs_finalisation_completes_coverage_while_a_
 fn deleting_a_title_field_has_every_entry_projected_again_for_its_display_title() {
     let api = Api::new();
     site(&api);
-    let titles = || text(&api.db, "SELECT group_concat(content_title, ',') FROM (SELECT content_title FROM _emdash_media_usage_sources WHERE collection_slug = 'posts' AND source_variant = 'columns' ORDER BY content_title)");
+    let titles = || {
+        text(&api.db, "SELECT group_concat(content_title, ',') FROM (SELECT content_title FROM _emdash_media_usage_sources WHERE collection_slug = 'posts' AND source_variant = 'columns' ORDER BY content_title)")
+    };
     assert_eq!(titles().as_deref(), Some("One,Three,Two,gone"));
     assert_eq!(delete_field(&api, "title").status, 200);
-    assert_eq!(text(&api.db, "SELECT rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").as_deref(), Some(""));
+    assert_eq!(
+        text(&api.db, "SELECT rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+            .as_deref(),
+        Some("")
+    );
     tick_until_done(&api.db, &default_tick());
     api.drain();
     assert_eq!(titles().as_deref(), Some("gone,one,three,two"), "the titles are the slugs now");
@@ -444,10 +453,7 @@ fn a_projection_that_read_the_field_before_its_deletion_cannot_publish_it() {
     let api = Api::new();
     let m = site(&api);
     // An entry written behind the API (its job queued, not yet run) using d through the field.
-    exec_sql(
-        &api.db,
-        &format!("UPDATE ec_posts SET hero = '{}' WHERE slug = 'two'", m.d),
-    );
+    exec_sql(&api.db, &format!("UPDATE ec_posts SET hero = '{}' WHERE slug = 'two'", m.d));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state = 'pending'"), 1);
     // The field goes between the job's load and its publish.
     let hooked = Hooked::new(&api.db).before("INSERT INTO _emdash_batch_guard", |db| {
@@ -476,7 +482,10 @@ fn an_entry_too_large_to_index_is_queued_again_and_its_media_free_once_the_field
     let r = api.delete(&format!("/media/{}", m.c));
     assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".into()));
     assert_eq!(delete_field(&api, "hero").status, 200);
-    assert_eq!(text(&api.db, "SELECT state FROM _emdash_media_usage_work WHERE content_id = 'big'").as_deref(), Some("pending"));
+    assert_eq!(
+        text(&api.db, "SELECT state FROM _emdash_media_usage_work WHERE content_id = 'big'").as_deref(),
+        Some("pending")
+    );
     tick_until_done(&api.db, &default_tick());
     api.drain();
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
@@ -490,7 +499,10 @@ fn an_entry_too_large_to_index_is_queued_again_and_its_media_free_once_the_field
 fn a_column_with_an_index_on_it_is_deleted_with_its_index() {
     let api = Api::new();
     let m = site(&api);
-    exec_sql(&api.db, "CREATE INDEX idx_posts_hero ON ec_posts (hero); CREATE INDEX idx_posts_hero_title ON ec_posts (title, hero)");
+    exec_sql(
+        &api.db,
+        "CREATE INDEX idx_posts_hero ON ec_posts (hero); CREATE INDEX idx_posts_hero_title ON ec_posts (title, hero)",
+    );
     assert_eq!(delete_field(&api, "hero").status, 200);
     let named = |db: &SqliteExecutor| {
         scalar(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('idx_posts_hero', 'idx_posts_hero_title')")
@@ -519,7 +531,10 @@ fn a_column_that_cannot_be_dropped_is_retried_then_failed_and_an_operators_repai
         time_passes(&api.db);
     }
     assert_eq!(deletions(&api.db), [("hero".into(), "column".into(), "failed".into())]);
-    assert_eq!(text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_field_deletions").as_deref(), Some("MEDIA_USAGE_FIELD_DELETION_FAILED"));
+    assert_eq!(
+        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_field_deletions").as_deref(),
+        Some("MEDIA_USAGE_FIELD_DELETION_FAILED")
+    );
     assert_eq!(coverage(&api), "complete");
     let status = data(&api.get("/admin/media-usage/status"));
     assert_eq!(status["fieldDeletions"][0]["state"], "failed");
@@ -556,7 +571,8 @@ fn a_collection_deleted_while_a_field_deletion_waits_ends_it() {
 /// database behind the request's back (as a concurrent writer would between its read and its
 /// batch).
 fn delete_after(api: &Api, behind: &str) -> DeleteOutcome {
-    let c = block_on(media_usage_worker::repo::schema::find(&api.db, &Ident::parse("posts").unwrap())).unwrap().unwrap();
+    let c =
+        block_on(media_usage_worker::repo::schema::find(&api.db, &Ident::parse("posts").unwrap())).unwrap().unwrap();
     exec_sql(&api.db, behind);
     let hero = Ident::parse("hero").unwrap();
     block_on(fields::delete(&api.db, &c, &hero, CleanupBatch::Fixed(50))).unwrap()
@@ -649,7 +665,10 @@ fn a_holder_whose_lease_is_lost_changes_nothing() {
     let ways: &[(&str, &str)] = &[
         ("expired", "UPDATE _emdash_media_usage_field_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'"),
         ("taken over", "UPDATE _emdash_media_usage_field_deletions SET lease_token = 'someone-else'"),
-        ("moved on", "UPDATE _emdash_media_usage_field_deletions SET phase = 'column', cursor_key = NULL, cursor_id = NULL"),
+        (
+            "moved on",
+            "UPDATE _emdash_media_usage_field_deletions SET phase = 'column', cursor_key = NULL, cursor_id = NULL",
+        ),
     ];
     for (what, lose) in ways {
         let api = Api::new();
@@ -657,7 +676,8 @@ fn a_holder_whose_lease_is_lost_changes_nothing() {
         assert_eq!(delete_field(&api, "hero").status, 200);
         let mut held = claimed(&api);
         let left = occurrences_of(&api.db, "hero");
-        let fingerprints = scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_fingerprint IS NULL");
+        let fingerprints =
+            scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_fingerprint IS NULL");
         let row = text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions");
         exec_sql(&api.db, lose);
         let outcome = lane_step(&api.db, 100, &mut held);
@@ -674,7 +694,11 @@ fn a_holder_whose_lease_is_lost_changes_nothing() {
             "{what}: no fingerprint was cleared"
         );
         if *what != "moved on" {
-            assert_eq!(text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions"), row, "{what}");
+            assert_eq!(
+                text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions"),
+                row,
+                "{what}"
+            );
         }
         assert_eq!(coverage(&api), "stale", "{what}");
     }
@@ -699,13 +723,20 @@ fn the_column_goes_only_under_a_live_lease_at_column_and_the_row_only_once_the_c
     let mut held = None;
     let token = "probe";
     exec_sql(&api.db, &format!("UPDATE _emdash_media_usage_field_deletions SET state = 'leased', lease_token = '{token}', lease_expires_at = '2999-01-01T00:00:00.000Z'"));
-    let row: media_usage_worker::repo::field_deletion::FieldDeletion =
-        block_on(api.db.query_first(media_usage_worker::exec::Statement::new("SELECT * FROM _emdash_media_usage_field_deletions"))).unwrap().unwrap();
+    let row: media_usage_worker::repo::field_deletion::FieldDeletion = block_on(
+        api.db
+            .query_first(media_usage_worker::exec::Statement::new("SELECT * FROM _emdash_media_usage_field_deletions")),
+    )
+    .unwrap()
+    .unwrap();
     let lease = media_usage_worker::repo::field_deletion::Lease::of(&row).unwrap();
     assert!(!block_on(media_usage_worker::repo::field_deletion::finalize(&api.db, &lease)).unwrap());
     assert_eq!(deletions(&api.db).len(), 1);
     // Its holder goes on: the column and then the row go.
-    exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET state = 'pending', lease_token = NULL, lease_expires_at = NULL");
+    exec_sql(
+        &api.db,
+        "UPDATE _emdash_media_usage_field_deletions SET state = 'pending', lease_token = NULL, lease_expires_at = NULL",
+    );
     assert_eq!(lane_step(&api.db, 100, &mut held), Some(StepOutcome::Finalized));
     assert!(deletions(&api.db).is_empty() && deleted_columns(&api.db).is_empty());
 }
@@ -715,8 +746,16 @@ fn the_end_of_the_walk_completes_coverage_only_when_nothing_else_keeps_it_stale(
     // What keeps it from complete, each set up behind the API before the walk's last window.
     let cases: &[(&str, &str, &str)] = &[
         ("queued work", "UPDATE ec_posts SET title = 'edited' WHERE slug = 'one'", "stale"),
-        ("a failed source", "UPDATE _emdash_media_usage_sources SET source_completeness = 'failed' WHERE content_slug = 'two'", "stale"),
-        ("a reconciliation pending", "UPDATE _emdash_media_usage_index_status SET reconciliation_required = 1", "stale"),
+        (
+            "a failed source",
+            "UPDATE _emdash_media_usage_sources SET source_completeness = 'failed' WHERE content_slug = 'two'",
+            "stale",
+        ),
+        (
+            "a reconciliation pending",
+            "UPDATE _emdash_media_usage_index_status SET reconciliation_required = 1",
+            "stale",
+        ),
         ("another field walking", "", "stale"),
         ("failed coverage", "UPDATE _emdash_media_usage_index_status SET status = 'failed'", "failed"),
         ("capture not active", "UPDATE _emdash_media_usage_index_status SET capture_state = 'ready'", "stale"),
@@ -737,7 +776,445 @@ fn the_end_of_the_walk_completes_coverage_only_when_nothing_else_keeps_it_stale(
         while deletions(&api.db).iter().any(|d| d.0 == "hero" && d.1 == "occurrences") {
             lane_step(&api.db, 100, &mut held);
         }
-        let stored = text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap();
+        let stored =
+            text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap();
         assert_eq!(stored, *expected, "{what}");
     }
+}
+
+#[test]
+fn the_walk_reads_a_window_of_the_occurrences_key_index_whatever_the_table_holds() {
+    let api = Api::new();
+    let range = "USING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND";
+    for label in ["fields/window_end.sql", "fields/delete_occurrences.sql"] {
+        let plan = query_plan(&api.db, &crate::sql_files::product_statement(label));
+        let searches: Vec<&String> =
+            plan.iter().filter(|d| d.contains("_emdash_media_usage ") || d.contains(" u ")).collect();
+        assert!(
+            !searches.is_empty()
+                && searches.iter().all(|d| d.starts_with("SEARCH") && d.contains(range.trim_start_matches("USING "))),
+            "{label}: {plan:#?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crashes, and commits reported as failed, at every statement.
+
+/// Everything the deletion may change, as text: the schema, the content table's columns (a
+/// deleted column by its kind, its name being random) and rows, the index, coverage, queues.
+fn end_state(api: &Api) -> String {
+    let rows = |sql: &str| -> Vec<String> {
+        let conn = api.db.connection();
+        let mut stmt = conn.prepare(sql).unwrap();
+        let n = stmt.column_count();
+        stmt.query_map([], |r| Ok((0..n).map(|i| format!("{:?}", r.get_ref(i).unwrap())).collect::<Vec<_>>().join("|")))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let cols: Vec<String> = columns(&api.db, "ec_posts")
+        .into_iter()
+        .map(|c| if c.starts_with("_deleted_") { "<deleted>".into() } else { c })
+        .collect();
+    let named: Vec<String> = columns(&api.db, "ec_posts").into_iter().filter(|c| !c.starts_with("_deleted_")).collect();
+    let content = rows(&format!(
+        "SELECT {} FROM ec_posts ORDER BY slug",
+        named
+            .iter()
+            .filter(|c| !["version", "updated_at", "created_at", "published_at"].contains(&c.as_str()))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    json!({
+        "fields": rows("SELECT slug, type FROM _emdash_fields ORDER BY sort_order"),
+        "columns": cols,
+        "content": content,
+        "index": index(&api.db),
+        "coverage": rows("SELECT scope_key, status, reconciliation_required, rules_version FROM _emdash_media_usage_index_status ORDER BY 1"),
+        "queues": rows("SELECT (SELECT count(*) FROM _emdash_media_usage_work), (SELECT count(*) FROM _emdash_media_usage_field_deletions), (SELECT count(*) FROM _emdash_batch_guard)"),
+        "indexes": rows("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ec_posts' ORDER BY name"),
+    })
+    .to_string()
+}
+
+/// Right after a request, whatever it met: the field is fully there (registered, its column
+/// named by it, no deletion row) or fully deleted (not registered, its column renamed, its
+/// deletion row due) — never half.
+fn assert_not_half_deleted(api: &Api, what: &str) {
+    let registered = scalar(&api.db, "SELECT count(*) FROM _emdash_fields WHERE slug = 'hero'");
+    let named = columns(&api.db, "ec_posts").contains(&"hero".to_owned());
+    let renamed = deleted_columns(&api.db).len();
+    let rows = deletions(&api.db).len();
+    assert!(
+        (registered, named, renamed, rows) == (1, true, 0, 0) || (registered, named, renamed, rows) == (0, false, 1, 1),
+        "{what}: registered {registered}, named {named}, renamed {renamed}, deletion rows {rows}"
+    );
+}
+
+/// The fixture of the crash tests, built once and copied for every run.
+fn crash_fixture() -> Api {
+    let api = Api::new();
+    site(&api);
+    // Enough occurrences after every entry that the walk spans several windows and ticks.
+    for i in 0..6 {
+        entry(&api, &format!("more{i}"), json!({"hero": "nothing", "gallery": [{"image": "nothing"}]}));
+    }
+    api.drain();
+    api
+}
+
+#[test]
+fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_the_request_converges_after_the_retry() {
+    let fixture = crash_fixture();
+    let probe = fixture.snapshot();
+    let metered = Metered::new(&probe.db, MonotonicClock::default());
+    assert_eq!(call_on(&metered, "DELETE", "/schema/collections/posts/fields/hero", None).status, 200);
+    let n = metered.usage().statements;
+    assert!(n >= 8, "the request issued {n} statements");
+    tick_until_done(&probe.db, &default_tick());
+    let expected = end_state(&probe);
+    let mut retried = 0;
+    for commit_unknown in [false, true] {
+        for k in 1..=n {
+            let what = format!("statement {k} of {n} {}", if commit_unknown { "commit-unknown" } else { "crashed" });
+            let api = fixture.snapshot();
+            let r = if commit_unknown {
+                call_on(&Faulty::commit_unknown(&api.db, k), "DELETE", "/schema/collections/posts/fields/hero", None)
+            } else {
+                call_on(&Faulty::new(&api.db, Some(k)), "DELETE", "/schema/collections/posts/fields/hero", None)
+            };
+            assert_not_half_deleted(&api, &what);
+            if r.status >= 500 {
+                assert!(!r.body.contains("injected"), "{what}: a 500 never carries its cause");
+                // The client retries: the first try's deletion, or a new one.
+                let retry = delete_field(&api, "hero");
+                assert_eq!(retry.status, 200, "{what}: {}", retry.body);
+                retried += 1;
+            } else {
+                assert_eq!(r.status, 200, "{what}: {}", r.body);
+            }
+            assert_not_half_deleted(&api, &what);
+            time_passes(&api.db);
+            tick_until_done(&api.db, &default_tick());
+            assert_eq!(end_state(&api), expected, "{what}");
+        }
+    }
+    assert!(retried >= 4, "{retried} retried");
+}
+
+#[test]
+fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_any_tick_converges_in_the_next_ticks() {
+    let fixture = crash_fixture();
+    // The uninterrupted run, on a small tick: statements per tick.
+    let probe = fixture.snapshot();
+    assert_eq!(delete_field(&probe, "hero").status, 200);
+    let mut per_tick = Vec::new();
+    while !deletions(&probe.db).is_empty() {
+        let metered = Metered::new(&probe.db, FnClock(|| 0.0));
+        tick_with(&metered, &small_tick());
+        per_tick.push(metered.usage().statements);
+        time_passes(&probe.db);
+        assert!(per_tick.len() < 60);
+    }
+    tick_until_done(&probe.db, &default_tick());
+    let expected = end_state(&probe);
+    assert!(per_tick.len() >= 3, "the deletion spans ticks: {per_tick:?}");
+    let mut runs = 0;
+    for (i, n) in per_tick.iter().enumerate() {
+        for k in 1..=*n {
+            for commit_unknown in [false, true] {
+                let what = format!(
+                    "tick {i}, statement {k} of {n} {}",
+                    if commit_unknown { "commit-unknown" } else { "crashed" }
+                );
+                let api = fixture.snapshot();
+                assert_eq!(delete_field(&api, "hero").status, 200);
+                for _ in 0..i {
+                    tick_with(&api.db, &small_tick());
+                    time_passes(&api.db);
+                }
+                if commit_unknown {
+                    tick_with(&Faulty::commit_unknown(&api.db, k), &small_tick());
+                } else {
+                    tick_with(&Faulty::new(&api.db, Some(k)), &small_tick());
+                }
+                // While the occurrences are not all gone, coverage is never complete.
+                if deletions(&api.db).iter().any(|d| d.1 == "occurrences") {
+                    assert_eq!(coverage(&api), "stale", "{what}");
+                }
+                time_passes(&api.db);
+                tick_until_done(&api.db, &default_tick());
+                assert_eq!(end_state(&api), expected, "{what}");
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs >= 40, "{runs} runs over {per_tick:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budgets.
+
+/// A collection `posts` (hero, gallery) of `n` entries, each with a live source of three
+/// occurrences (one through hero, two through gallery), as an import would leave them, written
+/// in a few set-based statements; coverage complete.
+fn big_collection(api: &Api, n: usize) -> String {
+    data(&api.post(
+        "/schema/collections",
+        &json!({"slug": "posts", "label": "Posts", "fields": [
+            {"slug": "hero", "type": "image"},
+            {"slug": "gallery", "type": "repeater", "subFields": [{"slug": "image", "type": "image"}]}
+        ]}),
+    ));
+    let id = text(&api.db, "SELECT id FROM _emdash_collections WHERE slug = 'posts'").unwrap();
+    exec_sql(
+        &api.db,
+        &format!(
+            "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {n})
+             INSERT INTO ec_posts (id, slug, hero, gallery) SELECT printf('e%07d', i), printf('s%07d', i), 'm', '[]' FROM seq;
+             DELETE FROM _emdash_media_usage_work;
+             INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version, source_completeness, source_fingerprint)
+               SELECT 'content:{id}:' || id || ':columns', '{id}', 'posts', id, 'columns', 'g', 1, 'complete', 'f' FROM ec_posts;
+             WITH k(n, f) AS (VALUES (0, 'hero'), (1, 'gallery'), (2, 'gallery'))
+             INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id, created_at)
+               SELECT s.content_id || '-' || k.n, s.source_key, 'g', k.f, k.f || k.n, 'image_field', 'm', 'm', '2000-01-01T00:00:00.000Z'
+               FROM _emdash_media_usage_sources AS s, k;
+             UPDATE _emdash_media_usage_index_status SET status = 'complete' WHERE scope_key = 'posts';"
+        ),
+    );
+    id
+}
+
+#[test]
+fn a_field_of_a_collection_of_100000_entries_is_deleted_within_every_ticks_budget() {
+    let api = Api::new();
+    big_collection(&api, 100_000);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 300_000);
+    let metered = Metered::new(&api.db, MonotonicClock::default());
+    let r = call_on(&metered, "DELETE", "/schema/collections/posts/fields/hero", None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    // The request reads and writes a bounded number of rows whatever the collection holds.
+    let usage = metered.usage();
+    assert!(usage.rows_read < 1_000 && usage.rows_written < 200, "the request: {usage:?}");
+    // 100,000 occurrences to delete (each with its source's fingerprint), 300,000 to walk past,
+    // and a table of 100,000 rows to rewrite without the column, at the default budgets (the
+    // daily budget lifted, so ticks measure throughput).
+    let t = (crate::support::budget().with_daily_rows_written(0), crate::support::policy());
+    let mut ticks = Vec::new();
+    while !deletions(&api.db).is_empty() {
+        let report = tick_with(&api.db, &t);
+        assert!(report.error.is_none(), "{:?}", report.error);
+        ticks.push((report.statements, report.rows, report.count("fieldOccurrencesDeleted")));
+        assert!(ticks.len() <= 10, "more than 10 ticks: {ticks:?}");
+    }
+    // The walk writes one row per occurrence of the field, so its ticks are full ones.
+    assert!(ticks.iter().filter(|t| t.2 > 0).all(|t| t.1.written >= 7_000), "{ticks:?}");
+    assert_eq!(occurrences_of(&api.db, "hero"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE field_slug = 'gallery'"), 200_000);
+    assert_eq!(deleted_columns(&api.db), Vec::<String>::new());
+    assert_eq!(coverage(&api), "complete");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Updating a field.
+
+#[test]
+fn a_label_required_sort_order_or_options_change_needs_no_projection() {
+    let api = Api::new();
+    site(&api);
+    let epoch =
+        || scalar(&api.db, "SELECT change_epoch FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'");
+    let before = epoch();
+    let r = put_field(
+        &api,
+        "hero",
+        &json!({"label": "Hero image", "required": true, "sortOrder": 7, "options": {"aspect": "16:9"}}),
+    );
+    let item = data(&r)["item"].clone();
+    assert_eq!(
+        (item["label"].clone(), item["required"].clone(), item["sortOrder"].clone()),
+        (json!("Hero image"), json!(true), json!(7))
+    );
+    assert_eq!(item["options"], json!({"aspect": "16:9"}));
+    assert_eq!(item["type"], "image");
+    assert!(item["updatedAt"].as_str().is_some_and(|u| u >= item["createdAt"].as_str().unwrap()));
+    assert_eq!(coverage(&api), "complete");
+    assert_eq!(epoch(), before, "coverage untouched");
+    // As stored: the collection shows it.
+    let fields = data(&api.get("/schema/collections/posts"))["item"]["fields"].clone();
+    let hero = fields.as_array().unwrap().iter().find(|f| f["slug"] == "hero").unwrap().clone();
+    assert_eq!(hero, item);
+    // The required flag applies to new entries.
+    let r = api.post("/content/posts", &json!({"slug": "new", "data": {}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()));
+}
+
+#[test]
+fn a_type_change_within_emdashs_column_type_makes_coverage_stale_and_every_entry_is_projected_again() {
+    let api = Api::new();
+    let m = site(&api);
+    // `body` (text) holds d's id in one entry, and names it in a sentence in another: ids in
+    // text. As a `file` field, a value that is an id is the file; a sentence is no file.
+    let only = entry(&api, "only", json!({"body": m.d}));
+    let kinds = |api: &Api| {
+        let mut k: Vec<(String, String)> = used_in(api, &m.d).0.into_iter().flat_map(|(_, occ)| occ).collect();
+        k.sort();
+        k
+    };
+    assert_eq!(
+        kinds(&api),
+        [("body".to_owned(), "embedded_id".to_owned()), ("body".to_owned(), "embedded_id".to_owned())]
+    );
+    let r = put_field(&api, "body", &json!({"type": "file"}));
+    assert_eq!(data(&r)["item"]["type"], "file", "{}", r.body);
+    assert_eq!(coverage(&api), "stale");
+    // Until every entry is projected again, nothing is provably unused.
+    let unused = media(&api, "unused.png");
+    let r = api.delete(&format!("/media/{unused}"));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_COVERAGE_INCOMPLETE".into()));
+    api.drain();
+    assert_eq!(coverage(&api), "complete");
+    assert_eq!(api.delete(&format!("/media/{unused}")).status, 200);
+    assert_eq!(kinds(&api), [("body".to_owned(), "file_field".to_owned())]);
+    assert_eq!(used_in(&api, &m.d).0[0].0, only);
+    // A repeater gains a file sub-field: its values are read as files from then on.
+    let r = put_field(
+        &api,
+        "gallery",
+        &json!({"validation": {"subFields": [{"slug": "image", "type": "image"}, {"slug": "doc", "type": "file"}]}}),
+    );
+    assert_eq!(data(&r)["item"]["subFields"].as_array().unwrap().len(), 2, "{}", r.body);
+    assert_eq!(data(&r)["item"]["validation"]["subFields"][1]["slug"], "doc");
+    assert_eq!(coverage(&api), "stale");
+    api.drain();
+    assert_eq!(coverage(&api), "complete");
+    assert_index_is_a_projection_from_scratch(&api, "after type changes");
+}
+
+#[test]
+fn a_type_change_across_column_types_is_refused_as_emdash_refuses_it() {
+    let api = Api::new();
+    site(&api);
+    for (field, to) in [("body", "portableText"), ("hero", "number"), ("gallery", "string"), ("title", "boolean")] {
+        let r = put_field(&api, field, &json!({"type": to}));
+        assert_eq!((r.status, code(&r)), (400, "FIELD_TYPE_COLUMN_CHANGE".into()), "{field} -> {to}: {}", r.body);
+    }
+    assert_eq!(coverage(&api), "complete");
+}
+
+#[test]
+fn an_update_body_is_strict() {
+    let api = Api::new();
+    site(&api);
+    let bad = [
+        json!({"slug": "renamed"}),
+        json!({"unique": true}),
+        json!({"label": ""}),
+        json!({"type": "video"}),
+        json!({"required": "yes"}),
+        json!({"sortOrder": -1}),
+        json!({"options": null}),
+        json!({"options": [1]}),
+        json!({"validation": {"min": 1}}),
+        json!({"validation": {"subFields": [{"slug": "x", "type": "repeater"}]}}),
+        json!({"validation": "x"}),
+        json!([]),
+    ];
+    for body in bad {
+        let r = put_field(&api, "gallery", &body);
+        assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "{body}: {}", r.body);
+    }
+    let r = put_field(&api, "hero", &json!({"validation": {"subFields": [{"slug": "x", "type": "image"}]}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()), "sub-fields only on repeaters: {}", r.body);
+    let r = put_field(&api, "hero", &json!({"options": {"big": "x".repeat(20_000)}}));
+    assert_eq!((r.status, code(&r)), (400, "VALIDATION_ERROR".into()));
+    let r = put_field(&api, "nope", &json!({"label": "x"}));
+    assert_eq!((r.status, code(&r)), (404, "NOT_FOUND".into()));
+    let editor = api.token("editor", &["schema:read", "schema:write"]);
+    let r = api.call("PUT", "/schema/collections/posts/fields/hero", Some(&editor), Some(br#"{"label":"x"}"#));
+    assert_eq!((r.status, code(&r)), (403, "FORBIDDEN".into()));
+}
+
+/// Updates `posts`'s `hero` to `label` with the field as read now, after `behind` changed the
+/// database behind the request's back.
+fn update_after(api: &Api, behind: &str) -> UpdateOutcome {
+    let c =
+        block_on(media_usage_worker::repo::schema::find(&api.db, &Ident::parse("posts").unwrap())).unwrap().unwrap();
+    let read = c.field("hero").unwrap().clone();
+    let mut updated = read.clone();
+    updated.label = "New".into();
+    exec_sql(&api.db, behind);
+    block_on(fields::update(&api.db, &c, &read, &updated)).unwrap()
+}
+
+#[test]
+fn the_update_guard_refuses_a_field_or_a_capture_that_changed_since_the_read() {
+    let cases: &[(&str, &str, UpdateOutcome)] = &[
+        ("id", "UPDATE _emdash_fields SET id = 'new-id' WHERE slug = 'hero'", UpdateOutcome::Conflict),
+        (
+            "collection",
+            "UPDATE _emdash_fields SET collection_id = 'other' WHERE slug = 'hero'",
+            UpdateOutcome::Conflict,
+        ),
+        ("slug", "UPDATE _emdash_fields SET slug = 'heroine' WHERE slug = 'hero'", UpdateOutcome::Conflict),
+        ("label", "UPDATE _emdash_fields SET label = 'Theirs' WHERE slug = 'hero'", UpdateOutcome::Conflict),
+        ("type", "UPDATE _emdash_fields SET type = 'file' WHERE slug = 'hero'", UpdateOutcome::Conflict),
+        ("required", "UPDATE _emdash_fields SET required = 1 WHERE slug = 'hero'", UpdateOutcome::Conflict),
+        ("validation", "UPDATE _emdash_fields SET validation = '{}' WHERE slug = 'hero'", UpdateOutcome::Conflict),
+        ("options", "UPDATE _emdash_fields SET options = '{}' WHERE slug = 'hero'", UpdateOutcome::Conflict),
+        ("sort order", "UPDATE _emdash_fields SET sort_order = 9 WHERE slug = 'hero'", UpdateOutcome::Conflict),
+        (
+            "capture state",
+            "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting'",
+            UpdateOutcome::CaptureInactive,
+        ),
+        (
+            "capture slug",
+            "UPDATE _emdash_media_usage_index_status SET scope_key = 'elsewhere'",
+            UpdateOutcome::CaptureInactive,
+        ),
+    ];
+    for (what, behind, expected) in cases {
+        let api = Api::new();
+        site(&api);
+        exec_sql(&api.db, "PRAGMA foreign_keys = OFF");
+        assert_eq!(&update_after(&api, behind), expected, "{what}");
+        assert_eq!(
+            scalar(&api.db, "SELECT count(*) FROM _emdash_fields WHERE label = 'New'"),
+            0,
+            "{what}: nothing written"
+        );
+    }
+    let api = Api::new();
+    site(&api);
+    assert_eq!(update_after(&api, "SELECT 1"), UpdateOutcome::Updated { reprojected: false });
+}
+
+#[test]
+fn a_type_change_of_a_title_field_or_a_repeaters_media_sub_fields_asks_for_a_projection_and_a_label_does_not() {
+    let api = Api::new();
+    site(&api);
+    let c =
+        block_on(media_usage_worker::repo::schema::find(&api.db, &Ident::parse("posts").unwrap())).unwrap().unwrap();
+    let field = |slug: &str| c.field(slug).unwrap().clone();
+    let with = |slug: &str, f: &dyn Fn(&mut media_usage_worker::model::field::Field)| {
+        let mut u = field(slug);
+        f(&mut u);
+        fields::changes_extraction(&field(slug), &u)
+    };
+    use media_usage_worker::model::field::{FieldType, SubField};
+    assert!(!with("hero", &|u| u.label = "x".into()));
+    assert!(!with("hero", &|u| u.required = true));
+    assert!(with("hero", &|u| u.field_type = FieldType::File));
+    assert!(with("body", &|u| u.field_type = FieldType::Image));
+    assert!(!with("body", &|u| u.field_type = FieldType::String), "text to string reads the same");
+    assert!(with("title", &|u| u.field_type = FieldType::Text), "the title is read from it");
+    assert!(with("gallery", &|u| u
+        .sub_fields
+        .push(SubField { slug: Ident::parse("doc").unwrap(), field_type: FieldType::File })));
+    assert!(!with("gallery", &|u| u
+        .sub_fields
+        .push(SubField { slug: Ident::parse("n").unwrap(), field_type: FieldType::Number })));
 }

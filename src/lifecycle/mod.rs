@@ -1,7 +1,9 @@
 //! The collection lifecycle: creating a collection together with its capture (coverage row and
-//! capture triggers), adding a field together with the coverage invalidation it causes, and
-//! deleting a collection through its tombstone ([`deletion`]: the DELETE request's front phases,
-//! and the cleanup the tick's deletion lane runs).
+//! capture triggers), adding a field together with the coverage invalidation it causes, deleting
+//! and updating a field ([`fields`]: the DELETE request's guarded batch, and the walk and column
+//! drop the tick's fields lane runs), and deleting a collection through its tombstone
+//! ([`deletion`]: the DELETE request's front phases, and the cleanup the tick's deletion lane
+//! runs).
 //!
 //! These compose the registry statements of [`crate::repo::schema`] with the capture statements
 //! of [`crate::repo::capture`] into single atomic batches, one layer above both, so neither

@@ -7,5 +7,5 @@ SELECT CASE WHEN
   EXISTS (SELECT 1 FROM _emdash_fields WHERE id = ?2 AND collection_id = ?3 AND slug = ?4)
   AND EXISTS (SELECT 1 FROM _emdash_media_usage_index_status
               WHERE adapter_id = 'content-media' AND scope_type = 'collection'
-                AND collection_id = ?3 AND scope_key = ?5 )
+                AND collection_id = ?3 AND scope_key = ?5 AND capture_state = 'active')
 THEN ?1 END

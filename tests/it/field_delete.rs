@@ -593,6 +593,11 @@ fn the_delete_guard_refuses_a_field_or_a_capture_that_changed_since_the_read() {
         // Not actively captured (a collection deletion fenced it), or not under this slug.
         ("capture state", "UPDATE _emdash_media_usage_index_status SET capture_state = 'deleting' WHERE scope_key = 'posts'", DeleteOutcome::CaptureInactive),
         ("capture slug", "UPDATE _emdash_media_usage_index_status SET scope_key = 'elsewhere' WHERE scope_key = 'posts'", DeleteOutcome::CaptureInactive),
+        (
+            "capture collection",
+            "UPDATE _emdash_media_usage_index_status SET collection_id = 'other' WHERE scope_key = 'posts'",
+            DeleteOutcome::CaptureInactive,
+        ),
     ];
     for (what, behind, expected) in cases {
         let api = Api::new();
@@ -1175,6 +1180,11 @@ fn the_update_guard_refuses_a_field_or_a_capture_that_changed_since_the_read() {
             "UPDATE _emdash_media_usage_index_status SET scope_key = 'elsewhere'",
             UpdateOutcome::CaptureInactive,
         ),
+        (
+            "capture collection",
+            "UPDATE _emdash_media_usage_index_status SET collection_id = 'other'",
+            UpdateOutcome::CaptureInactive,
+        ),
     ];
     for (what, behind, expected) in cases {
         let api = Api::new();
@@ -1217,4 +1227,89 @@ fn a_type_change_of_a_title_field_or_a_repeaters_media_sub_fields_asks_for_a_pro
     assert!(!with("gallery", &|u| u
         .sub_fields
         .push(SubField { slug: Ident::parse("n").unwrap(), field_type: FieldType::Number })));
+}
+
+/// The deletion row as a lease held by `token` at `phase`, live or `expired`.
+fn lease_at(api: &Api, phase: &str, token: &str, expired: bool) -> media_usage_worker::repo::field_deletion::Lease {
+    let expiry = if expired { "2000-01-01T00:00:00.000Z" } else { "2999-01-01T00:00:00.000Z" };
+    exec_sql(
+        &api.db,
+        &format!(
+            "UPDATE _emdash_media_usage_field_deletions SET state = 'leased', phase = '{phase}', cursor_key = NULL, cursor_id = NULL,
+                    lease_token = '{token}', lease_expires_at = '{expiry}'"
+        ),
+    );
+    let row: media_usage_worker::repo::field_deletion::FieldDeletion = block_on(
+        api.db
+            .query_first(media_usage_worker::exec::Statement::new("SELECT * FROM _emdash_media_usage_field_deletions")),
+    )
+    .unwrap()
+    .unwrap();
+    media_usage_worker::repo::field_deletion::Lease::of(&row).unwrap()
+}
+
+#[test]
+fn the_column_is_dropped_and_the_row_finalised_only_under_a_live_lease_at_column() {
+    use media_usage_worker::exec::Error;
+    use media_usage_worker::repo::field_deletion as repo;
+    let api = Api::new();
+    site(&api);
+    assert_eq!(delete_field(&api, "hero").status, 200);
+    // A lease at the wrong phase, or expired: neither the drop nor the finalisation happens.
+    for (phase, expired) in [("occurrences", false), ("column", true)] {
+        let mut lease = lease_at(&api, phase, "t", expired);
+        // (A holder that believes it is at `column`.)
+        lease.phase = media_usage_worker::model::state::FieldDeletionPhase::Column;
+        let dropped = block_on(repo::drop_column(&api.db, &lease, None, true));
+        assert!(matches!(dropped, Err(Error::Stale)), "{phase} expired={expired}: {dropped:?}");
+        assert_eq!(deleted_columns(&api.db).len(), 1, "{phase} expired={expired}");
+        exec_sql(&api.db, "DELETE FROM _emdash_media_usage WHERE field_slug = 'hero'");
+        // Even with the column gone, the row goes only under the live lease at `column`.
+        let column = deleted_columns(&api.db)[0].clone();
+        exec_sql(&api.db, &format!("ALTER TABLE ec_posts RENAME COLUMN \"{column}\" TO \"{column}\""));
+        assert!(!block_on(repo::finalize(&api.db, &lease)).unwrap(), "{phase} expired={expired}");
+        assert_eq!(deletions(&api.db).len(), 1);
+    }
+    // Live, at `column`: the column and the row go together.
+    let lease = lease_at(&api, "column", "t", false);
+    assert!(block_on(repo::drop_column(&api.db, &lease, None, true)).unwrap());
+    assert!(deleted_columns(&api.db).is_empty() && deletions(&api.db).is_empty());
+}
+
+#[test]
+fn a_repair_run_in_progress_goes_on_through_a_fields_deletion_and_ends_at_a_type_change() {
+    let api = Api::new();
+    let m = site(&api);
+    // A run at work, not yet finalised (its next step far away).
+    exec_sql(
+        &api.db,
+        &format!(
+            "INSERT INTO _emdash_media_usage_reconciliations (collection_id, collection_slug, run_token, rules_version, next_attempt_at)
+             SELECT id, slug, 'run-1', '{}', '2999-01-01T00:00:00.000Z' FROM _emdash_collections WHERE slug = 'posts';
+             UPDATE _emdash_media_usage_index_status SET status = 'running', cursor = 'run-1', reconciliation_required = 1
+             WHERE scope_key = 'posts';",
+            crate::support::rules().id()
+        ),
+    );
+    // A deletion leaves the run to go on: its finalisation waits for the walk.
+    assert_eq!(delete_field(&api, "body").status, 200);
+    assert_eq!(
+        text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").as_deref(),
+        Some("running")
+    );
+    // A type change ends it (status stale, so its next step finds it superseded) and asks for a
+    // fresh one.
+    data(&put_field(&api, "hero", &json!({"type": "file"})));
+    let st = text(
+        &api.db,
+        "SELECT status || ':' || rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'",
+    );
+    assert_eq!(st.as_deref(), Some("stale:"));
+    time_passes(&api.db);
+    tick_until_done(&api.db, &default_tick());
+    api.drain();
+    assert_eq!(coverage(&api), "complete");
+    let (listed, _) = used_in(&api, &m.a);
+    assert!(listed.iter().all(|(_, occ)| occ.iter().all(|(_, kind)| kind == "file_field")), "{listed:?}");
+    assert_index_is_a_projection_from_scratch(&api, "a run through both");
 }

@@ -20,7 +20,7 @@ use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport
 use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;
-use crate::support::{code, config, data, now, query_plan, time_passes, used_in, Api, ADMIN};
+use crate::support::{code, config, data, now, time_passes, used_in, Api, ADMIN};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
@@ -784,22 +784,6 @@ fn the_end_of_the_walk_completes_coverage_only_when_nothing_else_keeps_it_stale(
         let stored =
             text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap();
         assert_eq!(stored, *expected, "{what}");
-    }
-}
-
-#[test]
-fn the_walk_reads_a_window_of_the_occurrences_key_index_whatever_the_table_holds() {
-    let api = Api::new();
-    let range = "USING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND";
-    for label in ["fields/window_end.sql", "fields/delete_occurrences.sql"] {
-        let plan = query_plan(&api.db, &crate::sql_files::product_statement(label));
-        let searches: Vec<&String> =
-            plan.iter().filter(|d| d.contains("_emdash_media_usage ") || d.contains(" u ")).collect();
-        assert!(
-            !searches.is_empty()
-                && searches.iter().all(|d| d.starts_with("SEARCH") && d.contains(range.trim_start_matches("USING "))),
-            "{label}: {plan:#?}"
-        );
     }
 }
 

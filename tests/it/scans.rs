@@ -401,3 +401,25 @@ fn a_work_claim_takes_the_oldest_live_collections_rows_beside_a_collection_being
     assert!(rows.is_empty());
     assert!(usage.rows_read < 1_000, "a claim of nothing read {} rows", usage.rows_read);
 }
+
+/// A field's deletion: the request renames a column of a large table and reads and writes a few
+/// rows, and the walk's statements read one window of the occurrences' `(source_key, id)` index
+/// (from the cursor, within the collection's key range), whatever the table holds.
+#[test]
+fn a_field_deletion_reads_a_bounded_number_of_rows_and_its_walk_one_window_of_the_index() {
+    let api = site();
+    let (status, usage) = metered_call(&api, "DELETE", "/schema/collections/big/fields/title", &json!({}));
+    assert_eq!(status, 200);
+    assert!(usage.rows_read < 1_000 && usage.rows_written < 100, "beside {BIG} entries: {usage:?}");
+    let range = "USING COVERING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND source_key<?)";
+    assert_eq!(
+        query_plan(&api.db, &crate::sql_files::product_statement("fields/window_end.sql")),
+        [format!("SEARCH _emdash_media_usage {range}")]
+    );
+    let plan = query_plan(&api.db, &crate::sql_files::product_statement("fields/delete_occurrences.sql"));
+    assert_eq!(
+        plan.first().map(String::as_str),
+        Some("SEARCH _emdash_media_usage USING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND (source_key,id)<(?,?))"),
+        "{plan:#?}"
+    );
+}

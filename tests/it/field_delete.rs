@@ -1297,3 +1297,22 @@ fn a_repair_run_in_progress_goes_on_through_a_fields_deletion_and_ends_at_a_type
     assert!(listed.iter().all(|(_, occ)| occ.iter().all(|(_, kind)| kind == "file_field")), "{listed:?}");
     assert_index_is_a_projection_from_scratch(&api, "a run through both");
 }
+
+#[test]
+fn a_drafts_value_of_a_deleted_field_is_neither_indexed_nor_admitted() {
+    use media_usage_worker::usage::admission::{admit, Admission};
+    let api = Api::new();
+    let m = site(&api);
+    let c =
+        block_on(media_usage_worker::repo::schema::find(&api.db, &Ident::parse("posts").unwrap())).unwrap().unwrap();
+    // A draft as saved before `cover` was deleted: two references through it, one through hero.
+    let draft = json!({"hero": m.a, "cover": {"asset": {"_ref": m.b}, "more": {"asset": {"_ref": m.c}}}, "_slug": m.d});
+    let one = Admission { max_occurrences: 1 };
+    let admitted =
+        block_on(admit(&api.db, &c.id, &c.fields, draft.as_object().unwrap(), &crate::support::rules(), one)).unwrap();
+    assert!(admitted.is_ok(), "only hero's reference counts: {admitted:?}");
+    let two = json!({"hero": m.a, "title": m.b});
+    let refused =
+        block_on(admit(&api.db, &c.id, &c.fields, two.as_object().unwrap(), &crate::support::rules(), one)).unwrap();
+    assert!(refused.is_err(), "two references through fields pass a limit of one");
+}

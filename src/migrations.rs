@@ -39,4 +39,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0018_media_trash.sql", sql: include_str!("../migrations/0018_media_trash.sql") },
     Migration { name: "0019_media_author.sql", sql: include_str!("../migrations/0019_media_author.sql") },
     Migration { name: "0021_content_schedule.sql", sql: include_str!("../migrations/0021_content_schedule.sql") },
+    Migration { name: "0022_field_deletion.sql", sql: include_str!("../migrations/0022_field_deletion.sql") },
 ];

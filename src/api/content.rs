@@ -14,7 +14,7 @@ use crate::model::collection::Collection;
 use crate::model::content::{
     check_locale, check_slug, parse_rev, rev_token, slug_source, slugify, Status, MAX_CONTENT_SLUG,
 };
-use crate::model::field::Field;
+use crate::model::field::{Field, SYSTEM_COLUMNS};
 use crate::model::ident::Ident;
 use crate::model::time;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
@@ -50,6 +50,12 @@ fn write_error(e: exec::Error) -> ApiError {
     match e {
         e if is_taken_slug(&e) => ApiError::conflict("An entry with this slug already exists in this locale"),
         e if e.is_missing_content_table() => exec::Error::CaptureInactive.into(),
+        // A field deleted after the request read it: its column is out of reach, nothing was
+        // written, and the retry is judged against the fields as they are now. (A system column
+        // gone is a broken database.)
+        e if e.missing_column().is_some_and(|c| !SYSTEM_COLUMNS.contains(&c)) => {
+            ApiError::conflict("A field this write names was deleted meanwhile; reload the collection and retry")
+        }
         other => other.into(),
     }
 }

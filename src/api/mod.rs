@@ -324,6 +324,8 @@ async fn dispatch<E: Executor>(
         Op::GetCollection => schema::get(&ctx, p(0)).await?,
         Op::DeleteCollection => schema::delete(&ctx, p(0), req).await?,
         Op::AddField => schema::add_field(&ctx, p(0), req).await?,
+        Op::UpdateField => schema::update_field(&ctx, p(0), p(1), req).await?,
+        Op::DeleteField => schema::delete_field(&ctx, p(0), p(1)).await?,
         Op::ListContent => content::list(&ctx, p(0), req).await?,
         Op::CreateContent => content::create(&ctx, p(0), req).await?,
         Op::GetContent => content::get(&ctx, p(0), p(1)).await?,

@@ -16,6 +16,8 @@ pub enum Op {
     GetCollection,
     DeleteCollection,
     AddField,
+    UpdateField,
+    DeleteField,
     ListContent,
     CreateContent,
     GetContent,
@@ -78,6 +80,8 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/schema/collections/{slug}", Op::GetCollection),
     r("DELETE", "/_emdash/api/schema/collections/{slug}", Op::DeleteCollection),
     r("POST", "/_emdash/api/schema/collections/{slug}/fields", Op::AddField),
+    r("PUT", "/_emdash/api/schema/collections/{slug}/fields/{field}", Op::UpdateField),
+    r("DELETE", "/_emdash/api/schema/collections/{slug}/fields/{field}", Op::DeleteField),
     r("GET", "/_emdash/api/content/{collection}", Op::ListContent),
     r("POST", "/_emdash/api/content/{collection}", Op::CreateContent),
     r("GET", "/_emdash/api/content/{collection}/{id}", Op::GetContent),
@@ -132,7 +136,9 @@ pub fn access(op: Op, req: &Request) -> Access {
     match op {
         Op::Health | Op::OpenApi | Op::SitemapIndex | Op::SitemapCollection | Op::MediaFile => Public,
         Op::ListCollections | Op::GetCollection => Need(Role::Contributor, Scope::SchemaRead),
-        Op::CreateCollection | Op::DeleteCollection | Op::AddField => Need(Role::Admin, Scope::SchemaWrite),
+        Op::CreateCollection | Op::DeleteCollection | Op::AddField | Op::UpdateField | Op::DeleteField => {
+            Need(Role::Admin, Scope::SchemaWrite)
+        }
         Op::ListContent | Op::GetContent | Op::ContentRevisions | Op::CompareContent | Op::ContentTranslations => {
             Need(Role::Contributor, Scope::ContentRead)
         }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use crate::exec::guard::Guard;
 use crate::exec::{Error, Executor, Statement};
 use crate::model::collection::Collection;
-use crate::model::field::{Field, FieldType, MAX_FIELDS};
+use crate::model::field::{Field, FieldMeta, FieldType, MAX_FIELDS};
 use crate::model::ident::Ident;
 use crate::sql::{render, Fragment};
 
@@ -47,6 +47,9 @@ struct CollectionFieldRow {
     field_required: Option<i64>,
     field_validation: Option<String>,
     field_sort_order: Option<i64>,
+    field_options: Option<String>,
+    field_created_at: Option<String>,
+    field_updated_at: Option<String>,
 }
 
 /// Every collection (or only `slug`), with fields, in one statement.
@@ -82,6 +85,12 @@ pub async fn load<E: Executor>(exec: &E, slug: Option<&Ident>) -> Result<Vec<Col
                 required: row.field_required.unwrap_or(0) != 0,
                 sub_fields,
                 sort_order: row.field_sort_order.unwrap_or(0),
+                meta: FieldMeta {
+                    validation: row.field_validation,
+                    options: row.field_options,
+                    created_at: row.field_created_at,
+                    updated_at: row.field_updated_at,
+                },
             });
         }
     }

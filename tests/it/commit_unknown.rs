@@ -189,6 +189,7 @@ fn state(api: &Api) -> String {
         "schedules": schedules(api),
         "queues": rows(api, "SELECT (SELECT count(*) FROM _emdash_media_usage_work),
                                     (SELECT count(*) FROM _emdash_media_usage_collection_deletions),
+                                    (SELECT count(*) FROM _emdash_media_usage_field_deletions),
                                     (SELECT count(*) FROM _emdash_media_usage_reconciliations),
                                     (SELECT count(*) FROM revisions r WHERE NOT EXISTS
                                         (SELECT 1 FROM _emdash_collections c WHERE c.slug = r.collection)),
@@ -777,6 +778,32 @@ fn writes() -> Vec<Write> {
         },
         Write {
             prepare: no_preparation,
+            name: "field delete",
+            request: |_, _| admin("DELETE", "/schema/collections/posts/fields/hero", None),
+            ok: 200,
+            // While the first try's deletion runs, the retry answers 200 (once it is done, 404).
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "field update (a label)",
+            request: |_, _| admin("PUT", "/schema/collections/posts/fields/hero", Some(json!({"label": "Hero"}))),
+            ok: 200,
+            // The first try changed the field the retry read: it writes the same again.
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "field update (a type: every entry projected again)",
+            request: |_, _| admin("PUT", "/schema/collections/posts/fields/hero", Some(json!({"type": "file"}))),
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
             name: "collection delete",
             request: |_, _| admin("DELETE", "/schema/collections/posts?force=true", None),
             ok: 200,
@@ -927,8 +954,8 @@ fn every_content_operation_converges_after_a_crash_at_any_statement_and_the_clie
 
 /// Background work for every lane, on top of the fixture: entries written behind the API
 /// (work, one with a draft), a collection whose capture was lost under a repair run (repair),
-/// the fixture's deletion made due again (deletion), and a stored object no row names, old
-/// enough to sweep (storage).
+/// the fixture's deletion made due again (deletion), a field of that collection deleted
+/// (fields), and a stored object no row names, old enough to sweep (storage).
 fn background() -> &'static Api {
     thread_local! {
         static BACKGROUND: &'static Api = Box::leak(Box::new(build_background()));
@@ -987,6 +1014,8 @@ fn build_background() -> Api {
         "UPDATE ec_posts SET scheduled_at = '2001-01-01T00:00:00.000Z' WHERE scheduled_at IS NOT NULL;
          UPDATE _emdash_content_schedule SET scheduled_at = '2001-01-01T00:00:00.000Z';",
     );
+    // A field deletion whose walk and column drop the fields lane runs.
+    data(&api.delete("/schema/collections/pages/fields/hero"));
     let store = api.storage.as_ref().unwrap();
     let bytes = png(5, 5, 5);
     let sha: [u8; 32] = {
@@ -1023,7 +1052,7 @@ fn every_lane_step_converges_after_a_commit_unknown_at_any_statement_and_the_nex
     }
     assert_eq!(
         lanes.iter().map(String::as_str).collect::<Vec<_>>(),
-        ["deletion", "repair", "schedule", "storage", "work"],
+        ["deletion", "fields", "repair", "schedule", "storage", "work"],
         "every lane has work: {per_tick:?}"
     );
     settle(&probe);

@@ -8,6 +8,7 @@ mod commit_unknown;
 mod content_ops;
 mod deletion;
 mod executor;
+mod field_delete;
 mod file_urls;
 mod lease;
 mod media_access;

@@ -297,6 +297,13 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
         "a schema change queues every entry of its own collection once, by design",
     ),
     ("repair/orphan_page.sql", "SCAN p", "the CTE `page`: one page of source rows"),
+    ("fields/column_state.sql", "SCAN sqlite_master", "the schema: a few rows per collection"),
+    ("fields/finalize.sql", "SCAN sqlite_master", "the schema: a few rows per collection"),
+    (
+        "fields/list_in_progress.sql",
+        "SCAN _emdash_media_usage_field_deletions",
+        "a row per field deletion not yet finished (finalizing deletes it)",
+    ),
 ];
 
 /// Files that are pieces of statements, not statements: their plans are those of the statements
@@ -307,6 +314,7 @@ fn fragment(label: &str) -> bool {
             "usage/source_signature.sql",
             "usage/entry_source_keys.sql",
             "deletion/lease_guard.sql",
+            "fields/lease_guard.sql",
             "media/unused_and_proven.sql",
         ]
         .contains(&label)
@@ -433,4 +441,26 @@ fn the_content_operations_search_by_index() {
         "{translations:?}"
     );
     assert!(!translations.iter().any(|d| d.contains("TEMP B-TREE")), "{translations:?}");
+}
+
+/// A field's deletion: the request renames a column of a large table and reads and writes a few
+/// rows, and the walk's statements read one window of the occurrences' `(source_key, id)` index
+/// (from the cursor, within the collection's key range), whatever the table holds.
+#[test]
+fn a_field_deletion_reads_a_bounded_number_of_rows_and_its_walk_one_window_of_the_index() {
+    let api = site();
+    let (status, usage) = metered_call(&api, "DELETE", "/schema/collections/big/fields/title", &json!({}));
+    assert_eq!(status, 200);
+    assert!(usage.rows_read < 1_000 && usage.rows_written < 100, "beside {BIG} entries: {usage:?}");
+    let range = "USING COVERING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND source_key<?)";
+    assert_eq!(
+        query_plan(&api.db, &crate::sql_files::product_statement("fields/window_end.sql")),
+        [format!("SEARCH _emdash_media_usage {range}")]
+    );
+    let plan = query_plan(&api.db, &crate::sql_files::product_statement("fields/delete_occurrences.sql"));
+    assert_eq!(
+        plan.first().map(String::as_str),
+        Some("SEARCH _emdash_media_usage USING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND (source_key,id)<(?,?))"),
+        "{plan:#?}"
+    );
 }

@@ -526,18 +526,16 @@ async fn transition<E: Executor>(
         // entry as it is.
         None => {
             let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
+            // A draft is discarded only outside the trash (EmDash reads such an entry as missing).
+            if t == Transition::DiscardDraft && is_trashed(&row) {
+                return Err(not_found());
+            }
+            check_owner(ctx, &row)?;
             if t == Transition::DiscardDraft {
-                // A draft is discarded only outside the trash (EmDash reads such an entry as
-                // missing).
-                if is_trashed(&row) {
-                    return Err(not_found());
-                }
-                check_owner(ctx, &row)?;
                 // A retry whose first try discarded the draft but died before its projection:
                 // the draft's uses leave "Used in" now rather than at the next tick.
                 usage::after_write(ctx, &c, id).await;
             }
-            check_owner(ctx, &row)?;
             Ok(item_reply(200, &row, &c))
         }
     }

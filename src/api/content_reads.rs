@@ -2,7 +2,7 @@
 //! (`GET …/{id}/revisions`), its live data beside its draft (`GET …/{id}/compare`) and the
 //! entries of its translation group (`GET …/{id}/translations`).
 
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use super::content::{is_trashed, live_data, not_found};
 use super::error::ApiError;
@@ -115,18 +115,10 @@ pub async fn translations<E: Executor>(
     issues.finish()?;
     let c = schema::load(ctx, collection, "collection").await?;
     let row = entry(ctx, &c, id).await?;
-    let summary = |id: String, locale, slug, status, updated_at| -> Json {
-        let mut m = Map::new();
-        m.insert("id".into(), Json::String(id));
-        m.insert("locale".into(), json!(locale));
-        m.insert("slug".into(), json!(slug));
-        m.insert("status".into(), Json::String(status));
-        m.insert("updatedAt".into(), Json::String(updated_at));
-        Json::Object(m)
-    };
+    let summary = |id: &str, locale: Option<String>, slug: Option<String>, status: String, updated_at: String| json!({"id": id, "locale": locale, "slug": slug, "status": status, "updatedAt": updated_at});
     let Some(group) = text(&row, "translation_group") else {
         let me = summary(
-            id.to_owned(),
+            id,
             text(&row, "locale"),
             text(&row, "slug"),
             text(&row, "status").unwrap_or_default(),
@@ -137,7 +129,7 @@ pub async fn translations<E: Executor>(
     let mut rows = repo::translations_page(ctx.exec, &c, &group, after, limit).await?;
     let next = input::paginate(&mut rows, limit, |t| (t.locale.clone().unwrap_or_default(), t.id.clone()));
     let translations: Vec<Json> =
-        rows.into_iter().map(|t| summary(t.id, t.locale, t.slug, t.status, t.updated_at)).collect();
+        rows.into_iter().map(|t| summary(&t.id, t.locale, t.slug, t.status, t.updated_at)).collect();
     let mut body = json!({"translationGroup": group, "translations": translations});
     if let Some(next) = next {
         body["nextCursor"] = Json::from(next);

@@ -65,20 +65,15 @@ pub fn slug_source(data: &serde_json::Map<String, serde_json::Value>) -> Option<
 /// Latin letters): such an entry has no slug, as in EmDash.
 pub fn slugify(text: &str) -> String {
     let lower = text.to_lowercase();
-    let decomposed = icu_normalizer::DecomposingNormalizerBorrowed::new_nfd().normalize(&lower);
-    let mut out = String::with_capacity(decomposed.len());
-    let mut in_separator = false;
-    for ch in decomposed.chars().filter(|c| !('\u{300}'..='\u{36f}').contains(c)) {
+    let mut out = String::with_capacity(lower.len());
+    for ch in lower.chars() {
         if is_js_whitespace(ch) || ch == '_' {
-            if !in_separator {
-                out.push('-');
-            }
-            in_separator = true;
-        } else {
-            in_separator = false;
-            if ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-' {
-                out.push(ch);
-            }
+            out.push('-');
+        } else if ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-' {
+            out.push(ch);
+        } else if let Some(base) = super::decomposed::ascii_in(ch) {
+            // What NFD leaves of it once its diacritics and everything else not kept go.
+            out.push(base);
         }
     }
     let mut collapsed = String::with_capacity(out.len());

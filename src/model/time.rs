@@ -39,15 +39,19 @@ fn days_in_month(y: i64, m: i64) -> i64 {
 }
 
 const DAY_MS: i64 = 86_400_000;
+/// The first and last instants the database clock's form holds: 0000-01-01T00:00:00.000Z and
+/// 9999-12-31T23:59:59.999Z.
+const FIRST_MS: i64 = -62_167_219_200_000;
+const LAST_MS: i64 = 253_402_300_799_999;
 
 /// An instant in milliseconds since the Unix epoch, written as the database clock writes times;
 /// `None` outside the years 0000–9999 (which that form cannot hold).
 pub fn format_ms(epoch_ms: i64) -> Option<String> {
-    let (days, ms) = (epoch_ms.div_euclid(DAY_MS), epoch_ms.rem_euclid(DAY_MS));
-    let (y, m, d) = civil_from_days(days);
-    if !(0..=9999).contains(&y) {
+    if !(FIRST_MS..=LAST_MS).contains(&epoch_ms) {
         return None;
     }
+    let (days, ms) = (epoch_ms.div_euclid(DAY_MS), epoch_ms.rem_euclid(DAY_MS));
+    let (y, m, d) = civil_from_days(days);
     let (h, min, s, milli) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1_000 % 60, ms % 1_000);
     Some(format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z"))
 }
@@ -149,6 +153,7 @@ mod tests {
         assert_eq!(format_ms(253_402_300_800_000), None, "year 10000");
         assert_eq!(format_ms(-62_167_219_200_000).as_deref(), Some("0000-01-01T00:00:00.000Z"));
         assert_eq!(format_ms(-62_167_219_200_001), None, "before year 0");
+        assert_eq!((format_ms(i64::MAX), format_ms(i64::MIN)), (None, None));
     }
 
     #[test]

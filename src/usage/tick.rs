@@ -672,9 +672,12 @@ impl TickTime {
     }
 
     /// A tick scheduled at `epoch_ms` (milliseconds since the Unix epoch): that time, and its
-    /// UTC day.
+    /// UTC day (the database's, for a time no date can hold).
     pub fn scheduled(epoch_ms: f64) -> TickTime {
-        TickTime { day: Some(utc_day(epoch_ms)), now: time::format_ms(epoch_ms.floor() as i64) }
+        match time::format_ms(epoch_ms.floor() as i64).filter(|_| epoch_ms.is_finite()) {
+            Some(now) => TickTime { day: Some(utc_day(epoch_ms)), now: Some(now) },
+            None => TickTime::database(),
+        }
     }
 
     /// The day `day` (`YYYY-MM-DD`), at the database clock's time.
@@ -799,6 +802,18 @@ mod tests {
         assert_eq!(utc_day(1_798_761_599_999.0), "2026-12-31");
         assert_eq!(utc_day(1_798_761_600_000.0), "2027-01-01");
         assert_eq!(utc_day(-1.0), "1969-12-31");
+    }
+
+    #[test]
+    fn a_cron_tick_runs_at_its_scheduled_time_and_on_its_day() {
+        let t = TickTime::scheduled(4_070_908_800_000.0);
+        assert_eq!((t.day.as_deref(), t.now.as_deref()), (Some("2099-01-01"), Some("2099-01-01T00:00:00.000Z")));
+        let t = TickTime::scheduled(4_070_908_799_999.9);
+        assert_eq!((t.day.as_deref(), t.now.as_deref()), (Some("2098-12-31"), Some("2098-12-31T23:59:59.999Z")));
+        assert_eq!(TickTime::scheduled(1e300), TickTime::database(), "beyond what a time can hold: the database's");
+        assert_eq!(TickTime::scheduled(f64::NAN), TickTime::database());
+        assert_eq!(TickTime::database(), TickTime { day: None, now: None });
+        assert_eq!(TickTime::on_day("2030-01-02"), TickTime { day: Some("2030-01-02".into()), now: None });
     }
 
     #[test]

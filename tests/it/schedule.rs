@@ -12,11 +12,13 @@ use media_usage_worker::exec::fault::{Fault, Faulty};
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
+use media_usage_worker::lane::RowCount;
+use media_usage_worker::lifecycle::schedule::ScheduleLane;
 use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::repo::content::Publication;
 use media_usage_worker::repo::schedule::{self as repo, Due};
 use media_usage_worker::repo::schema;
-use media_usage_worker::usage::tick::{self, TickReport, TickTime};
+use media_usage_worker::usage::tick::{self, Budget, TickReport, TickTime};
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, request, Api, ADMIN};
@@ -85,9 +87,13 @@ fn index(api: &Api) -> Vec<(String, String)> {
 /// One recorded tick through `exec` whose time is `now` (`None`: the database clock's), on a
 /// clock that stands still.
 fn tick_on<E: Executor>(exec: &E, now: Option<&str>) -> TickReport {
+    tick_with(exec, now, crate::support::budget())
+}
+
+/// [`tick_on`] under `budget`, which the tick keeps.
+fn tick_with<E: Executor>(exec: &E, now: Option<&str>, budget: Budget) -> TickReport {
     let clock = FnClock(|| 0.0);
     let when = TickTime { day: None, now: now.map(str::to_owned) };
-    let budget = crate::support::budget();
     let report = block_on(tick::run_on(
         &Metered::new(exec, &clock),
         &clock,
@@ -698,6 +704,149 @@ fn a_due_entry_that_keeps_moving_on_is_looked_at_once_per_tick() {
     assert_eq!(index(&api).len(), 1, "still scheduled: its row stays");
     // The next tick publishes it.
     assert_eq!(tick_at(&api, LATER).count("scheduledPublished"), 1);
+}
+
+/// Loses the first statement or batch whose SQL contains `needle` on its way to the database: a
+/// transient error, nothing written.
+struct LostOnce<'a> {
+    db: &'a SqliteExecutor,
+    needle: &'static str,
+    lost: Cell<bool>,
+}
+
+impl LostOnce<'_> {
+    fn check(&self, stmts: &[Statement]) -> Result<(), Error> {
+        if !self.lost.get() && stmts.iter().any(|s| s.sql().contains(self.needle)) {
+            self.lost.set(true);
+            return Err(Error::Transient("Network connection lost (before the write)".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Executor for LostOnce<'_> {
+    async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
+        self.check(std::slice::from_ref(&stmt))?;
+        self.db.run(stmt).await
+    }
+
+    async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
+        self.check(&stmts)?;
+        self.db.batch(stmts).await
+    }
+}
+
+#[test]
+fn a_publish_lost_on_its_way_keeps_its_schedule_for_the_next_tick() {
+    let api = setup();
+    let id = entry(&api, "a", "draft", json!({}));
+    schedule(&api, &id, LATER);
+    let lost = LostOnce { db: &api.db, needle: "scheduled_at = ?5", lost: Cell::new(false) };
+    let report = tick_on(&lost, Some(LATER));
+    assert!(lost.lost.get());
+    assert_eq!((report.count("scheduledPublished"), report.count("scheduleFailures")), (0, 0), "{report:?}");
+    assert!(report.error.is_some(), "the lane's error is the tick's");
+    assert_eq!(index(&api), [(id.clone(), LATER.to_owned())], "not refused: its row stays");
+    assert_eq!(tick_at(&api, LATER).count("scheduledPublished"), 1);
+    assert_eq!(item(&api, &id)["status"], "published");
+}
+
+#[test]
+fn a_draft_revision_of_another_entry_is_never_published() {
+    let api = setup();
+    let a = entry(&api, "a", "published", json!({"title": "A"}));
+    let draft = data(&api.put(&format!("/content/posts/{a}"), &json!({"draft": true, "data": {"title": "A draft"}})));
+    let rev = draft["item"]["draftRevisionId"].as_str().unwrap().to_owned();
+    let b = entry(&api, "b", "published", json!({"title": "B"}));
+    // B's draft pointer names A's revision (written behind the API), which is current for B.
+    exec_sql(&api, &format!("UPDATE ec_posts SET draft_revision_id = '{rev}' WHERE id = '{b}'"));
+    let r = api.post(&format!("/content/posts/{b}/publish"), &json!({}));
+    assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
+    assert!(r.body.contains("missing or invalid"), "{}", r.body);
+    schedule(&api, &b, LATER);
+    let report = tick_at(&api, LATER);
+    assert_eq!((report.count("scheduleFailures"), report.count("scheduledPublished")), (1, 0), "{report:?}");
+    assert_eq!(item(&api, &b)["data"]["title"], "B");
+}
+
+#[test]
+fn a_tick_of_the_smallest_budget_publishes_one_step_at_a_time_within_it() {
+    let api = setup();
+    let ids: Vec<String> = (0..4)
+        .map(|i| {
+            let id = entry(&api, &format!("p{i}"), "published", json!({"title": "Live"}));
+            data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"title": "Draft"}})));
+            schedule(&api, &id, LATER);
+            id
+        })
+        .collect();
+    let smallest = Budget::new(tick::MIN_TICK_STATEMENTS, 60_000.0);
+    let mut published = 0;
+    for _ in 0..20 {
+        // `tick_with` asserts every tick kept its budget.
+        let r = tick_with(&api.db, Some(LATER), smallest);
+        published += r.count("scheduledPublished");
+        if r.outcome == TickOutcome::Idle {
+            break;
+        }
+    }
+    assert_eq!(published, 4);
+    assert!(ids.iter().all(|id| item(&api, id)["data"]["title"] == "Draft"));
+}
+
+#[test]
+fn a_step_runs_only_while_its_rows_fit_what_the_tick_has_left() {
+    let api = setup();
+    let id = entry(&api, "a", "draft", json!({}));
+    schedule(&api, &id, LATER);
+    let policy = crate::support::policy();
+    let reserve = ScheduleLane::new(&policy.projection, None).reserve_rows();
+    assert!(reserve.fits(RowCount::new(100, 5_000)) && !reserve.fits(RowCount::new(100, 4_000)), "{reserve:?}");
+    let rows = |written: u64, read: u64| Budget::new(40, 60_000.0).with_rows(RowCount::new(written, read));
+    let unlimited = u64::MAX;
+    let short_of_reads = tick_with(&api.db, Some(LATER), rows(unlimited, tick::LOG_ROWS.read + reserve.read - 1));
+    assert_eq!(short_of_reads.count("scheduledPublished"), 0, "{short_of_reads:?}");
+    let short_of_writes =
+        tick_with(&api.db, Some(LATER), rows(tick::LOG_ROWS.written + reserve.written - 1, unlimited));
+    assert_eq!(short_of_writes.count("scheduledPublished"), 0, "{short_of_writes:?}");
+    assert_eq!(index(&api).len(), 1);
+    // With room for it (and what the tick's other lanes looked at), it is published.
+    let room = tick_with(
+        &api.db,
+        Some(LATER),
+        rows(tick::LOG_ROWS.written + reserve.written + 100, tick::LOG_ROWS.read + reserve.read + 500),
+    );
+    assert_eq!(room.count("scheduledPublished"), 1, "{room:?}");
+}
+
+#[test]
+fn the_daily_budget_does_not_stop_scheduled_publishing() {
+    let api = setup();
+    let id = entry(&api, "a", "draft", json!({}));
+    schedule(&api, &id, LATER);
+    // A day whose budget is spent: a deletion waits for the next day, the schedule fires.
+    data(&api.post("/schema/collections", &json!({"slug": "old", "label": "Old"})));
+    data(&api.post("/content/old", &json!({"slug": "o", "data": {}})));
+    data(&api.delete("/schema/collections/old?force=true"));
+    let budget = crate::support::budget().with_daily_rows_written(1);
+    let on = |day: &str, now: &str| {
+        let clock = FnClock(|| 0.0);
+        let when = TickTime { day: Some(day.to_owned()), now: Some(now.to_owned()) };
+        block_on(tick::run_on(
+            &Metered::new(&api.db, &clock),
+            &clock,
+            budget,
+            &crate::support::policy(),
+            tick::Continuation::Off,
+            None,
+            &when,
+        ))
+    };
+    on("2098-12-31", JUST_BEFORE);
+    let report = on("2098-12-31", LATER);
+    assert!(report.daily_spent, "{report:?}");
+    assert_eq!((report.count("deletionSteps"), report.count("scheduledPublished")), (0, 1), "{report:?}");
+    assert_eq!(item(&api, &id)["status"], "published");
 }
 
 #[test]

@@ -15,13 +15,20 @@ import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, 
 let mf;
 let url;
 let db;
+/** Crash points of the firing tick: every statement it issues (checked below). */
+const MAX_K = 36;
 
 before(async () => {
   const vars = { SITE_URL: "https://site.example", MEDIA_PUBLIC_URL: "https://cdn.example/media" };
   mf = new Miniflare({
     port: 0,
     host: "127.0.0.1",
-    workers: [{ name: "main", ...workerOptions(vars) }, probeWorker()],
+    workers: [
+      { name: "main", ...workerOptions(vars) },
+      // Twins failing from the k-th statement of every invocation on (a crash there).
+      ...Array.from({ length: MAX_K }, (_, i) => ({ name: `fault${i + 1}`, ...workerOptions({ ...vars, MEDIA_USAGE_FAULT_AFTER_STATEMENTS: String(i + 1) }) })),
+      probeWorker(),
+    ],
     unsafeTriggerHandlers: true,
   });
   url = (await mf.ready).origin;
@@ -90,11 +97,16 @@ async function sitemap(slug) {
   return res.text;
 }
 
-/** Runs a cron tick scheduled at `time` (ms); resolves with its tick log row. */
-async function tickAt(time) {
-  const { outcome } = await scheduledOn(mf, "main", "*/2 * * * *", time);
+/** Runs a cron tick of `worker` scheduled at `time` (ms); resolves with the newest tick log row. */
+async function tickAt(time, worker = "main") {
+  const { outcome } = await scheduledOn(mf, worker, "*/2 * * * *", time);
   assert.equal(outcome, "ok");
   return data(await api("GET", "/admin/media-usage/ticks?limit=1")).items[0];
+}
+
+/** Time passes for the queues: the leases of holders that died expire. */
+async function timePasses() {
+  await db.prepare("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z', next_attempt_at = '2000-01-01T00:00:00.000Z' WHERE state IN ('leased', 'retry')").run();
 }
 
 test("EmDash's client schedules; the tick before the time changes nothing, the tick at it publishes and changes usage and the sitemap", async () => {
@@ -208,4 +220,50 @@ test("an idle tick costs the same statements and D1 rows however many entries ar
   // use of the daily budget, the repair lane's look for collections proven under other reference
   // rules, and the log write.
   assert.ok(many.statements <= 9, JSON.stringify(many));
+});
+
+test("a crash at any statement of the tick a schedule fires in is made good by the next ticks", async () => {
+  const time = Date.now() + 3_600_000;
+  const at = new Date(time).toISOString();
+  /** A published entry using A with a draft using B, and a draft using C, both scheduled at `time`. */
+  async function scheduled() {
+    const { slug, media, entry } = await setup();
+    const [a, b, c] = [await media("a.png"), await media("b.png"), await media("c.png")];
+    const live = await entry("live", "published", { title: "Live", hero: a });
+    content(await api("PUT", `/content/${slug}/${live}`, { draft: true, data: { hero: b } }));
+    const draft = await entry("draft", "draft", { title: "Draft", hero: c });
+    await client().schedule(slug, live, { at });
+    await client().schedule(slug, draft, { at });
+    return { slug, live, draft, a, b, c };
+  }
+  /** What the fired schedules leave, once the ticks have settled. */
+  async function settled({ slug, live, draft, a, b, c }) {
+    for (let i = 0; i < 10; i++) {
+      const [{ n }] = (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_work WHERE collection_slug = ?1").bind(slug).all()).results;
+      const [{ m }] = (await db.prepare("SELECT count(*) AS m FROM _emdash_content_schedule WHERE collection_slug = ?1").bind(slug).all()).results;
+      if (n === 0 && m === 0) break;
+      await timePasses();
+      await tickAt(time);
+    }
+    const l = content(await api("GET", `/content/${slug}/${live}`));
+    const d = content(await api("GET", `/content/${slug}/${draft}`));
+    return {
+      live: [l.status, l.data.hero === b, l.draftRevisionId, l.scheduledAt],
+      draft: [d.status, d.publishedAt, d.scheduledAt],
+      uses: [await uses(a), await uses(b), await uses(c)],
+      sitemap: /b\.png/.test(await sitemap(slug)) && /c\.png/.test(await sitemap(slug)) && !/a\.png/.test(await sitemap(slug)),
+    };
+  }
+  const expected = { live: ["published", true, null, null], draft: ["published", at, null], uses: [0, 1, 1], sitemap: true };
+  // Without a crash: the statements of the firing tick are the crash points.
+  const reference = await scheduled();
+  const fired = await tickAt(time);
+  assert.equal(fired.details.scheduledPublished, 2, JSON.stringify(fired));
+  assert.ok(fired.statements <= MAX_K, `the firing tick issued ${fired.statements} statements`);
+  assert.deepEqual(await settled(reference), expected);
+  for (let k = 1; k <= fired.statements; k++) {
+    const run = await scheduled();
+    await scheduledOn(mf, `fault${k}`, "*/2 * * * *", time);
+    assert.deepEqual(await settled(run), expected, `crash at statement ${k}`);
+  }
 });

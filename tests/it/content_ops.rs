@@ -451,6 +451,18 @@ fn compare_shows_the_live_data_beside_the_draft() {
     assert_eq!((published["hasChanges"].clone(), published["draft"].clone()), (json!(false), Json::Null));
     assert_eq!(published["live"]["title"], "Draft");
     assert_eq!(api.get("/content/posts/nope/compare").status, 404);
+    // A draft pointer to a revision of another entry (written behind the API) shows no draft.
+    let other = create(&api, "posts", json!({"data": {"title": "Other"}}));
+    data(&api.put(&format!("/content/posts/{}", id(&other)), &json!({"draft": true, "data": {"title": "Theirs"}})));
+    api.db
+        .connection()
+        .execute(
+            "UPDATE ec_posts SET draft_revision_id = (SELECT draft_revision_id FROM ec_posts WHERE id = ?2) WHERE id = ?1",
+            [id(&entry), id(&other)],
+        )
+        .unwrap();
+    let foreign = data(&api.get(&format!("{path}/compare")));
+    assert_eq!(foreign["draft"], Json::Null, "{foreign}");
     data(&api.delete(&path));
     assert_eq!(api.get(&format!("{path}/compare")).status, 404, "EmDash reads a trashed entry as missing");
 }

@@ -12,8 +12,9 @@
 //! fires, not before. An index row whose entry no longer has its schedule (published or
 //! unscheduled by hand, trashed, deleted, its collection gone) is dropped when it comes due; a
 //! publish the entry's state refuses (a stale or invalid draft, one the index could not take, a
-//! taken slug) drops the row too and is the tick's error: the entry stays `scheduled` with its
-//! time in the past, which an editor sees, until it is scheduled again or published by hand.
+//! taken slug) drops the row too and is the tick's error: the entry keeps its status and its
+//! `scheduledAt` in the past, which an editor sees, until it is scheduled again or published by
+//! hand.
 
 use serde_json::Value as Json;
 

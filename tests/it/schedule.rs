@@ -820,6 +820,39 @@ fn a_step_runs_only_while_its_rows_fit_what_the_tick_has_left() {
 }
 
 #[test]
+fn a_step_reads_and_writes_no_more_rows_than_its_lane_declares() {
+    let api = setup();
+    let (a, b) = (media(&api, "a.png"), media(&api, "b.png"));
+    let id = entry(&api, "p", "published", json!({"title": "Live", "hero": a}));
+    data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": b}})));
+    schedule(&api, &id, LATER);
+    let policy = crate::support::policy();
+    let mut lane = ScheduleLane::new(&policy.projection, Some(LATER.to_owned()));
+    let clock = FnClock(|| 0.0);
+    let metered = Metered::new(&api.db, &clock);
+    let spent = || {
+        let u = metered.usage();
+        RowCount::new(u.rows_written, u.rows_read)
+    };
+    let mut counts = media_usage_worker::lane::Counts::default();
+    let mut ctx = media_usage_worker::lane::Ctx {
+        exec: &metered,
+        clock: &clock,
+        room: lane.reserve(),
+        rows: lane.reserve_rows(),
+        spent: &spent,
+        counts: &mut counts,
+    };
+    let step = block_on(lane.step(&mut ctx)).unwrap().unwrap();
+    assert!(step.progressed && step.wakes_work, "{step:?}");
+    assert_eq!(counts.get("scheduledPublished"), 1);
+    let used = spent();
+    let usage = metered.usage();
+    assert!(usage.statements <= lane.reserve(), "{usage:?}");
+    assert!(used.fits(media_usage_worker::lifecycle::schedule::STEP_ROWS), "{used:?}");
+}
+
+#[test]
 fn the_daily_budget_does_not_stop_scheduled_publishing() {
     let api = setup();
     let id = entry(&api, "a", "draft", json!({}));

@@ -224,7 +224,7 @@ pub const DAILY_ROWS_WRITTEN: Count = Count {
     name: "MEDIA_USAGE_DAILY_ROWS_WRITTEN",
     default: 50_000,
     bounds: Bounds::at_least(0),
-    meaning: "rows the cron ticks of one UTC day may write before every lane but the work lane rests until the next day (0: unlimited)",
+    meaning: "rows the cron ticks of one UTC day may write before every lane but the work and schedule lanes rests until the next day (0: unlimited)",
 };
 
 /// The smallest row budgets a tick accepts: one projection job at the default admission limit,

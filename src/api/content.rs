@@ -1,4 +1,4 @@
-//! `/content/{collection}/**`: entries, draft revisions, publish state and trash.
+//! `/content/{collection}/**`: entries, draft revisions, publish state, schedules and trash.
 
 use serde_json::{json, Map, Value as Json};
 
@@ -8,16 +8,21 @@ use super::schema;
 use super::usage;
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor, Row, Value};
+use crate::lifecycle::publish::{self as publication, row_version};
 use crate::model::auth::Principal;
 use crate::model::collection::Collection;
-use crate::model::content::{check_locale, check_slug, parse_rev, rev_token, Status};
+use crate::model::content::{
+    check_locale, check_slug, parse_rev, rev_token, slug_source, slugify, Status, MAX_CONTENT_SLUG,
+};
 use crate::model::field::{Field, SYSTEM_COLUMNS};
 use crate::model::ident::Ident;
+use crate::model::time;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
 use crate::repo::encode::{from_column, to_column};
+use crate::repo::schedule as schedule_repo;
 use crate::usage::admission;
 
-fn not_found() -> ApiError {
+pub(super) fn not_found() -> ApiError {
     ApiError::not_found("Entry not found")
 }
 
@@ -60,22 +65,27 @@ fn is_taken_slug(e: &exec::Error) -> bool {
     matches!(e, exec::Error::Unique(msg) if msg.contains(".slug"))
 }
 
-/// The API view of a content row: system columns in camelCase, fields under `data`.
-fn item_json(row: &Row, fields: &[Field]) -> Json {
+/// The live data of a content row: its field columns as the JSON written.
+pub(super) fn live_data(row: &Row, fields: &[Field]) -> Map<String, Json> {
     let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
-    let mut data = Map::new();
-    for f in fields {
-        data.insert(f.slug.as_str().to_owned(), from_column(f, &get(f.slug.as_str())));
-    }
+    fields.iter().map(|f| (f.slug.as_str().to_owned(), from_column(f, &get(f.slug.as_str())))).collect()
+}
+
+/// The API view of a content row (EmDash's `ContentItem`): system columns in camelCase, fields
+/// under `data`.
+pub(super) fn item_json(row: &Row, c: &Collection) -> Json {
+    let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
     json!({
         "id": get("id"),
+        "type": c.slug.as_str(),
         "slug": get("slug"),
         "status": get("status"),
         "locale": get("locale"),
         "translationGroup": get("translation_group"),
         "authorId": get("author_id"),
+        "primaryBylineId": get("primary_byline_id"),
         "version": get("version"),
-        "data": data,
+        "data": live_data(row, &c.fields),
         "createdAt": get("created_at"),
         "updatedAt": get("updated_at"),
         "publishedAt": get("published_at"),
@@ -88,11 +98,7 @@ fn item_json(row: &Row, fields: &[Field]) -> Json {
 
 fn item_reply(status: u16, row: &Row, c: &Collection) -> Reply {
     let version = row.get("version").and_then(Json::as_i64).unwrap_or_default();
-    (status, json!({"item": item_json(row, &c.fields), "_rev": rev_token(version)}))
-}
-
-fn row_version(row: &Row) -> i64 {
-    row.get("version").and_then(Json::as_i64).unwrap_or_default()
+    (status, json!({"item": item_json(row, c), "_rev": rev_token(version)}))
 }
 
 /// Validates `data` against the collection's fields; returns the columns to write.
@@ -146,10 +152,12 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
     let c = schema::load(ctx, collection, "collection").await?;
     let body = json_body(req)?;
     let mut issues = Issues::default();
-    let Some(obj) = Obj::new(&mut issues, "", &body, &["slug", "locale", "translationGroup", "status", "data"]) else {
+    let allowed = ["slug", "locale", "translationGroup", "translationOf", "status", "data"];
+    let Some(obj) = Obj::new(&mut issues, "", &body, &allowed) else {
         return Err(issues.finish().unwrap_err());
     };
-    let slug = obj.string(&mut issues, "slug", true, 1, 200);
+    // EmDash's `slug` is nullish: absent, null or empty, one is made from the title.
+    let slug = obj.string(&mut issues, "slug", false, 0, MAX_CONTENT_SLUG).filter(|s| !s.is_empty());
     if let Some(Err(msg)) = slug.as_deref().map(check_slug) {
         issues.add("slug", msg);
     }
@@ -158,35 +166,78 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
         issues.add("locale", msg);
     }
     let translation_group = obj.string(&mut issues, "translationGroup", false, 1, 200);
+    let translation_of = obj.string(&mut issues, "translationOf", false, 1, 200);
+    if translation_group.is_some() && translation_of.is_some() {
+        issues.add("translationOf", "Give translationGroup or translationOf, not both");
+    }
     let status = parse_status(&obj, &mut issues).unwrap_or(Status::Draft);
     let empty = Map::new();
     let data = obj.object(&mut issues, "data").unwrap_or(&empty);
     let columns = data_columns(&c, &mut issues, data, true);
     issues.finish()?;
+    let translation_group = match translation_of {
+        Some(source) => Some(translation_group_of(ctx, &c, &source).await?),
+        None => translation_group,
+    };
     admit(ctx, &c, data).await?;
+    let slug_base = if slug.is_some() { None } else { made_slug_base(data) };
     let new = NewEntry {
-        slug: slug.unwrap_or_default(),
+        slug,
+        slug_base,
         status: status.as_str(),
         locale,
         translation_group,
         author: ctx.principal.as_ref().map(|p| p.token_id.clone()),
         columns,
     };
-    let (slug, locale) = (new.slug.clone(), new.locale.clone());
-    let row = match repo::insert(ctx.exec, &c, new).await {
-        Ok(row) => row,
-        // Taken: name the entry that holds it, so that a client whose first try committed
-        // unseen (an error after the write) can recognise its own entry.
-        Err(e @ exec::Error::Unique(_)) if is_taken_slug(&e) => {
-            let existing = repo::id_by_slug(ctx.exec, &c, &slug, &locale).await?;
-            return Err(write_error(e).with_details(json!({"id": existing, "slug": slug, "locale": locale})));
-        }
-        Err(e) => return Err(write_error(e)),
-    };
+    let row = insert_entry(ctx, &c, &new).await?;
     if let Some(id) = row.get("id").and_then(Json::as_str) {
         usage::after_write(ctx, &c, id).await;
     }
     Ok(item_reply(201, &row, &c))
+}
+
+/// The translation group a translation of the entry `source` joins (EmDash's `translationOf`):
+/// the source's group, or its id when it has none. Creating a translation needs the right to
+/// change the source (403 below editor for anyone else's entry); a source that is missing or in
+/// the trash is 404.
+async fn translation_group_of<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, source: &str) -> Result<String, ApiError> {
+    let row = repo::get(ctx.exec, c, source)
+        .await?
+        .filter(|r| !is_trashed(r))
+        .ok_or_else(|| ApiError::not_found("Translation source not found"))?;
+    check_owner(ctx, &row)?;
+    let own = |k: &str| row.get(k).and_then(Json::as_str).map(str::to_owned);
+    Ok(own("translation_group").or_else(|| own("id")).unwrap_or_else(|| source.to_owned()))
+}
+
+/// The base of the slug made for an entry created without one: its title (or name) slugified,
+/// `None` when that leaves nothing.
+fn made_slug_base(data: &Map<String, Json>) -> Option<String> {
+    slug_source(data).map(slugify).filter(|s| !s.is_empty())
+}
+
+/// Inserts a new entry. A given slug that is taken is a 409 naming the entry that holds it, so
+/// that a client whose first try committed unseen (an error after the write) can recognise its
+/// own entry; a made slug that is taken (see [`repo::SLUG_ATTEMPTS`]) is tried again with the
+/// next suffix, a bounded number of times, then a 409.
+async fn insert_entry<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, new: &NewEntry) -> Result<Row, ApiError> {
+    let mut attempt = 0;
+    loop {
+        match repo::insert(ctx.exec, c, new, attempt).await {
+            Ok(row) => return Ok(row),
+            Err(e @ exec::Error::Unique(_)) if is_taken_slug(&e) => match &new.slug {
+                Some(slug) => {
+                    let existing = repo::id_by_slug(ctx.exec, c, slug, &new.locale).await?;
+                    let details = json!({"id": existing, "slug": slug, "locale": new.locale});
+                    return Err(write_error(e).with_details(details));
+                }
+                None if attempt + 1 < repo::SLUG_ATTEMPTS => attempt += 1,
+                None => return Err(write_error(e)),
+            },
+            Err(e) => return Err(write_error(e)),
+        }
+    }
 }
 
 pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
@@ -223,8 +274,8 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Request
             input::encode_cursor(&at, &id)
         });
     }
-    let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c.fields)).collect();
-    Ok((200, json!({"items": items, "nextCursor": next})))
+    let items: Vec<Json> = rows.iter().map(|r| item_json(r, &c)).collect();
+    Ok((200, input::page(items, next)))
 }
 
 /// The `_rev` a client sent: `None` when absent; 400 when malformed.
@@ -283,7 +334,7 @@ pub async fn update<E: Executor>(
         // (Read as part of the write: a table dropped under it is the capture fence's 409.)
         let row = repo::get(ctx.exec, &c, id).await.map_err(write_error)?.ok_or_else(not_found)?;
         check_owner(ctx, &row)?;
-        let mut live = item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default();
+        let mut live = live_data(&row, &c.fields);
         live.extend(data.iter().map(|(k, v)| (k.clone(), v.clone())));
         admit(ctx, &c, &live).await?;
     }
@@ -329,8 +380,7 @@ async fn save_draft<E: Executor>(
         },
         None => None,
     };
-    let mut draft =
-        previous.unwrap_or_else(|| item_json(&row, &c.fields)["data"].as_object().cloned().unwrap_or_default());
+    let mut draft = previous.unwrap_or_else(|| live_data(&row, &c.fields));
     for (k, v) in data {
         draft.insert(k.clone(), v.clone());
     }
@@ -355,40 +405,108 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
     let c = schema::load(ctx, collection, "collection").await?;
     let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
     check_owner(ctx, &row)?;
-    let mut columns = Vec::new();
-    let mut slug = None;
-    if let Some(rev_id) = row.get("draft_revision_id").and_then(Json::as_str) {
-        let rev = repo::get_revision(ctx.exec, rev_id).await?;
-        if rev.as_ref().is_some_and(|r| r.is_stale(row_version(&row))) {
-            return Err(ApiError::conflict(
-                "The entry changed after its draft was saved; save the draft again to rebase it on the live entry",
-            ));
-        }
-        let draft = rev
-            .filter(|r| r.collection == c.slug.as_str() && r.entry_id == id)
-            .and_then(|r| serde_json::from_str::<Json>(&r.data).ok())
-            .and_then(|v| v.as_object().cloned())
-            .ok_or_else(|| ApiError::conflict("The entry's draft revision is missing or invalid"))?;
-        admit(ctx, &c, &draft).await?;
-        let mut issues = Issues::default();
-        for (key, value) in &draft {
-            if key == "_slug" {
-                slug = value.as_str().map(str::to_owned);
-            } else if let Some(f) = c.field(key) {
-                match to_column(f, value) {
-                    Ok(v) => columns.push((f.slug.clone(), v)),
-                    Err(msg) => issues.add(format!("data.{key}"), msg),
-                }
-            }
-        }
-        issues.finish()?;
-    }
-    match repo::publish(ctx.exec, &c, id, row_version(&row), only_own(ctx), slug, columns).await.map_err(write_error)? {
+    let publication = match publication::prepare(ctx.exec, &c, &row, &ctx.config.background.projection).await? {
+        Ok(p) => p,
+        Err(refusal) => return Err(refused(&refusal)),
+    };
+    match repo::publish(ctx.exec, &c, id, row_version(&row), only_own(ctx), publication).await.map_err(write_error)? {
         Some(row) => {
             usage::after_write(ctx, &c, id).await;
             Ok(item_reply(200, &row, &c))
         }
         None => Err(missing_or_conflict(ctx, &c, id).await),
+    }
+}
+
+/// A publish refused before anything was written: a stale or missing draft is a 409, a draft the
+/// index could not take or whose values no longer fit the fields a 400.
+fn refused(refusal: &publication::Refusal) -> ApiError {
+    let mut issues = Issues::default();
+    match refusal {
+        publication::Refusal::StaleDraft | publication::Refusal::MissingDraft => {
+            return ApiError::conflict(refusal.message())
+        }
+        publication::Refusal::Admission(refusal) => issues.add("data", refusal.message()),
+        publication::Refusal::Invalid(invalid) => {
+            for (path, msg) in invalid {
+                issues.add(path.clone(), msg.clone());
+            }
+        }
+    }
+    issues.finish().err().unwrap_or_else(|| ApiError::invalid("data", refusal.message()))
+}
+
+/// An entry a schedule may change: outside the trash (as EmDash's schedule routes find no trashed
+/// entry; 404) and the caller's to change (403).
+async fn schedulable<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, id: &str) -> Result<Row, ApiError> {
+    let row = repo::get(ctx.exec, c, id)
+        .await?
+        .filter(|row| row.get("deleted_at").is_none_or(Json::is_null))
+        .ok_or_else(not_found)?;
+    check_owner(ctx, &row)?;
+    Ok(row)
+}
+
+fn is_scheduled(row: &Row) -> bool {
+    row.get("scheduled_at").is_some_and(|at| !at.is_null())
+}
+
+/// `POST /content/{c}/{id}/schedule {"scheduledAt"}`: schedules the entry's publication for that
+/// time (ISO 8601 with a zone, or a date; in the future by the database clock, EmDash's rule),
+/// stored in UTC. A published entry stays published (its draft is what the schedule publishes),
+/// any other becomes `scheduled`; the tick's schedule lane publishes it once the time has come.
+pub async fn schedule<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    collection: &str,
+    id: &str,
+    req: &Request,
+) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["scheduledAt"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let at = obj
+        .string(&mut issues, "scheduledAt", true, 1, 64)
+        .and_then(|raw| time::canonical(&raw).map_err(|msg| issues.add("scheduledAt", msg)).ok());
+    let at = issues.finish_with(at)?;
+    let row = schedulable(ctx, &c, id).await?;
+    match schedule_repo::schedule(ctx.exec, &c, id, row_version(&row), only_own(ctx), &at).await.map_err(write_error)? {
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
+        None if !schedule_repo::is_future(ctx.exec, &at).await? => {
+            Err(ApiError::invalid("scheduledAt", "Must lie in the future"))
+        }
+        None => {
+            schedulable(ctx, &c, id).await?;
+            Err(ApiError::conflict("The entry changed since it was read; retry"))
+        }
+    }
+}
+
+/// `DELETE /content/{c}/{id}/schedule`: cancels the entry's schedule; a published entry stays
+/// published, any other goes back to `draft` (EmDash's rule). An entry without a schedule is
+/// answered as it is.
+pub async fn unschedule<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let row = schedulable(ctx, &c, id).await?;
+    match schedule_repo::unschedule(ctx.exec, &c, id, row_version(&row), only_own(ctx)).await.map_err(write_error)? {
+        Some(row) => {
+            usage::after_write(ctx, &c, id).await;
+            Ok(item_reply(200, &row, &c))
+        }
+        None => {
+            // Not scheduled (or its schedule ended meanwhile: published by the tick, cancelled).
+            let row = schedulable(ctx, &c, id).await?;
+            if is_scheduled(&row) {
+                Err(ApiError::conflict("The entry changed since it was read; retry"))
+            } else {
+                Ok(item_reply(200, &row, &c))
+            }
+        }
     }
 }
 
@@ -408,10 +526,65 @@ async fn transition<E: Executor>(
         // entry as it is.
         None => {
             let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
+            // A draft is discarded only outside the trash (EmDash reads such an entry as missing).
+            if t == Transition::DiscardDraft && is_trashed(&row) {
+                return Err(not_found());
+            }
             check_owner(ctx, &row)?;
+            if t == Transition::DiscardDraft {
+                // A retry whose first try discarded the draft but died before its projection:
+                // the draft's uses leave "Used in" now rather than at the next tick.
+                usage::after_write(ctx, &c, id).await;
+            }
             Ok(item_reply(200, &row, &c))
         }
     }
+}
+
+pub(super) fn is_trashed(row: &Row) -> bool {
+    row.get("deleted_at").is_some_and(|d| !d.is_null())
+}
+
+/// `POST …/{id}/discard-draft`: drops the entry's draft revision (the live columns never held
+/// it), so the draft's references leave "Used in" in the same request; an entry without a draft
+/// is answered as it is. Ownership as for updates; an entry in the trash is not found.
+pub async fn discard_draft<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
+    transition(ctx, collection, id, Transition::DiscardDraft).await
+}
+
+/// `POST …/{id}/duplicate`: a new draft entry with the live data of an entry outside the trash
+/// (not its draft), its `title` (else `name`) suffixed ` (Copy)` and a slug made from that, in
+/// the same locale and a translation group of its own, authored by the caller (EmDash's
+/// duplicate). Below editor only one's own entries may be duplicated. The copy is admitted and
+/// indexed like any new entry.
+pub async fn duplicate<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let row = repo::get(ctx.exec, &c, id).await?.filter(|r| !is_trashed(r)).ok_or_else(not_found)?;
+    check_owner(ctx, &row)?;
+    let mut data = live_data(&row, &c.fields);
+    data.retain(|_, v| !v.is_null());
+    if let Some(key) = ["title", "name"].into_iter().find(|k| data.get(*k).is_some_and(Json::is_string)) {
+        let copy = format!("{} (Copy)", data[key].as_str().unwrap_or_default());
+        data.insert(key.to_owned(), Json::String(copy));
+    }
+    let mut issues = Issues::default();
+    let columns = data_columns(&c, &mut issues, &data, false);
+    issues.finish()?;
+    admit(ctx, &c, &data).await?;
+    let new = NewEntry {
+        slug: None,
+        slug_base: made_slug_base(&data),
+        status: Status::Draft.as_str(),
+        locale: row.get("locale").and_then(Json::as_str).unwrap_or("en").to_owned(),
+        translation_group: None,
+        author: ctx.principal.as_ref().map(|p| p.token_id.clone()),
+        columns,
+    };
+    let copy = insert_entry(ctx, &c, &new).await?;
+    if let Some(copy_id) = copy.get("id").and_then(Json::as_str) {
+        usage::after_write(ctx, &c, copy_id).await;
+    }
+    Ok(item_reply(201, &copy, &c))
 }
 
 pub async fn unpublish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {

@@ -38,7 +38,7 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     issues.finish()?;
     let mut rows = repo::list(ctx.exec, state, after, limit).await?;
     let next = input::paginate(&mut rows, limit, |t| (t.updated_at.clone(), t.collection_id.clone()));
-    Ok((200, json!({"items": rows.iter().map(deletion_json).collect::<Vec<_>>(), "nextCursor": next})))
+    Ok((200, input::page(rows.iter().map(deletion_json).collect::<Vec<_>>(), next)))
 }
 
 /// `POST /admin/media-usage/collection-deletions/retry {"collectionId"}`: reopens a failed,

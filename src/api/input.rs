@@ -251,6 +251,16 @@ pub fn paginate<T>(rows: &mut Vec<T>, limit: u32, key: impl Fn(&T) -> (String, S
     })
 }
 
+/// A list page as EmDash answers it: `items`, and `nextCursor` only when there is more (EmDash's
+/// schemas declare it an optional string, not a nullable one).
+pub fn page(items: impl Into<Json>, next: Option<String>) -> Json {
+    let mut body = serde_json::json!({ "items": items.into() });
+    if let Some(next) = next {
+        body["nextCursor"] = Json::from(next);
+    }
+    body
+}
+
 pub fn encode_cursor(order_value: &str, id: &str) -> String {
     let json = serde_json::json!({"v": order_value, "id": id});
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json.to_string())

@@ -26,9 +26,17 @@ pub enum Op {
     PublishContent,
     UnpublishContent,
     RestoreContent,
+    DiscardDraft,
+    DuplicateContent,
+    ContentRevisions,
+    CompareContent,
+    ContentTranslations,
+    ScheduleContent,
+    UnscheduleContent,
     ListMedia,
     CreateMedia,
     GetMedia,
+    UpdateMedia,
     DeleteMedia,
     RestoreMedia,
     BulkDeleteMedia,
@@ -82,9 +90,17 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/content/{collection}/{id}/publish", Op::PublishContent),
     r("POST", "/_emdash/api/content/{collection}/{id}/unpublish", Op::UnpublishContent),
     r("POST", "/_emdash/api/content/{collection}/{id}/restore", Op::RestoreContent),
+    r("POST", "/_emdash/api/content/{collection}/{id}/discard-draft", Op::DiscardDraft),
+    r("POST", "/_emdash/api/content/{collection}/{id}/duplicate", Op::DuplicateContent),
+    r("GET", "/_emdash/api/content/{collection}/{id}/revisions", Op::ContentRevisions),
+    r("GET", "/_emdash/api/content/{collection}/{id}/compare", Op::CompareContent),
+    r("GET", "/_emdash/api/content/{collection}/{id}/translations", Op::ContentTranslations),
+    r("POST", "/_emdash/api/content/{collection}/{id}/schedule", Op::ScheduleContent),
+    r("DELETE", "/_emdash/api/content/{collection}/{id}/schedule", Op::UnscheduleContent),
     r("GET", "/_emdash/api/media", Op::ListMedia),
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
+    r("PUT", "/_emdash/api/media/{id}", Op::UpdateMedia),
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
     r("POST", "/_emdash/api/media/bulk-delete", Op::BulkDeleteMedia),
     r("POST", "/_emdash/api/media/{id}/restore", Op::RestoreMedia),
@@ -123,10 +139,18 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::CreateCollection | Op::DeleteCollection | Op::AddField | Op::UpdateField | Op::DeleteField => {
             Need(Role::Admin, Scope::SchemaWrite)
         }
-        Op::ListContent | Op::GetContent => Need(Role::Contributor, Scope::ContentRead),
-        Op::CreateContent | Op::UpdateContent | Op::PublishContent | Op::UnpublishContent | Op::RestoreContent => {
-            Need(Role::Author, Scope::ContentWrite)
+        Op::ListContent | Op::GetContent | Op::ContentRevisions | Op::CompareContent | Op::ContentTranslations => {
+            Need(Role::Contributor, Scope::ContentRead)
         }
+        Op::CreateContent
+        | Op::UpdateContent
+        | Op::PublishContent
+        | Op::UnpublishContent
+        | Op::RestoreContent
+        | Op::DiscardDraft
+        | Op::DuplicateContent
+        | Op::ScheduleContent
+        | Op::UnscheduleContent => Need(Role::Author, Scope::ContentWrite),
         // EmDash's `content:delete_permanent`: admins only.
         Op::DeleteContent if query_flag(req, "permanent") => Need(Role::Admin, Scope::ContentWrite),
         Op::DeleteContent => Need(Role::Author, Scope::ContentWrite),
@@ -138,7 +162,10 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::DeleteMedia if query_flag(req, "force") || query_flag(req, "permanent") => {
             Need(Role::Admin, Scope::MediaWrite)
         }
-        Op::DeleteMedia | Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
+        // EmDash's `media:edit_own` and `media:delete_own`: below editor, the handler lets a
+        // token change only the media it uploaded or registered.
+        Op::UpdateMedia | Op::DeleteMedia => Need(Role::Author, Scope::MediaWrite),
+        Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
         Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
         Op::CreateToken
         | Op::ListTokens
@@ -160,7 +187,7 @@ pub fn flags(op: Op) -> &'static [&'static str] {
         Op::GetCollection => &["includeFields"],
         Op::DeleteCollection => &["force"],
         Op::DeleteMedia => &["force", "permanent"],
-        Op::ListMedia => &["trashed"],
+        Op::ListMedia => &["trashed", "includeUsage"],
         Op::DeleteContent => &["permanent"],
         Op::GetMedia => &["includeUsage"],
         Op::RevokeToken => &["cascade"],

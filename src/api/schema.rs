@@ -66,6 +66,15 @@ pub fn collection_json(c: &Collection) -> Json {
         "id": c.id,
         "slug": c.slug.as_str(),
         "label": c.label,
+        // EmDash's collection attributes this service does not keep: as EmDash answers for a
+        // collection created without them.
+        "labelSingular": Json::Null,
+        "description": Json::Null,
+        "icon": Json::Null,
+        "supports": ["drafts", "revisions"],
+        "source": Json::Null,
+        "urlPattern": Json::Null,
+        "hasSeo": false,
         "fields": c.fields.iter().map(|f| field_json(&c.id, f)).collect::<Vec<_>>(),
         "createdAt": c.created_at,
         "updatedAt": c.updated_at,

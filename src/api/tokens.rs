@@ -112,7 +112,7 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     issues.finish()?;
     let mut rows = repo::list(ctx.exec, after, limit + 1).await?;
     let next = input::paginate(&mut rows, limit, |t| (t.created_at.clone(), t.id.clone()));
-    Ok((200, json!({"items": rows.iter().map(token_json).collect::<Vec<_>>(), "nextCursor": next})))
+    Ok((200, input::page(rows.iter().map(token_json).collect::<Vec<_>>(), next)))
 }
 
 /// `DELETE /admin/tokens/{id}?cascade=`: revokes at once — with `cascade`, also every token

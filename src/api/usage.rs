@@ -184,17 +184,23 @@ fn is_day(s: &str) -> bool {
         && (1..=31).contains(&number(8..10))
 }
 
-/// The `usage` block of `GET /media/{id}?includeUsage=1`: a count only when coverage is
-/// complete and the caller may see drafts (editor or above).
-pub async fn usage_summary<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str) -> Result<Json, ApiError> {
+/// The `usage` block of each of `media_ids` (EmDash's media usage summary), as
+/// `GET /media/{id}?includeUsage=1` and `GET /media?includeUsage=1` give it, in their order:
+/// `{count, coverage: {scope, status}}` with the overall coverage, and a count (entries outside
+/// the trash using the item, and entries too large to index that list it) only when coverage is
+/// complete and the caller may see drafts (editor or above), else `null`. One coverage read and,
+/// when counted, one statement for all the ids.
+pub async fn usage_summaries<E: Executor>(ctx: &Ctx<'_, E>, media_ids: &[String]) -> Result<Vec<Json>, ApiError> {
     let (overall, _) = coverage(ctx).await?;
     let may_read_drafts = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
-    let count = if overall == CoverageStatus::Complete && may_read_drafts {
-        Some(reads::count_entries(ctx.exec, media_id).await?)
+    let counts = if overall == CoverageStatus::Complete && may_read_drafts && !media_ids.is_empty() {
+        Some(reads::count_entries(ctx.exec, media_ids).await?)
     } else {
         None
     };
-    Ok(json!({"count": count, "coverage": {"scope": "all_content_collections", "status": overall}}))
+    let count = |id: &String| counts.as_ref().map(|c| c.iter().find(|(m, _)| m == id).map_or(0, |(_, n)| *n));
+    let coverage = json!({"scope": "all_content_collections", "status": overall});
+    Ok(media_ids.iter().map(|id| json!({"count": count(id), "coverage": coverage})).collect())
 }
 
 /// `GET /media/{id}/usage`: the entries whose current projection references the media.
@@ -215,11 +221,17 @@ pub async fn media_usage<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str, req: &Re
         .map(|u| json!({"collection": u.collection_slug, "contentId": u.content_id}))
         .collect();
     let coverage = json!({"scope": "all_content_collections", "status": overall});
-    Ok((200, json!({"items": items, "nextCursor": next, "unindexed": unindexed, "coverage": coverage})))
+    let mut body = input::page(items, next);
+    body["unindexed"] = Json::from(unindexed);
+    body["coverage"] = coverage;
+    Ok((200, body))
 }
 
 /// Entries too large to index that "Used in" names at most (each page, apart from the items).
 pub const UNINDEXED_LISTED: u32 = 100;
+
+/// One occurrence as "Used in" lists it: field, path, index, reference type.
+type Occurrence = (String, String, i64, String);
 
 /// One entry's usage of a media item.
 #[derive(Debug)]
@@ -229,11 +241,28 @@ struct EntryUsage {
     /// Display metadata: from the draft overlay when present, else the live columns.
     meta: UsageRow,
     deleted_at: Option<String>,
-    occurrences: Vec<(String, String, i64, String)>,
+    /// Every occurrence once, whichever source variants hold it.
+    occurrences: Vec<Occurrence>,
+    /// The occurrences of each source variant (`columns`, `draft_overlay`), as EmDash groups them.
+    sources: Vec<(String, Vec<Occurrence>)>,
 }
 
 impl EntryUsage {
     fn to_json(&self) -> Json {
+        let ours = |ty: &str| ReferenceType::ALL.iter().map(|t| t.as_str()).find(|t| *t == ty).unwrap_or("unknown");
+        // EmDash's schema names four reference types; the kinds it does not have read `unknown`
+        // there (the flat `occurrences` keep them).
+        let emdash = |ty: &str| match ours(ty) {
+            t @ ("image_field" | "file_field" | "portable_text_image") => t,
+            _ => "unknown",
+        };
+        let occurrences = |list: &[Occurrence], kind: &dyn Fn(&str) -> &'static str| {
+            list.iter()
+                .map(|(slug, path, index, ty)| {
+                    json!({"fieldSlug": slug, "fieldPath": path, "occurrenceIndex": index, "referenceType": kind(ty)})
+                })
+                .collect::<Vec<_>>()
+        };
         json!({
             "collection": self.collection,
             "contentId": self.content_id,
@@ -241,20 +270,18 @@ impl EntryUsage {
             "title": self.meta.content_title,
             "status": self.meta.content_status,
             "locale": self.meta.locale,
+            "scheduledAt": self.meta.content_scheduled_at,
             "deletedAt": self.deleted_at,
-            "occurrences": self.occurrences.iter().map(|(slug, path, index, ty)| json!({
-                "fieldSlug": slug, "fieldPath": path, "occurrenceIndex": index,
-                "referenceType": ReferenceType::ALL
-                    .iter()
-                    .map(|t| t.as_str())
-                    .find(|t| t == ty)
-                    .unwrap_or("unknown"),
+            "occurrences": occurrences(&self.occurrences, &ours),
+            "sources": self.sources.iter().map(|(variant, list)| json!({
+                "variant": variant, "occurrences": occurrences(list, &emdash),
             })).collect::<Vec<_>>(),
         })
     }
 }
 
-/// Groups occurrence rows (ordered by entry) into entries; a page never splits an entry.
+/// Groups occurrence rows (ordered by entry, then source variant) into entries; a page never
+/// splits an entry.
 fn group_entries(rows: Vec<UsageRow>) -> Vec<EntryUsage> {
     let mut out: Vec<EntryUsage> = Vec::new();
     for row in rows {
@@ -266,6 +293,7 @@ fn group_entries(rows: Vec<UsageRow>) -> Vec<EntryUsage> {
                 meta: row.clone(),
                 deleted_at: None,
                 occurrences: Vec::new(),
+                sources: Vec::new(),
             });
         }
         let Some(entry) = out.last_mut() else { continue };
@@ -277,7 +305,11 @@ fn group_entries(rows: Vec<UsageRow>) -> Vec<EntryUsage> {
         }
         let occ = (row.field_slug, row.field_path, row.occurrence_index, row.reference_type);
         if !entry.occurrences.contains(&occ) {
-            entry.occurrences.push(occ);
+            entry.occurrences.push(occ.clone());
+        }
+        match entry.sources.last_mut() {
+            Some((variant, list)) if *variant == row.source_variant => list.push(occ),
+            _ => entry.sources.push((row.source_variant, vec![occ])),
         }
     }
     for e in &mut out {
@@ -331,7 +363,7 @@ pub async fn list_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<R
             item
         })
         .collect();
-    Ok((200, json!({"items": items, "nextCursor": next})))
+    Ok((200, input::page(items, next)))
 }
 
 /// `POST /admin/media-usage/work/retry {"collectionId","contentId"}`.
@@ -405,7 +437,7 @@ pub async fn ticks<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
             })
         })
         .collect();
-    Ok((200, json!({"items": items, "nextCursor": next})))
+    Ok((200, input::page(items, next)))
 }
 
 /// `POST /admin/media-usage/repair` `{"scope":"collection","collection":<slug>}` or
@@ -443,7 +475,15 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         return Err(ApiError::new(404, "COLLECTION_NOT_FOUND", format!("Collection '{slug}' is not actively indexed")));
     }
     // The index's lanes only: sweeping the object store is the cron ticks' work, not a repair's.
-    let report = tick::run_lanes(&metered, &clock, ctx.config.tick_budget, &ctx.config.background, None, None).await;
+    let report = tick::run_lanes(
+        &metered,
+        &clock,
+        ctx.config.tick_budget,
+        &ctx.config.background,
+        None,
+        &tick::TickTime::database(),
+    )
+    .await;
     if let Some(e) = report.error {
         ctx.log(format!("repair request stopped early: {e}"));
     }
@@ -463,6 +503,8 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
                 "lastErrorCode": r.last_error_code,
                 "indexedSourceCount": r.indexed_source_count,
                 "failedSourceCount": r.failed_source_count,
+                "skippedSourceCount": 0,
+                "deletedSourceCount": 0,
                 "startedAt": r.started_at,
                 "completedAt": r.completed_at,
             })
@@ -476,6 +518,10 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "statements": metered.usage().statements,
             "indexedSourceCount": mine.iter().filter_map(|r| r.indexed_source_count).sum::<i64>(),
             "failedSourceCount": mine.iter().filter_map(|r| r.failed_source_count).sum::<i64>(),
+            // EmDash counts sources its scan skipped on a lost race and sources its orphan pass
+            // deleted; here both are queued as work instead (the work list shows them).
+            "skippedSourceCount": 0,
+            "deletedSourceCount": 0,
             "collections": collections,
         }),
     ))

@@ -15,7 +15,7 @@ use crate::exec::fault::Faulty;
 use crate::exec::meter::Metered;
 use crate::settings::{Reported, Settings};
 use crate::storage::Storage;
-use crate::usage::tick::{self, Continuation};
+use crate::usage::tick::{self, Continuation, TickTime};
 
 /// The optional queue binding (producer and consumer) that carries continuation ticks.
 const CONTINUE_BINDING: &str = "MEDIA_USAGE_CONTINUE";
@@ -145,8 +145,9 @@ async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) 
 /// `_emdash_media_usage_ticks` by the core.
 #[event(scheduled)]
 async fn scheduled(event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
-    // The tick's rows count against the daily budget of its scheduled time's UTC day.
-    tick_and_continue(&env, None, Some(tick::utc_day(event.schedule()))).await;
+    // The tick's rows count against the daily budget of its scheduled time's UTC day, and it
+    // publishes what is scheduled up to that time.
+    tick_and_continue(&env, None, TickTime::scheduled(event.schedule())).await;
 }
 
 /// A continuation message: run another tick at once, with the same budgets. Any batch from any
@@ -156,8 +157,8 @@ async fn scheduled(event: worker::ScheduledEvent, env: Env, _ctx: worker::Schedu
 async fn queue(batch: worker::MessageBatch<ContinueMessage>, env: Env, _ctx: Context) -> worker::Result<()> {
     for message in batch.raw_iter() {
         let token = serde_wasm_bindgen::from_value::<ContinueMessage>(message.body()).ok().map(|m| m.token);
-        // A continuation tick counts against the database's day.
-        tick_and_continue(&env, token.as_deref(), None).await;
+        // A continuation tick counts against the database's day, at the database clock's time.
+        tick_and_continue(&env, token.as_deref(), TickTime::database()).await;
     }
     batch.ack_all();
     Ok(())
@@ -171,7 +172,7 @@ struct ContinueMessage {
 
 /// Runs one tick; with the optional `MEDIA_USAGE_CONTINUE` queue bound, a tick that leaves due
 /// work sends one continuation message.
-async fn tick_and_continue(env: &Env, handing_on: Option<&str>, day: Option<String>) {
+async fn tick_and_continue(env: &Env, handing_on: Option<&str>, when: TickTime) {
     let settings = settings(env);
     let exec = match executor(env, &settings) {
         Ok(exec) => exec,
@@ -185,7 +186,7 @@ async fn tick_and_continue(env: &Env, handing_on: Option<&str>, day: Option<Stri
     let store = storage(env, &settings);
     let store: Option<&dyn Storage> = store.as_ref().map(|s| s as &dyn Storage);
     let (budget, policy) = (settings.budget(), settings.background());
-    let report = tick::run_on(&exec, &clock::DateClock, budget, &policy, continuation, store, day.as_deref()).await;
+    let report = tick::run_on(&exec, &clock::DateClock, budget, &policy, continuation, store, &when).await;
     match &report.error {
         Some(e) => worker::console_error!("media usage tick {}: {} jobs, {e}", report.outcome, report.count("jobs")),
         None => worker::console_log!(

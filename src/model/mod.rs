@@ -7,10 +7,12 @@
 pub mod auth;
 pub mod collection;
 pub mod content;
+pub mod decomposed;
 pub mod field;
 pub mod ident;
 pub mod source;
 pub mod state;
+pub mod time;
 
 /// The largest integer the index stores and hands on exactly: D1 carries integers through
 /// JavaScript numbers, so only those within ±(2^53 − 1) round-trip (versions, sizes, cursor ids).

@@ -13,6 +13,7 @@ pub mod media;
 pub mod projection;
 pub mod reads;
 pub mod repair;
+pub mod schedule;
 pub mod schema;
 pub mod sitemap;
 pub mod ticks;

@@ -5,8 +5,9 @@
 //! checked before each step against the metered count, so a tick never issues more statements
 //! than configured, and a lane steps only while the most rows its step reads and writes fit what
 //! is left. Background work shares a daily budget of rows written per UTC day: once the day's
-//! ticks have written it, every lane but the work lane (the projection of content writes) rests
-//! until the next day.
+//! ticks have written it, every lane but the work lane (the projection of content writes) and the
+//! schedule lane (scheduled publishes, content writes at the time editors chose) rests until the
+//! next day.
 
 use serde_json::{json, Map, Value as Json};
 
@@ -21,8 +22,10 @@ use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Counts, Ctx, LaneStep, RowCount};
 use crate::lifecycle::deletion::{CleanupBatch, DeletionLane};
 use crate::lifecycle::fields::FieldLane;
+use crate::lifecycle::schedule::ScheduleLane;
 use crate::lifecycle::tables::TablesLane;
 use crate::model::state::TickOutcome;
+use crate::model::time;
 use crate::repo::continuation as continuation_repo;
 use crate::repo::daily;
 use crate::repo::ticks::{self as repo, TickLog};
@@ -54,8 +57,8 @@ pub struct Budget {
     pub max_ms: f64,
     /// Rows it may read and write, as D1 reports them, its log write included.
     pub max_rows: RowCount,
-    /// Rows the ticks of one UTC day may write before every lane but the work lane rests until
-    /// the next day; 0: unlimited.
+    /// Rows the ticks of one UTC day may write before every lane but the work and schedule lanes
+    /// rests until the next day; 0: unlimited.
     pub daily_rows_written: u64,
 }
 
@@ -216,6 +219,9 @@ impl TickReport {
 pub enum Lane<'a> {
     /// Projection jobs from the work queue.
     Work(WorkLane<'a>),
+    /// Entries whose scheduled time has come, published (after the work lane: a tick of the
+    /// smallest budget has room for one job before anything else looks).
+    Schedule(ScheduleLane<'a>),
     /// Collection deletions past their front phases.
     Deletion(DeletionLane),
     /// Field deletions: their occurrences, then their columns.
@@ -235,6 +241,7 @@ impl<'a> Lane<'a> {
     /// the storage lane's too when there is no object store.
     pub const COUNTERS: &'static [&'static [Counter]] = &[
         WorkLane::COUNTERS,
+        ScheduleLane::COUNTERS,
         DeletionLane::COUNTERS,
         FieldLane::COUNTERS,
         RepairLane::COUNTERS,
@@ -243,11 +250,12 @@ impl<'a> Lane<'a> {
         TablesLane::COUNTERS,
     ];
 
-    /// The lanes of a tick under `policy`, in rotation order (the storage lane only with an
-    /// object store).
-    pub fn all(policy: &'a BackgroundPolicy, storage: Option<&'a dyn Storage>) -> Vec<Lane<'a>> {
+    /// The lanes of a tick at `when` under `policy`, in rotation order (the storage lane only
+    /// with an object store).
+    pub fn all(policy: &'a BackgroundPolicy, storage: Option<&'a dyn Storage>, when: &TickTime) -> Vec<Lane<'a>> {
         let mut lanes = vec![
             Lane::Work(WorkLane::new(&policy.projection, policy.groups)),
+            Lane::Schedule(ScheduleLane::new(&policy.projection, when.now.clone())),
             Lane::Deletion(DeletionLane::new(policy.cleanup)),
             Lane::Fields(FieldLane::new(policy.cleanup)),
             Lane::Repair(RepairLane::new(&policy.projection.rules)),
@@ -263,6 +271,7 @@ impl<'a> Lane<'a> {
     /// Its name in the tick log.
     pub fn name(&self) -> &'static str {
         match self {
+            Lane::Schedule(_) => ScheduleLane::NAME,
             Lane::Work(_) => WorkLane::NAME,
             Lane::Deletion(_) => DeletionLane::NAME,
             Lane::Fields(_) => FieldLane::NAME,
@@ -276,6 +285,7 @@ impl<'a> Lane<'a> {
     /// The most statements its next step issues.
     pub fn reserve(&self) -> u64 {
         match self {
+            Lane::Schedule(l) => l.reserve(),
             Lane::Work(l) => l.reserve(),
             Lane::Deletion(l) => l.reserve(),
             Lane::Fields(l) => l.reserve(),
@@ -290,6 +300,7 @@ impl<'a> Lane<'a> {
     /// to the room it is given beyond that.
     pub fn reserve_rows(&self) -> RowCount {
         match self {
+            Lane::Schedule(l) => l.reserve_rows(),
             Lane::Work(l) => l.reserve_rows(),
             Lane::Deletion(l) => l.reserve_rows(),
             Lane::Fields(l) => l.reserve_rows(),
@@ -301,9 +312,10 @@ impl<'a> Lane<'a> {
     }
 
     /// Whether the daily budget stops it: every lane but the work lane, which projects what
-    /// content writes queued.
+    /// content writes queued, and the schedule lane, whose publishes are editors' content writes
+    /// at the time they chose.
     fn daily(&self) -> bool {
-        !matches!(self, Lane::Work(_))
+        !matches!(self, Lane::Work(_) | Lane::Schedule(_))
     }
 
     /// Statements finishing the lane will cost when the tick ends (releasing what it holds).
@@ -311,7 +323,12 @@ impl<'a> Lane<'a> {
         match self {
             Lane::Deletion(l) => l.release_cost(),
             Lane::Fields(l) => l.release_cost(),
-            Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => 0,
+            Lane::Schedule(_)
+            | Lane::Work(_)
+            | Lane::Repair(_)
+            | Lane::Purge(_)
+            | Lane::Storage(_)
+            | Lane::Tables(_) => 0,
         }
     }
 
@@ -320,15 +337,19 @@ impl<'a> Lane<'a> {
         match self {
             Lane::Deletion(l) => l.release_rows(),
             Lane::Fields(l) => l.release_rows(),
-            Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => {
-                RowCount::default()
-            }
+            Lane::Schedule(_)
+            | Lane::Work(_)
+            | Lane::Repair(_)
+            | Lane::Purge(_)
+            | Lane::Storage(_)
+            | Lane::Tables(_) => RowCount::default(),
         }
     }
 
     /// Runs one step; `None` when the lane has nothing due.
     async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         match self {
+            Lane::Schedule(l) => l.step(ctx).await,
             Lane::Work(l) => l.step(ctx).await,
             Lane::Deletion(l) => l.step(ctx).await,
             Lane::Fields(l) => l.step(ctx).await,
@@ -344,7 +365,12 @@ impl<'a> Lane<'a> {
         match self {
             Lane::Deletion(l) => l.finish(exec).await,
             Lane::Fields(l) => l.finish(exec).await,
-            Lane::Work(_) | Lane::Repair(_) | Lane::Purge(_) | Lane::Storage(_) | Lane::Tables(_) => Ok(()),
+            Lane::Schedule(_)
+            | Lane::Work(_)
+            | Lane::Repair(_)
+            | Lane::Purge(_)
+            | Lane::Storage(_)
+            | Lane::Tables(_) => Ok(()),
         }
     }
 }
@@ -445,17 +471,7 @@ impl Rotation {
 /// The UTC day (`YYYY-MM-DD`) of a time in milliseconds since the Unix epoch: the day a
 /// scheduled tick's rows count against, from its scheduled time.
 pub fn utc_day(epoch_ms: f64) -> String {
-    let days = (epoch_ms / 86_400_000.0).floor() as i64;
-    // Howard Hinnant's civil-from-days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = time::civil_from_days((epoch_ms / 86_400_000.0).floor() as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
 
@@ -466,14 +482,7 @@ pub fn add_days(day: &str, n: u64) -> Option<String> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) || day.len() != 10 {
         return None;
     }
-    // Howard Hinnant's days-from-civil.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468 + i64::try_from(n).ok()?;
+    let days = time::days_from_civil(y, m, d) + i64::try_from(n).ok()?;
     Some(utc_day(days as f64 * 86_400_000.0))
 }
 
@@ -525,19 +534,19 @@ enum Daily {
 
 /// Runs the lanes in rotation while the budget allows another step of one of them, without
 /// recording a tick; with an object store (`storage`), its sweep is one more lane, whose
-/// operations count against the statement budget. The daily budget is kept for `day` (a UTC
-/// date, `YYYY-MM-DD`; `None`: the database's day).
+/// operations count against the statement budget. The daily budget is kept for `when`'s day, and
+/// the schedule lane publishes what is due by `when`'s time.
 pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
     budget: Budget,
     policy: &BackgroundPolicy,
     storage: Option<&dyn Storage>,
-    day: Option<&str>,
+    when: &TickTime,
 ) -> TickReport {
     let started = clock.now_ms();
     let mut report = TickReport::new();
-    let mut lanes = Lane::all(policy, storage);
+    let mut lanes = Lane::all(policy, storage, when);
     let mut rotation = Rotation::new(lanes.len(), lanes.iter().position(|l| matches!(l, Lane::Work(_))));
     let spent = || {
         let u = exec.usage();
@@ -580,7 +589,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         let mut rows = budget.max_rows.minus(committed_rows);
         if lanes[k].daily() {
             if reading_day {
-                daily = match daily::usage(exec, day).await {
+                daily = match daily::usage(exec, when.day.as_deref()).await {
                     Ok(used) => Daily::Left(budget.daily_rows_written.saturating_sub(used.rows_written)),
                     // Unknown: nothing the daily budget stops runs in this tick.
                     Err(e) => {
@@ -644,6 +653,39 @@ pub const CONTINUATION_STATEMENTS: u64 = 1;
 /// The most rows the continuation decision costs.
 pub const CONTINUATION_ROWS: RowCount = RowCount::new(4, 4);
 
+/// When a tick runs, for what depends on the date: the UTC day its rows count against (the daily
+/// budget) and the time up to which the schedule lane publishes. A cron tick's are its scheduled
+/// time's; a continuation tick's and a repair request's, the database's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickTime {
+    /// `YYYY-MM-DD`; `None`: the database's day.
+    pub day: Option<String>,
+    /// A time in the database clock's form; `None`: the database clock's now (a time before the
+    /// database clock counts as the database clock).
+    pub now: Option<String>,
+}
+
+impl TickTime {
+    /// The database's day and clock.
+    pub fn database() -> TickTime {
+        TickTime::default()
+    }
+
+    /// A tick scheduled at `epoch_ms` (milliseconds since the Unix epoch): that time, and its
+    /// UTC day (the database's, for a time no date can hold).
+    pub fn scheduled(epoch_ms: f64) -> TickTime {
+        match time::format_ms(epoch_ms.floor() as i64).filter(|_| epoch_ms.is_finite()) {
+            Some(now) => TickTime { day: Some(utc_day(epoch_ms)), now: Some(now) },
+            None => TickTime::database(),
+        }
+    }
+
+    /// The day `day` (`YYYY-MM-DD`), at the database clock's time.
+    pub fn on_day(day: &str) -> TickTime {
+        TickTime { day: Some(day.to_owned()), now: None }
+    }
+}
+
 /// Runs one tick against a metered executor and records it in `_emdash_media_usage_ticks`. With
 /// an object store (`storage`), its sweep is one more lane. With a continuation queue, a tick
 /// that ends with due work left (stopped by its budget) takes the continuation baton and reports
@@ -658,11 +700,11 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(
     continuation: Continuation<'_>,
     storage: Option<&dyn Storage>,
 ) -> TickReport {
-    run_on(exec, clock, budget, policy, continuation, storage, None).await
+    run_on(exec, clock, budget, policy, continuation, storage, &TickTime::database()).await
 }
 
-/// [`run`], counting the tick's rows against the daily budget of `day` (a UTC date,
-/// `YYYY-MM-DD`: the scheduled time's; `None`: the database's day).
+/// [`run`] at `when`: its rows count against the daily budget of its day, and the schedule lane
+/// publishes what is due by its time.
 pub async fn run_on<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
@@ -670,7 +712,7 @@ pub async fn run_on<E: Executor, C: Clock, K: Clock>(
     policy: &BackgroundPolicy,
     continuation: Continuation<'_>,
     storage: Option<&dyn Storage>,
-    day: Option<&str>,
+    when: &TickTime,
 ) -> TickReport {
     let started = clock.now_ms();
     let lanes_budget = match continuation {
@@ -681,7 +723,7 @@ pub async fn run_on<E: Executor, C: Clock, K: Clock>(
             ..budget
         },
     };
-    let mut report = run_lanes(exec, clock, lanes_budget, policy, storage, day).await;
+    let mut report = run_lanes(exec, clock, lanes_budget, policy, storage, when).await;
     if let Continuation::On { handing_on } = continuation {
         let decided = if report.outcome == TickOutcome::Budget {
             let token = ids::new_id();
@@ -707,7 +749,7 @@ pub async fn run_on<E: Executor, C: Clock, K: Clock>(
         rows_read: report.rows.read,
         duration_ms: (clock.now_ms() - started).max(0.0).round() as u64,
         details: Some(details(&report, &usage)),
-        day: day.map(str::to_owned),
+        day: when.day.clone(),
     };
     if let Err(e) = repo::insert_tick(exec, &log).await {
         report.note_error("tick log", format!("write failed: {e}"));
@@ -763,6 +805,18 @@ mod tests {
     }
 
     #[test]
+    fn a_cron_tick_runs_at_its_scheduled_time_and_on_its_day() {
+        let t = TickTime::scheduled(4_070_908_800_000.0);
+        assert_eq!((t.day.as_deref(), t.now.as_deref()), (Some("2099-01-01"), Some("2099-01-01T00:00:00.000Z")));
+        let t = TickTime::scheduled(4_070_908_799_999.9);
+        assert_eq!((t.day.as_deref(), t.now.as_deref()), (Some("2098-12-31"), Some("2098-12-31T23:59:59.999Z")));
+        assert_eq!(TickTime::scheduled(1e300), TickTime::database(), "beyond what a time can hold: the database's");
+        assert_eq!(TickTime::scheduled(f64::NAN), TickTime::database());
+        assert_eq!(TickTime::database(), TickTime { day: None, now: None });
+        assert_eq!(TickTime::on_day("2030-01-02"), TickTime { day: Some("2030-01-02".into()), now: None });
+    }
+
+    #[test]
     fn days_are_added_across_months_years_and_leap_days() {
         assert_eq!(add_days("2030-01-01", 0).as_deref(), Some("2030-01-01"));
         assert_eq!(add_days("2030-01-31", 1).as_deref(), Some("2030-02-01"));
@@ -792,7 +846,7 @@ mod tests {
     fn every_lane_can_step_in_a_tick_of_the_smallest_budget() {
         let policy = crate::settings::Settings::defaults().background();
         let store = crate::storage::memory::MemoryStorage::new(0.0);
-        let lanes = Lane::all(&policy, Some(&store));
+        let lanes = Lane::all(&policy, Some(&store), &TickTime::database());
         assert_eq!(lanes.len(), Lane::COUNTERS.len(), "the lane list and its counters name the same lanes");
         let rows = crate::settings::Settings::defaults().budget().max_rows;
         for lane in lanes {
@@ -926,6 +980,9 @@ mod tests {
         };
         // The shape the workerd tests, the console and openapi.json read.
         let expected = json!({
+            "scheduledPublished": 0,
+            "schedulesDropped": 0,
+            "scheduleFailures": 0,
             "jobs": 3,
             "failedJobs": 0,
             "conflicts": 0,

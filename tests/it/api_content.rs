@@ -328,7 +328,7 @@ fn a_list_page_stops_at_its_size_bound_and_continues_after_it() {
     let cursor = first["nextCursor"].as_str().expect("a page cut by size continues").to_owned();
     let rest = data(&api.get(&format!("/content/posts?limit=100&cursor={cursor}")));
     assert_eq!(rest["items"].as_array().unwrap().len(), 1);
-    assert!(rest["nextCursor"].is_null());
+    assert!(rest.get("nextCursor").is_none(), "absent on the last page");
     let mut slugs: Vec<String> = first["items"]
         .as_array()
         .unwrap()

@@ -513,7 +513,7 @@ fn a_column_with_an_index_on_it_is_deleted_with_its_index() {
     assert_eq!(deleted_columns(&api.db), Vec::<String>::new());
     assert_eq!(used_in(&api, &m.a).0, vec![]);
     // The other indexes of the table are left alone.
-    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ec_posts' AND name LIKE 'idx_ec_posts_%'"), 4);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ec_posts' AND name LIKE 'idx_ec_posts_%'"), 5);
 }
 
 #[test]
@@ -1007,8 +1007,10 @@ fn a_field_of_a_collection_of_100000_entries_is_deleted_within_every_ticks_budge
         ticks.push((report.statements, report.rows, report.count("fieldOccurrencesDeleted")));
         assert!(ticks.len() <= 10, "more than 10 ticks: {ticks:?}");
     }
-    // The walk writes one row per occurrence of the field, so its ticks are full ones.
-    assert!(ticks.iter().filter(|t| t.2 > 0).all(|t| t.1.written >= 7_000), "{ticks:?}");
+    // The walk writes one row per occurrence of the field, so its ticks are full ones (all but
+    // its first, which shares the tick with the other lanes' turns, and its last).
+    let walking: Vec<_> = ticks.iter().filter(|t| t.2 > 0).collect();
+    assert!(walking.len() > 2 && walking[1..walking.len() - 1].iter().all(|t| t.1.written >= 7_000), "{ticks:?}");
     assert_eq!(occurrences_of(&api.db, "hero"), 0);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage WHERE field_slug = 'gallery'"), 200_000);
     assert_eq!(deleted_columns(&api.db), Vec::<String>::new());

@@ -38,7 +38,15 @@ fn time_passes(db: &SqliteExecutor) {
 fn tick_on<E: Executor>(exec: &E, budget: Budget, policy: &BackgroundPolicy, day: &str) -> TickReport {
     let clock = FnClock(|| 0.0);
     let metered = Metered::new(exec, &clock);
-    let report = block_on(tick::run_on(&metered, &clock, budget, policy, tick::Continuation::Off, None, Some(day)));
+    let report = block_on(tick::run_on(
+        &metered,
+        &clock,
+        budget,
+        policy,
+        tick::Continuation::Off,
+        None,
+        &tick::TickTime::on_day(day),
+    ));
     let usage = metered.usage();
     assert!(report.statements <= budget.max_statements, "{} statements", report.statements);
     // What it reports (its log write counted at most) is at least what it spent, log write included.

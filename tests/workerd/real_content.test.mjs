@@ -238,7 +238,7 @@ test("a list page of large entries stops at its size bound and continues with a 
   assert.ok(first.nextCursor);
   const rest = ok(await w.get(`/content/${c.slug}?limit=100&cursor=${first.nextCursor}`));
   assert.equal(rest.items.length, 1);
-  assert.equal(rest.nextCursor, null);
+  assert.equal(rest.nextCursor, undefined);
 });
 
 test("a content write that finds its table dropped by a collection deletion answers 409, reads 404", async () => {

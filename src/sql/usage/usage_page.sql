@@ -1,5 +1,5 @@
 WITH occ AS (
-  SELECT collection_slug, content_id, source_variant, content_slug, content_title,
+  SELECT collection_slug, content_id, source_key, source_variant, content_slug, content_title,
          content_status, locale, content_deleted_at,
          field_slug, field_path, occurrence_index, reference_type
   FROM _emdash_media_usage_eligible
@@ -11,5 +11,10 @@ page AS (
   ORDER BY collection_slug, content_id
   LIMIT ?4
 )
-SELECT occ.* FROM occ JOIN page USING (collection_slug, content_id)
+SELECT occ.collection_slug, occ.content_id, occ.source_variant, occ.content_slug, occ.content_title,
+       occ.content_status, occ.locale, occ.content_deleted_at,
+       occ.field_slug, occ.field_path, occ.occurrence_index, occ.reference_type,
+       s.content_scheduled_at
+FROM occ JOIN page USING (collection_slug, content_id)
+JOIN _emdash_media_usage_sources AS s ON s.source_key = occ.source_key
 ORDER BY occ.collection_slug, occ.content_id, occ.source_variant, occ.field_path

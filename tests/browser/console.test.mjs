@@ -397,7 +397,7 @@ test("at 375 px every view is readable without sideways scrolling, and an unused
   await page.getByLabel("Media ID").fill("no-such-media");
   await page.getByLabel("Media ID").press("Enter");
   await media.getByText(/No media has the ID “no-such-media”/).waitFor();
-  assert.deepEqual(seen.failures, ["GET /_emdash/api/media/no-such-media?includeUsage=true 404"]);
+  assert.deepEqual(seen.failures, ["GET /_emdash/api/media/no-such-media?includeUsage=true 404"], JSON.stringify(seen.api.slice(-12)));
   assert.deepEqual(seen.errors.filter((e) => !/status of 404/.test(e)), []);
   await context.close();
 });
@@ -556,7 +556,7 @@ test("below editor the media library shows no usage: no counts, Used and Unused 
   assert.equal(await page.getByRole("button", { name: "Used", exact: true }).isDisabled(), true);
   assert.equal(await page.getByRole("button", { name: "Unused", exact: true }).isDisabled(), true);
   assert.match(await page.locator("#unused-reason").innerText(), /“Used” and “Unused” are for editors and admins/);
-  assert.equal(await page.locator("#error").isHidden(), true, `the view itself is not an error: ${await page.locator("#error").innerText()}`);
+  assert.equal(await page.locator("#error").isHidden(), true, `the view itself is not an error: ${await page.locator("#error").innerText()} ${JSON.stringify(seen.failures)}`);
   await checkedShot(page, width, "media-library-below-editor");
   // All it was refused is what only admins read (coverage, on the first view and the Media
   // view); the library never asked for a usage filter.

@@ -11,7 +11,7 @@ import { ok, err, validation, rows, uniq, NO_STORE } from "./helpers.mjs";
 // Crash points below count a tick's statements; without a daily budget a tick does not read the
 // day's use before its deletion step (rows_budget.test.mjs tests the daily budget).
 const BATCH_50 = { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50", MEDIA_USAGE_DAILY_ROWS_WRITTEN: "0" };
-const w = await startWorker(BATCH_50, faultVariants([4, 5, 6, 7]));
+const w = await startWorker(BATCH_50, faultVariants([5, 6, 7, 8]));
 after(() => w.dispose());
 
 const FIELDS = [
@@ -320,10 +320,10 @@ async function deleted() {
   return c;
 }
 
-// A tick's first statements: the work lane's (empty) claim, the deletion lane's claim, then the
-// deletion's first step; the repair lane's claim comes next, so a fault at 4 stops right after
-// the first deletion step.
-const AFTER_FIRST_STEP = 4;
+// A tick's first statements: the work lane's (empty) claim, the schedule lane's look for due
+// entries, the deletion lane's claim, then the deletion's first step; the fields lane's claim
+// comes next, so a fault at 5 stops right after the first deletion step.
+const AFTER_FIRST_STEP = 5;
 
 /**
  * Queues work rows for a deleted collection in states the work lane does not claim (failed, or
@@ -346,18 +346,19 @@ async function workRows(c, ids) {
 test("a fresh tombstone goes through one front phase per step: registry, then table, then work", async () => {
   const c = await collection();
   await tombstone(c.id, c.slug);
-  // work-lane probe, claim, then the fence batch (fence, checkpoint, cancel): 5 statements.
-  await tickCrashingAt(6);
+  // work-lane probe, schedule probe, claim, then the fence batch (fence, checkpoint, cancel): 6
+  // statements.
+  await tickCrashingAt(7);
   assert.equal((await tomb(c.slug)).phase, "registry");
   assert.equal(await captureState(c.id), "deleting");
   assert.equal((await rows(w, "SELECT 1 FROM _emdash_collections WHERE id = ?1", c.id)).length, 1, "still registered");
-  // probe, claim, then the registry batch (delete, checkpoint): 4 statements.
-  await tickCrashingAt(5);
+  // probes, claim, then the registry batch (delete, checkpoint): 5 statements.
+  await tickCrashingAt(6);
   assert.equal((await tomb(c.slug)).phase, "table");
   assert.equal((await rows(w, "SELECT 1 FROM _emdash_collections WHERE id = ?1", c.id)).length, 0, "left the registry");
   assert.equal(await tableExists(c.slug), true);
-  // probe, claim, then the guarded drop (guard, drop, checkpoint, guard cleanup): 6 statements.
-  await tickCrashingAt(7);
+  // probes, claim, then the guarded drop (guard, drop, checkpoint, guard cleanup): 7 statements.
+  await tickCrashingAt(8);
   assert.equal((await tomb(c.slug)).phase, "work");
   assert.equal(await tableExists(c.slug), false);
   await tickUntilGone(c.slug);

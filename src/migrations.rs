@@ -37,5 +37,7 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0016_deletion_rows_kind.sql", sql: include_str!("../migrations/0016_deletion_rows_kind.sql") },
     Migration { name: "0017_rows_budgets.sql", sql: include_str!("../migrations/0017_rows_budgets.sql") },
     Migration { name: "0018_media_trash.sql", sql: include_str!("../migrations/0018_media_trash.sql") },
+    Migration { name: "0019_media_author.sql", sql: include_str!("../migrations/0019_media_author.sql") },
     Migration { name: "0021_content_schedule.sql", sql: include_str!("../migrations/0021_content_schedule.sql") },
+    Migration { name: "0022_field_deletion.sql", sql: include_str!("../migrations/0022_field_deletion.sql") },
 ];

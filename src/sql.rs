@@ -107,6 +107,13 @@ impl Fragment {
         ok.then(|| Fragment(format!("'{id}'")))
     }
 
+    /// A deleted field's column name (`_deleted_` and a generated id, see
+    /// [`crate::model::field::deleted_column_name`]), quoted; `None` for anything else, so no
+    /// stored value can inject SQL through it.
+    pub fn deleted_column(name: &str) -> Option<Fragment> {
+        crate::model::field::is_deleted_column_name(name).then(|| Fragment(format!("\"{name}\"")))
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -151,5 +158,14 @@ mod tests {
         assert_eq!(Fragment::trailing_placeholders(3, 0).as_str(), "");
         assert_eq!(Fragment::parameter(3).as_str(), "?3");
         assert_eq!(Fragment::row_column("media", "id").as_str(), "media.id");
+    }
+
+    #[test]
+    fn a_deleted_column_is_only_ever_a_generated_name() {
+        let name = "_deleted_0123456789abcdef0123456789abcdef";
+        assert_eq!(Fragment::deleted_column(name).unwrap().as_str(), format!("\"{name}\""));
+        for bad in ["hero", "_deleted_x\" OR 1", "_deleted_0123456789abcdef0123456789abcdeF", ""] {
+            assert!(Fragment::deleted_column(bad).is_none(), "{bad:?}");
+        }
     }
 }

@@ -11,7 +11,10 @@ use crate::exec::{self, Executor, Row, Value};
 use crate::lifecycle::publish::{self as publication, row_version};
 use crate::model::auth::Principal;
 use crate::model::collection::Collection;
-use crate::model::content::{check_locale, check_slug, parse_rev, rev_token, Status};
+use crate::model::content::{
+    check_locale, check_slug, parse_rev, rev_token, slug_source, slugify, Status, MAX_CONTENT_SLUG,
+};
+use crate::model::field::{Field, SYSTEM_COLUMNS};
 use crate::model::ident::Ident;
 use crate::model::time;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Transition, Update};
@@ -19,7 +22,7 @@ use crate::repo::encode::{from_column, to_column};
 use crate::repo::schedule as schedule_repo;
 use crate::usage::admission;
 
-fn not_found() -> ApiError {
+pub(super) fn not_found() -> ApiError {
     ApiError::not_found("Entry not found")
 }
 
@@ -47,6 +50,12 @@ fn write_error(e: exec::Error) -> ApiError {
     match e {
         e if is_taken_slug(&e) => ApiError::conflict("An entry with this slug already exists in this locale"),
         e if e.is_missing_content_table() => exec::Error::CaptureInactive.into(),
+        // A field deleted after the request read it: its column is out of reach, nothing was
+        // written, and the retry is judged against the fields as they are now. (A system column
+        // gone is a broken database.)
+        e if e.missing_column().is_some_and(|c| !SYSTEM_COLUMNS.contains(&c)) => {
+            ApiError::conflict("A field this write names was deleted meanwhile; reload the collection and retry")
+        }
         other => other.into(),
     }
 }
@@ -56,14 +65,16 @@ fn is_taken_slug(e: &exec::Error) -> bool {
     matches!(e, exec::Error::Unique(msg) if msg.contains(".slug"))
 }
 
-/// The API view of a content row (EmDash's `ContentItem`): system columns in camelCase, the
-/// collection as `type`, fields under `data`.
-fn item_json(row: &Row, c: &Collection) -> Json {
+/// The live data of a content row: its field columns as the JSON written.
+pub(super) fn live_data(row: &Row, fields: &[Field]) -> Map<String, Json> {
     let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
-    let mut data = Map::new();
-    for f in &c.fields {
-        data.insert(f.slug.as_str().to_owned(), from_column(f, &get(f.slug.as_str())));
-    }
+    fields.iter().map(|f| (f.slug.as_str().to_owned(), from_column(f, &get(f.slug.as_str())))).collect()
+}
+
+/// The API view of a content row (EmDash's `ContentItem`): system columns in camelCase, fields
+/// under `data`.
+pub(super) fn item_json(row: &Row, c: &Collection) -> Json {
+    let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
     json!({
         "id": get("id"),
         "type": c.slug.as_str(),
@@ -72,10 +83,9 @@ fn item_json(row: &Row, c: &Collection) -> Json {
         "locale": get("locale"),
         "translationGroup": get("translation_group"),
         "authorId": get("author_id"),
-        // EmDash's bylines are not kept here.
-        "primaryBylineId": Json::Null,
+        "primaryBylineId": get("primary_byline_id"),
         "version": get("version"),
-        "data": data,
+        "data": live_data(row, &c.fields),
         "createdAt": get("created_at"),
         "updatedAt": get("updated_at"),
         "publishedAt": get("published_at"),
@@ -142,10 +152,12 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
     let c = schema::load(ctx, collection, "collection").await?;
     let body = json_body(req)?;
     let mut issues = Issues::default();
-    let Some(obj) = Obj::new(&mut issues, "", &body, &["slug", "locale", "translationGroup", "status", "data"]) else {
+    let allowed = ["slug", "locale", "translationGroup", "translationOf", "status", "data"];
+    let Some(obj) = Obj::new(&mut issues, "", &body, &allowed) else {
         return Err(issues.finish().unwrap_err());
     };
-    let slug = obj.string(&mut issues, "slug", true, 1, 200);
+    // EmDash's `slug` is nullish: absent, null or empty, one is made from the title.
+    let slug = obj.string(&mut issues, "slug", false, 0, MAX_CONTENT_SLUG).filter(|s| !s.is_empty());
     if let Some(Err(msg)) = slug.as_deref().map(check_slug) {
         issues.add("slug", msg);
     }
@@ -154,35 +166,78 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
         issues.add("locale", msg);
     }
     let translation_group = obj.string(&mut issues, "translationGroup", false, 1, 200);
+    let translation_of = obj.string(&mut issues, "translationOf", false, 1, 200);
+    if translation_group.is_some() && translation_of.is_some() {
+        issues.add("translationOf", "Give translationGroup or translationOf, not both");
+    }
     let status = parse_status(&obj, &mut issues).unwrap_or(Status::Draft);
     let empty = Map::new();
     let data = obj.object(&mut issues, "data").unwrap_or(&empty);
     let columns = data_columns(&c, &mut issues, data, true);
     issues.finish()?;
+    let translation_group = match translation_of {
+        Some(source) => Some(translation_group_of(ctx, &c, &source).await?),
+        None => translation_group,
+    };
     admit(ctx, &c, data).await?;
+    let slug_base = if slug.is_some() { None } else { made_slug_base(data) };
     let new = NewEntry {
-        slug: slug.unwrap_or_default(),
+        slug,
+        slug_base,
         status: status.as_str(),
         locale,
         translation_group,
         author: ctx.principal.as_ref().map(|p| p.token_id.clone()),
         columns,
     };
-    let (slug, locale) = (new.slug.clone(), new.locale.clone());
-    let row = match repo::insert(ctx.exec, &c, new).await {
-        Ok(row) => row,
-        // Taken: name the entry that holds it, so that a client whose first try committed
-        // unseen (an error after the write) can recognise its own entry.
-        Err(e @ exec::Error::Unique(_)) if is_taken_slug(&e) => {
-            let existing = repo::id_by_slug(ctx.exec, &c, &slug, &locale).await?;
-            return Err(write_error(e).with_details(json!({"id": existing, "slug": slug, "locale": locale})));
-        }
-        Err(e) => return Err(write_error(e)),
-    };
+    let row = insert_entry(ctx, &c, &new).await?;
     if let Some(id) = row.get("id").and_then(Json::as_str) {
         usage::after_write(ctx, &c, id).await;
     }
     Ok(item_reply(201, &row, &c))
+}
+
+/// The translation group a translation of the entry `source` joins (EmDash's `translationOf`):
+/// the source's group, or its id when it has none. Creating a translation needs the right to
+/// change the source (403 below editor for anyone else's entry); a source that is missing or in
+/// the trash is 404.
+async fn translation_group_of<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, source: &str) -> Result<String, ApiError> {
+    let row = repo::get(ctx.exec, c, source)
+        .await?
+        .filter(|r| !is_trashed(r))
+        .ok_or_else(|| ApiError::not_found("Translation source not found"))?;
+    check_owner(ctx, &row)?;
+    let own = |k: &str| row.get(k).and_then(Json::as_str).map(str::to_owned);
+    Ok(own("translation_group").or_else(|| own("id")).unwrap_or_else(|| source.to_owned()))
+}
+
+/// The base of the slug made for an entry created without one: its title (or name) slugified,
+/// `None` when that leaves nothing.
+fn made_slug_base(data: &Map<String, Json>) -> Option<String> {
+    slug_source(data).map(slugify).filter(|s| !s.is_empty())
+}
+
+/// Inserts a new entry. A given slug that is taken is a 409 naming the entry that holds it, so
+/// that a client whose first try committed unseen (an error after the write) can recognise its
+/// own entry; a made slug that is taken (see [`repo::SLUG_ATTEMPTS`]) is tried again with the
+/// next suffix, a bounded number of times, then a 409.
+async fn insert_entry<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, new: &NewEntry) -> Result<Row, ApiError> {
+    let mut attempt = 0;
+    loop {
+        match repo::insert(ctx.exec, c, new, attempt).await {
+            Ok(row) => return Ok(row),
+            Err(e @ exec::Error::Unique(_)) if is_taken_slug(&e) => match &new.slug {
+                Some(slug) => {
+                    let existing = repo::id_by_slug(ctx.exec, c, slug, &new.locale).await?;
+                    let details = json!({"id": existing, "slug": slug, "locale": new.locale});
+                    return Err(write_error(e).with_details(details));
+                }
+                None if attempt + 1 < repo::SLUG_ATTEMPTS => attempt += 1,
+                None => return Err(write_error(e)),
+            },
+            Err(e) => return Err(write_error(e)),
+        }
+    }
 }
 
 pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
@@ -279,7 +334,7 @@ pub async fn update<E: Executor>(
         // (Read as part of the write: a table dropped under it is the capture fence's 409.)
         let row = repo::get(ctx.exec, &c, id).await.map_err(write_error)?.ok_or_else(not_found)?;
         check_owner(ctx, &row)?;
-        let mut live = item_json(&row, &c)["data"].as_object().cloned().unwrap_or_default();
+        let mut live = live_data(&row, &c.fields);
         live.extend(data.iter().map(|(k, v)| (k.clone(), v.clone())));
         admit(ctx, &c, &live).await?;
     }
@@ -325,7 +380,7 @@ async fn save_draft<E: Executor>(
         },
         None => None,
     };
-    let mut draft = previous.unwrap_or_else(|| item_json(&row, c)["data"].as_object().cloned().unwrap_or_default());
+    let mut draft = previous.unwrap_or_else(|| live_data(&row, &c.fields));
     for (k, v) in data {
         draft.insert(k.clone(), v.clone());
     }
@@ -471,10 +526,65 @@ async fn transition<E: Executor>(
         // entry as it is.
         None => {
             let row = repo::get(ctx.exec, &c, id).await?.ok_or_else(not_found)?;
+            // A draft is discarded only outside the trash (EmDash reads such an entry as missing).
+            if t == Transition::DiscardDraft && is_trashed(&row) {
+                return Err(not_found());
+            }
             check_owner(ctx, &row)?;
+            if t == Transition::DiscardDraft {
+                // A retry whose first try discarded the draft but died before its projection:
+                // the draft's uses leave "Used in" now rather than at the next tick.
+                usage::after_write(ctx, &c, id).await;
+            }
             Ok(item_reply(200, &row, &c))
         }
     }
+}
+
+pub(super) fn is_trashed(row: &Row) -> bool {
+    row.get("deleted_at").is_some_and(|d| !d.is_null())
+}
+
+/// `POST …/{id}/discard-draft`: drops the entry's draft revision (the live columns never held
+/// it), so the draft's references leave "Used in" in the same request; an entry without a draft
+/// is answered as it is. Ownership as for updates; an entry in the trash is not found.
+pub async fn discard_draft<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
+    transition(ctx, collection, id, Transition::DiscardDraft).await
+}
+
+/// `POST …/{id}/duplicate`: a new draft entry with the live data of an entry outside the trash
+/// (not its draft), its `title` (else `name`) suffixed ` (Copy)` and a slug made from that, in
+/// the same locale and a translation group of its own, authored by the caller (EmDash's
+/// duplicate). Below editor only one's own entries may be duplicated. The copy is admitted and
+/// indexed like any new entry.
+pub async fn duplicate<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {
+    let c = schema::load(ctx, collection, "collection").await?;
+    let row = repo::get(ctx.exec, &c, id).await?.filter(|r| !is_trashed(r)).ok_or_else(not_found)?;
+    check_owner(ctx, &row)?;
+    let mut data = live_data(&row, &c.fields);
+    data.retain(|_, v| !v.is_null());
+    if let Some(key) = ["title", "name"].into_iter().find(|k| data.get(*k).is_some_and(Json::is_string)) {
+        let copy = format!("{} (Copy)", data[key].as_str().unwrap_or_default());
+        data.insert(key.to_owned(), Json::String(copy));
+    }
+    let mut issues = Issues::default();
+    let columns = data_columns(&c, &mut issues, &data, false);
+    issues.finish()?;
+    admit(ctx, &c, &data).await?;
+    let new = NewEntry {
+        slug: None,
+        slug_base: made_slug_base(&data),
+        status: Status::Draft.as_str(),
+        locale: row.get("locale").and_then(Json::as_str).unwrap_or("en").to_owned(),
+        translation_group: None,
+        author: ctx.principal.as_ref().map(|p| p.token_id.clone()),
+        columns,
+    };
+    let copy = insert_entry(ctx, &c, &new).await?;
+    if let Some(copy_id) = copy.get("id").and_then(Json::as_str) {
+        usage::after_write(ctx, &c, copy_id).await;
+    }
+    Ok(item_reply(201, &copy, &c))
 }
 
 pub async fn unpublish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) -> Result<Reply, ApiError> {

@@ -27,6 +27,7 @@ pub const CODES: &[&str] = &[
     "WORK_CHANGED",
     "INVALID_TYPE",
     "MEDIA_STORAGE_UNAVAILABLE",
+    "FIELD_TYPE_COLUMN_CHANGE",
     "INTERNAL_ERROR",
 ];
 

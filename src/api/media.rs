@@ -8,9 +8,9 @@ use super::error::ApiError;
 use super::input::{self, json_body, Issues, Obj};
 use super::{Ctx, Reply, Request, Response};
 use crate::exec::{self, Executor};
-use crate::model::auth::Role;
+use crate::model::auth::{Principal, Role};
 use crate::model::state::CoverageStatus;
-use crate::repo::media::{self as repo, Media, NewMedia, Purged};
+use crate::repo::media::{self as repo, Media, MetadataUpdate, NewMedia, Purged};
 use crate::repo::reads::{self as usage_repo, SafeDelete};
 use crate::storage::{serve, valid_key};
 use crate::usage::sitemap::encode_segment;
@@ -43,8 +43,11 @@ pub fn nameable_key(key: &str) -> bool {
     !matches!(key, "." | "..")
 }
 
-/// A media row as the API shows it; `url` is where its file is served (see [`file_url`]; `null`
-/// for a key no URL can name).
+/// A media row as the API shows it, in EmDash's media item shape (`MediaItem`: its fields, with
+/// `blurhash` and `dominantColor` always `null` — no placeholders are computed — and `contentHash`
+/// set for uploads only), plus `url`, where its file is served (see [`file_url`]; `null` for a
+/// key no URL can name), and `deletedAt` (the trash). `authorId` is the token that registered or
+/// uploaded it (`null`: registered before authors were recorded).
 pub fn media_json(m: &Media, public_url: Option<&str>) -> Json {
     json!({
         "url": file_url(public_url, &m.storage_key),
@@ -58,14 +61,47 @@ pub fn media_json(m: &Media, public_url: Option<&str>) -> Json {
         "caption": m.caption,
         "storageKey": m.storage_key,
         "status": m.status,
+        "contentHash": m.content_hash,
+        "blurhash": null,
+        "dominantColor": null,
+        "authorId": m.author_id,
         "createdAt": m.created_at,
         "deletedAt": m.deleted_at,
     })
 }
 
+/// The author whose media alone the caller may change or delete (`None`: any item). EmDash's
+/// media RBAC: below editor, only your own uploads and registrations.
+fn only_own<'c, E>(ctx: &'c Ctx<'_, E>) -> Option<&'c str> {
+    ctx.principal.as_ref().and_then(Principal::only_own)
+}
+
+/// 403 when the caller may change only its own media and `m` is not one of them (an item without
+/// an author is nobody's own).
+fn check_owner<E>(ctx: &Ctx<'_, E>, m: &Media) -> Result<(), ApiError> {
+    match only_own(ctx) {
+        Some(me) if m.author_id.as_deref() != Some(me) => Err(ApiError::new(
+            403,
+            "FORBIDDEN",
+            "Only editors and admins may change media uploaded or registered by someone else",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The most rows a filtered list page examines (a page may then hold fewer items than asked,
 /// with a cursor to go on from): what a page reads stays bounded whatever the library holds.
 pub const LIST_WINDOW: u32 = 200;
+/// The longest `q` (a part of the file name), in characters once trimmed (EmDash's bound).
+pub const Q_MAX_CHARS: usize = 200;
+/// The longest `search` (the older name of that filter, untrimmed), in characters.
+pub const SEARCH_MAX_CHARS: usize = 255;
+/// The most entries a `mimeType` list takes.
+pub const MIME_FILTERS_MAX: usize = 20;
+/// The longest alt text and caption, in characters (as a registration or an upload takes them).
+pub const TEXT_MAX_CHARS: usize = 1000;
+/// The largest width and height, in pixels (as a registration takes them).
+pub const DIMENSION_MAX: i64 = 1_000_000;
 /// The most entries counted per item by `include=usage` (`usageCountCapped` says when reached).
 pub const USAGE_COUNT_CAP: u32 = 100;
 /// The most ids a bulk delete takes.
@@ -108,6 +144,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         caption: None,
         storage_key: storage_key.unwrap_or_default(),
         content_hash: None,
+        author_id: ctx.principal.as_ref().map(|p| p.token_id.clone()),
     };
     let key = new.storage_key.clone();
     // Content may link to this key already (the client chose it): the ticks re-check it all.
@@ -128,19 +165,78 @@ pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Resu
     let m = repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
     let mut item = media_json(&m, ctx.config.media_public_url.as_deref());
     if input::query_flag(req, "includeUsage") {
-        item["usage"] = super::usage::usage_summary(ctx, &m.id).await?;
+        let mut usage = super::usage::usage_summaries(ctx, std::slice::from_ref(&m.id)).await?;
+        item["usage"] = usage.pop().unwrap_or_default();
     }
     Ok((200, json!({ "item": item })))
 }
 
-/// `GET /media`: the library (or, with `trashed=true`, the trash), newest first. Filters:
-/// `search` (a part of the file name), `usage=used|unused` (by the safe delete's rule; editors
-/// and admins only, by the route's access rule; `unused` only while coverage is complete, else
-/// 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`), and `include=usage` adds each item's `usageCount`
-/// (entries using it, up to [`USAGE_COUNT_CAP`]) for an editor or admin; below editor the counts
-/// are left out (they count drafts), as `GET /media/{id}?includeUsage=1` leaves out its count.
-/// A filtered page examines at most [`LIST_WINDOW`] items, so it may hold fewer than `limit` (even
-/// none) with a `nextCursor` to go on from.
+/// `PUT /media/{id}` (EmDash's `mediaUpdateBody`): sets the item's `alt`, `caption`, `width` and
+/// `height`, those given (each optional; strings of at most [`TEXT_MAX_CHARS`], `""` clears one;
+/// integers from 1 to [`DIMENSION_MAX`]; `null` and unknown keys are refused), and answers the
+/// item. Below editor only the caller's own items (else 403 `FORBIDDEN`, nothing changed): the
+/// one statement that updates carries that condition. Nothing the usage index reads changes.
+pub async fn update<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["alt", "caption", "width", "height"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let update = MetadataUpdate {
+        alt: given_text(&obj, &mut issues, "alt"),
+        caption: given_text(&obj, &mut issues, "caption"),
+        width: given_dimension(&obj, &mut issues, "width"),
+        height: given_dimension(&obj, &mut issues, "height"),
+    };
+    issues.finish()?;
+    let public_url = ctx.config.media_public_url.as_deref();
+    if let Some(m) = repo::update_metadata(ctx.exec, id, update, only_own(ctx)).await? {
+        return Ok((200, json!({"item": media_json(&m, public_url)})));
+    }
+    // Nothing matched: no such item, or not the caller's (an item's author never changes).
+    let m = repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
+    check_owner(ctx, &m)?;
+    Err(ApiError::conflict("The media item changed while it was updated; retry"))
+}
+
+/// A string value of `key` when the body has it: at most [`TEXT_MAX_CHARS`] characters; `null` or
+/// another type is an issue.
+fn given_text(obj: &Obj<'_>, issues: &mut Issues, key: &str) -> Option<String> {
+    match obj.raw(key)? {
+        Json::String(_) => obj.string(issues, key, false, 0, TEXT_MAX_CHARS),
+        _ => {
+            issues.add(obj.path(key), "Expected a string");
+            None
+        }
+    }
+}
+
+/// A width or height when the body has it: an integer from 1 to [`DIMENSION_MAX`]; `null` or
+/// anything else is an issue.
+fn given_dimension(obj: &Obj<'_>, issues: &mut Issues, key: &str) -> Option<i64> {
+    match obj.raw(key)? {
+        Json::Null => {
+            issues.add(obj.path(key), format!("Expected an integer from 1 to {DIMENSION_MAX}"));
+            None
+        }
+        _ => obj.integer(issues, key, 1, DIMENSION_MAX),
+    }
+}
+
+/// `GET /media`: the library (or, with `trashed=true`, the trash), newest first, as EmDash's
+/// "List Media" answers it (and its client's `mediaList` asks: `mimeType`, `limit`, `cursor`,
+/// `includeUsage=1`). Filters: `mimeType` (a comma-separated list of types, each whole or
+/// `type/*`), `q` (a part of the file name, case-insensitive; `search` is its older name, and
+/// given both, a name must contain both),
+/// `usage=used|unused` (by the safe delete's rule; editors and admins only, by the route's access
+/// rule; `unused` only while coverage is complete, else 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`).
+/// `includeUsage=1` gives each item EmDash's `usage` summary, by exactly the rules of
+/// `GET /media/{id}?includeUsage=1` (a count only for an editor or admin while coverage is
+/// complete). `include=usage` adds each item's `usageCount` (entries using it by the safe
+/// delete's rule, up to [`USAGE_COUNT_CAP`]) for an editor or admin; below editor those counts
+/// are left out (they count drafts). A filtered page examines at most [`LIST_WINDOW`] items, so it
+/// may hold fewer than `limit` (even none) with a `nextCursor` to go on from; the last page has no
+/// `nextCursor` (EmDash's list leaves it out).
 pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
     let mut issues = Issues::default();
     let limit = input::limit(req, &mut issues);
@@ -162,10 +258,8 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
             false
         }
     };
-    let search = input::query(req, "search").map(str::to_owned);
-    if search.as_deref().is_some_and(|q| q.is_empty() || q.chars().count() > 255) {
-        issues.add("search", "Expected 1 to 255 characters");
-    }
+    let name_parts = name_parts(req, &mut issues);
+    let mime_types = input::query(req, "mimeType").and_then(|raw| mime_filters(raw, &mut issues));
     issues.finish()?;
     if used == Some(false) {
         // "Unused" is a claim only complete coverage proves (the safe delete's rule).
@@ -175,11 +269,11 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
         }
     }
     let shelf = if input::query_flag(req, "trashed") { repo::Shelf::Trash } else { repo::Shelf::Library };
-    let filtered = search.is_some() || used.is_some();
+    let filtered = !name_parts.is_empty() || used.is_some() || mime_types.is_some();
     let window = if filtered { LIST_WINDOW.max(limit + 1) } else { limit + 1 };
     let may_read_usage = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
     let count_usage_up_to = (include_usage && may_read_usage).then_some(USAGE_COUNT_CAP);
-    let filter = repo::ListFilter { search, used, count_usage_up_to };
+    let filter = repo::ListFilter { name_parts, mime_types, used, count_usage_up_to };
     let rows = repo::list(ctx.exec, shelf, after, window, &filter).await?;
     let key = |m: &Media| input::encode_cursor(&m.created_at, &m.id);
     let last_examined = (rows.len() == window as usize).then(|| rows.last().map(|r| key(&r.media))).flatten();
@@ -191,7 +285,7 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
         last_examined
     };
     let public_url = ctx.config.media_public_url.as_deref();
-    let items: Vec<Json> = matched
+    let mut items: Vec<Json> = matched
         .iter()
         .map(|r| {
             let mut item = media_json(&r.media, public_url);
@@ -202,13 +296,82 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
             item
         })
         .collect();
+    if input::query_flag(req, "includeUsage") {
+        let ids: Vec<String> = matched.iter().map(|r| r.media.id.clone()).collect();
+        let summaries = super::usage::usage_summaries(ctx, &ids).await?;
+        for (item, usage) in items.iter_mut().zip(summaries) {
+            item["usage"] = usage;
+        }
+    }
     Ok((200, input::page(items, next)))
 }
 
+/// The file-name filter: the parts of the name asked for, each case-insensitive: `q` (EmDash's:
+/// at most [`Q_MAX_CHARS`] characters and not only spaces; the spaces around it are trimmed) and
+/// `search` (its older name: 1 to [`SEARCH_MAX_CHARS`] characters, untrimmed). Given both, a name
+/// must contain both.
+fn name_parts(req: &Request, issues: &mut Issues) -> Vec<String> {
+    let mut parts = Vec::new();
+    if let Some(q) = input::query(req, "q") {
+        let trimmed = q.trim_matches(|c: char| c.is_ascii_whitespace());
+        if trimmed.is_empty() || q.chars().count() > Q_MAX_CHARS {
+            issues.add("q", format!("Expected 1 to {Q_MAX_CHARS} characters, not only spaces"));
+        } else {
+            parts.push(trimmed.to_owned());
+        }
+    }
+    if let Some(search) = input::query(req, "search") {
+        if search.is_empty() || search.chars().count() > SEARCH_MAX_CHARS {
+            issues.add("search", format!("Expected 1 to {SEARCH_MAX_CHARS} characters"));
+        } else {
+            parts.push(search.to_owned());
+        }
+    }
+    parts
+}
+
+/// The longest `mimeType` list, in characters.
+pub const MIME_FILTER_MAX_CHARS: usize = 2048;
+
+/// `mimeType`, EmDash's comma-separated list, as the list's filter entries: each without the
+/// spaces and tabs around it and its parameters (`;…`), lower-cased, a whole type
+/// (`application/pdf`) or, from `type/*` or `type/`, the prefix `type/`. Empty entries are
+/// skipped (as EmDash does); no entry at all, more than [`MIME_FILTERS_MAX`], one that is not a
+/// MIME type, or a list over [`MIME_FILTER_MAX_CHARS`] is an issue.
+fn mime_filters(raw: &str, issues: &mut Issues) -> Option<Vec<String>> {
+    let blank = [' ', '\t'];
+    let mut out: Vec<String> = Vec::new();
+    for entry in raw.split(',').map(|e| e.trim_matches(blank)).filter(|e| !e.is_empty()) {
+        let entry = entry.split(';').next().unwrap_or_default().trim_matches(blank).to_ascii_lowercase();
+        let prefix = entry.strip_suffix("/*").or_else(|| entry.strip_suffix('/'));
+        let valid = match prefix {
+            Some(kind) => is_mime_type(&format!("{kind}/x")),
+            None => is_mime_type(&entry),
+        };
+        if !valid {
+            issues.add(
+                "mimeType",
+                "Expected a comma-separated list of MIME types: type/subtype, or type/* for every subtype",
+            );
+            return None;
+        }
+        out.push(prefix.map_or_else(|| entry.clone(), |kind| format!("{kind}/")));
+    }
+    if out.is_empty() || out.len() > MIME_FILTERS_MAX || raw.chars().count() > MIME_FILTER_MAX_CHARS {
+        issues.add(
+            "mimeType",
+            format!("Expected 1 to {MIME_FILTERS_MAX} MIME types in at most {MIME_FILTER_MAX_CHARS} characters"),
+        );
+        return None;
+    }
+    Some(out)
+}
+
 /// `DELETE /media/{id}`: moves the item to the trash (row and object kept; its file is no longer
-/// served; `POST /media/{id}/restore` brings it back). Refused while the media is in use or
-/// coverage cannot prove it unused; `?force=true` (admins only, checked by the route's access
-/// rule) trashes it regardless. `?permanent=true` (admins only) deletes row and object at once,
+/// served; `POST /media/{id}/restore` brings it back). Below editor only the caller's own items
+/// (EmDash's `media:delete_own`; else 403 `FORBIDDEN`, nothing changed). Refused while the media
+/// is in use or coverage cannot prove it unused; `?force=true` (admins only, checked by the
+/// route's access rule) trashes it regardless. `?permanent=true` (admins only) deletes row and object at once,
 /// in the trash or not: only if the safe delete would take it — the rule is carried by the one
 /// statement that deletes, so a retry, or a content write racing the delete, is judged at that
 /// instant — or outright with `force`. The row goes first, then, for an uploaded row, its stored
@@ -230,6 +393,12 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         return done();
     }
     let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
+    // The ownership read here cannot be made stale by anything that happens before the move: an
+    // item's author is written once, on insert, and never changed (a trigger refuses it,
+    // migration 0019), and a media id is never reused, so this row is the caller's for as long
+    // as it exists. The move itself carries the same condition all the same (`media/trash.sql`),
+    // so it holds at the instant of the write whatever came between.
+    check_owner(ctx, &media)?;
     if media.deleted_at.is_some() {
         return done();
     }
@@ -270,13 +439,17 @@ async fn unless_in_use<E: Executor>(ctx: &Ctx<'_, E>, id: &str, removal: Removal
                     return Err(not_found());
                 }
             }
-            Removal::Trash => match usage_repo::trash_media_if_unused(ctx.exec, id, rules).await? {
+            Removal::Trash => match usage_repo::trash_media_if_unused(ctx.exec, id, rules, only_own(ctx)).await? {
                 SafeDelete::Trashed => return Ok(None),
-                // Gone, or in the trash already (a retry whose first try committed unseen).
+                // Gone, in the trash already (a retry whose first try committed unseen), or not
+                // the caller's.
                 SafeDelete::Missing => {
                     return match repo::get(ctx.exec, id).await? {
-                        Some(m) if m.deleted_at.is_some() => Ok(None),
-                        _ => Err(not_found()),
+                        Some(m) => check_owner(ctx, &m).and_then(|()| match m.deleted_at {
+                            Some(_) => Ok(None),
+                            None => Err(ApiError::conflict("The media item changed while it was deleted; retry")),
+                        }),
+                        None => Err(not_found()),
                     };
                 }
                 SafeDelete::Refused => {}

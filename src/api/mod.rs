@@ -4,6 +4,7 @@
 pub mod auth;
 pub mod console;
 pub mod content;
+pub mod content_reads;
 pub mod deletions;
 pub mod error;
 pub mod input;
@@ -323,6 +324,8 @@ async fn dispatch<E: Executor>(
         Op::GetCollection => schema::get(&ctx, p(0)).await?,
         Op::DeleteCollection => schema::delete(&ctx, p(0), req).await?,
         Op::AddField => schema::add_field(&ctx, p(0), req).await?,
+        Op::UpdateField => schema::update_field(&ctx, p(0), p(1), req).await?,
+        Op::DeleteField => schema::delete_field(&ctx, p(0), p(1)).await?,
         Op::ListContent => content::list(&ctx, p(0), req).await?,
         Op::CreateContent => content::create(&ctx, p(0), req).await?,
         Op::GetContent => content::get(&ctx, p(0), p(1)).await?,
@@ -331,6 +334,11 @@ async fn dispatch<E: Executor>(
         Op::PublishContent => content::publish(&ctx, p(0), p(1)).await?,
         Op::UnpublishContent => content::unpublish(&ctx, p(0), p(1)).await?,
         Op::RestoreContent => content::restore(&ctx, p(0), p(1)).await?,
+        Op::DiscardDraft => content::discard_draft(&ctx, p(0), p(1)).await?,
+        Op::DuplicateContent => content::duplicate(&ctx, p(0), p(1)).await?,
+        Op::ContentRevisions => content_reads::revisions(&ctx, p(0), p(1), req).await?,
+        Op::CompareContent => content_reads::compare(&ctx, p(0), p(1)).await?,
+        Op::ContentTranslations => content_reads::translations(&ctx, p(0), p(1), req).await?,
         Op::ScheduleContent => content::schedule(&ctx, p(0), p(1), req).await?,
         Op::UnscheduleContent => content::unschedule(&ctx, p(0), p(1)).await?,
         Op::ListMedia => media::list(&ctx, req).await?,
@@ -340,6 +348,7 @@ async fn dispatch<E: Executor>(
         Op::CreateMedia => media::create(&ctx, req).await?,
         Op::MediaFile => return media::file(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
+        Op::UpdateMedia => media::update(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::RestoreMedia => media::restore(&ctx, p(0)).await?,
         Op::BulkDeleteMedia => media::bulk_delete(&ctx, req).await?,

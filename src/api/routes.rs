@@ -16,6 +16,8 @@ pub enum Op {
     GetCollection,
     DeleteCollection,
     AddField,
+    UpdateField,
+    DeleteField,
     ListContent,
     CreateContent,
     GetContent,
@@ -24,11 +26,17 @@ pub enum Op {
     PublishContent,
     UnpublishContent,
     RestoreContent,
+    DiscardDraft,
+    DuplicateContent,
+    ContentRevisions,
+    CompareContent,
+    ContentTranslations,
     ScheduleContent,
     UnscheduleContent,
     ListMedia,
     CreateMedia,
     GetMedia,
+    UpdateMedia,
     DeleteMedia,
     RestoreMedia,
     BulkDeleteMedia,
@@ -72,6 +80,8 @@ pub const ROUTES: &[Route] = &[
     r("GET", "/_emdash/api/schema/collections/{slug}", Op::GetCollection),
     r("DELETE", "/_emdash/api/schema/collections/{slug}", Op::DeleteCollection),
     r("POST", "/_emdash/api/schema/collections/{slug}/fields", Op::AddField),
+    r("PUT", "/_emdash/api/schema/collections/{slug}/fields/{field}", Op::UpdateField),
+    r("DELETE", "/_emdash/api/schema/collections/{slug}/fields/{field}", Op::DeleteField),
     r("GET", "/_emdash/api/content/{collection}", Op::ListContent),
     r("POST", "/_emdash/api/content/{collection}", Op::CreateContent),
     r("GET", "/_emdash/api/content/{collection}/{id}", Op::GetContent),
@@ -80,11 +90,17 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/content/{collection}/{id}/publish", Op::PublishContent),
     r("POST", "/_emdash/api/content/{collection}/{id}/unpublish", Op::UnpublishContent),
     r("POST", "/_emdash/api/content/{collection}/{id}/restore", Op::RestoreContent),
+    r("POST", "/_emdash/api/content/{collection}/{id}/discard-draft", Op::DiscardDraft),
+    r("POST", "/_emdash/api/content/{collection}/{id}/duplicate", Op::DuplicateContent),
+    r("GET", "/_emdash/api/content/{collection}/{id}/revisions", Op::ContentRevisions),
+    r("GET", "/_emdash/api/content/{collection}/{id}/compare", Op::CompareContent),
+    r("GET", "/_emdash/api/content/{collection}/{id}/translations", Op::ContentTranslations),
     r("POST", "/_emdash/api/content/{collection}/{id}/schedule", Op::ScheduleContent),
     r("DELETE", "/_emdash/api/content/{collection}/{id}/schedule", Op::UnscheduleContent),
     r("GET", "/_emdash/api/media", Op::ListMedia),
     r("POST", "/_emdash/api/media", Op::CreateMedia),
     r("GET", "/_emdash/api/media/{id}", Op::GetMedia),
+    r("PUT", "/_emdash/api/media/{id}", Op::UpdateMedia),
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
     r("POST", "/_emdash/api/media/bulk-delete", Op::BulkDeleteMedia),
     r("POST", "/_emdash/api/media/{id}/restore", Op::RestoreMedia),
@@ -120,13 +136,19 @@ pub fn access(op: Op, req: &Request) -> Access {
     match op {
         Op::Health | Op::OpenApi | Op::SitemapIndex | Op::SitemapCollection | Op::MediaFile => Public,
         Op::ListCollections | Op::GetCollection => Need(Role::Contributor, Scope::SchemaRead),
-        Op::CreateCollection | Op::DeleteCollection | Op::AddField => Need(Role::Admin, Scope::SchemaWrite),
-        Op::ListContent | Op::GetContent => Need(Role::Contributor, Scope::ContentRead),
+        Op::CreateCollection | Op::DeleteCollection | Op::AddField | Op::UpdateField | Op::DeleteField => {
+            Need(Role::Admin, Scope::SchemaWrite)
+        }
+        Op::ListContent | Op::GetContent | Op::ContentRevisions | Op::CompareContent | Op::ContentTranslations => {
+            Need(Role::Contributor, Scope::ContentRead)
+        }
         Op::CreateContent
         | Op::UpdateContent
         | Op::PublishContent
         | Op::UnpublishContent
         | Op::RestoreContent
+        | Op::DiscardDraft
+        | Op::DuplicateContent
         | Op::ScheduleContent
         | Op::UnscheduleContent => Need(Role::Author, Scope::ContentWrite),
         // EmDash's `content:delete_permanent`: admins only.
@@ -140,7 +162,10 @@ pub fn access(op: Op, req: &Request) -> Access {
         Op::DeleteMedia if query_flag(req, "force") || query_flag(req, "permanent") => {
             Need(Role::Admin, Scope::MediaWrite)
         }
-        Op::DeleteMedia | Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
+        // EmDash's `media:edit_own` and `media:delete_own`: below editor, the handler lets a
+        // token change only the media it uploaded or registered.
+        Op::UpdateMedia | Op::DeleteMedia => Need(Role::Author, Scope::MediaWrite),
+        Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
         Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
         Op::CreateToken
         | Op::ListTokens
@@ -162,7 +187,7 @@ pub fn flags(op: Op) -> &'static [&'static str] {
         Op::GetCollection => &["includeFields"],
         Op::DeleteCollection => &["force"],
         Op::DeleteMedia => &["force", "permanent"],
-        Op::ListMedia => &["trashed"],
+        Op::ListMedia => &["trashed", "includeUsage"],
         Op::DeleteContent => &["permanent"],
         Op::GetMedia => &["includeUsage"],
         Op::RevokeToken => &["cascade"],

@@ -341,6 +341,7 @@ async fn register<E: Executor>(ctx: &Ctx<'_, E>, form: Form, file: &mut Incoming
         caption: form.caption,
         storage_key: key.clone(),
         content_hash: Some(hash.clone()),
+        author_id: ctx.principal.as_ref().map(|p| p.token_id.clone()),
     };
     let inserted = match repo::insert(ctx.exec, new).await {
         // The insert may have committed before the error (D1 lost the connection after it):

@@ -52,7 +52,8 @@ pub const STATUS_COUNT_CAP: u32 = 100_000;
 /// Repair runs the status lists at most.
 pub const STATUS_RUNS: u32 = 20;
 
-/// `GET /admin/media-usage/status?day=`: coverage, deletions and repair runs in progress with
+/// `GET /admin/media-usage/status?day=`: coverage, deletions (of collections and of fields) and
+/// repair runs in progress with
 /// what they have left and an estimate of when they finish, the tick budget, and the daily
 /// budget's use on `day` (a UTC date; default: the database's today).
 pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
@@ -103,6 +104,24 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "estimate": estimate(rows_to_write),
         }));
     }
+    let field_deletions: Vec<Json> = crate::repo::field_deletion::in_progress(ctx.exec, 100)
+        .await?
+        .iter()
+        .map(|d| {
+            json!({
+                "collection": d.collection_slug,
+                "collectionId": d.collection_id,
+                "field": d.field_slug,
+                "fieldId": d.field_id,
+                "phase": d.phase,
+                "state": d.state,
+                "attemptCount": d.attempt_count,
+                "nextAttemptAt": d.next_attempt_at,
+                "leaseExpiresAt": d.lease_expires_at,
+                "lastErrorCode": d.last_error_code,
+            })
+        })
+        .collect();
     let mut repairs = Vec::new();
     for run in repair_repo::list_runs(ctx.exec, STATUS_RUNS).await? {
         let left = repair_repo::remaining(ctx.exec, &run, STATUS_COUNT_CAP).await?;
@@ -142,6 +161,7 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "status": overall,
             "collections": collections,
             "deletions": deletions,
+            "fieldDeletions": field_deletions,
             "repairs": repairs,
             "tickBudget": tick_budget,
             "daily": daily,
@@ -164,17 +184,23 @@ fn is_day(s: &str) -> bool {
         && (1..=31).contains(&number(8..10))
 }
 
-/// The `usage` block of `GET /media/{id}?includeUsage=1`: a count only when coverage is
-/// complete and the caller may see drafts (editor or above).
-pub async fn usage_summary<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str) -> Result<Json, ApiError> {
+/// The `usage` block of each of `media_ids` (EmDash's media usage summary), as
+/// `GET /media/{id}?includeUsage=1` and `GET /media?includeUsage=1` give it, in their order:
+/// `{count, coverage: {scope, status}}` with the overall coverage, and a count (entries outside
+/// the trash using the item, and entries too large to index that list it) only when coverage is
+/// complete and the caller may see drafts (editor or above), else `null`. One coverage read and,
+/// when counted, one statement for all the ids.
+pub async fn usage_summaries<E: Executor>(ctx: &Ctx<'_, E>, media_ids: &[String]) -> Result<Vec<Json>, ApiError> {
     let (overall, _) = coverage(ctx).await?;
     let may_read_drafts = ctx.principal.as_ref().is_some_and(|p| p.role >= Role::Editor);
-    let count = if overall == CoverageStatus::Complete && may_read_drafts {
-        Some(reads::count_entries(ctx.exec, media_id).await?)
+    let counts = if overall == CoverageStatus::Complete && may_read_drafts && !media_ids.is_empty() {
+        Some(reads::count_entries(ctx.exec, media_ids).await?)
     } else {
         None
     };
-    Ok(json!({"count": count, "coverage": {"scope": "all_content_collections", "status": overall}}))
+    let count = |id: &String| counts.as_ref().map(|c| c.iter().find(|(m, _)| m == id).map_or(0, |(_, n)| *n));
+    let coverage = json!({"scope": "all_content_collections", "status": overall});
+    Ok(media_ids.iter().map(|id| json!({"count": count(id), "coverage": coverage})).collect())
 }
 
 /// `GET /media/{id}/usage`: the entries whose current projection references the media.
@@ -440,6 +466,9 @@ pub async fn repair<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     // Starting the runs counts against the same budget as the work done after it.
     let metered = Metered::new(ctx.exec, clock);
     let ids: Vec<&str> = targets.iter().map(|c| c.id.as_str()).collect();
+    // A repair redoes what failed for good: the deletions of these collections' fields too.
+    let cleanup = ctx.config.background.cleanup;
+    metered.execute(crate::repo::field_deletion::reopen_statement(&ids, cleanup.start())).await?;
     let started = repair_repo::begin(&metered, &ids, ctx.config.background.projection.rules.id()).await?;
     if started == 0 && scope.as_deref() == Some("collection") {
         let slug = targets.first().map(|c| c.slug.as_str()).unwrap_or_default();

@@ -814,13 +814,22 @@ async function refreshMedia() {
     }
     throw e;
   }
-  const page = await api("GET", `${path}/usage?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+  // "Used in" is for editors and admins: below editor the item is shown without it (its alt
+  // text and caption can still be edited, on the token's own uploads).
+  let page = null;
+  try {
+    page = await api("GET", `${path}/usage?limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+  } catch (e) {
+    if (!refused(e)) throw e;
+  }
   const count = item.usage ? item.usage.count : null;
-  const counted =
-    count === null || count === undefined
+  const counted = !page
+    ? "Where it is used is shown to editors and admins: this token's role may not see it."
+    : count === null || count === undefined
       ? "Usage count: unknown until coverage is complete."
       : `Used by ${count} entr${count === 1 ? "y" : "ies"} outside the trash.`;
-  const rows = page.items.map((u) =>
+  const coverage = page ? page.coverage.status : item.usage ? item.usage.coverage.status : null;
+  const rows = (page ? page.items : []).map((u) =>
     h(
       "tr",
       {},
@@ -838,16 +847,18 @@ async function refreshMedia() {
     media.cursors.length > 1
       ? h("button", { type: "button", class: "secondary", onclick: () => pageTo(media.cursors.slice(0, -1)) }, "Previous page")
       : null,
-    page.nextCursor ? h("button", { type: "button", class: "secondary", onclick: () => pageTo([...media.cursors, page.nextCursor]) }, "Next page") : null,
+    page && page.nextCursor ? h("button", { type: "button", class: "secondary", onclick: () => pageTo([...media.cursors, page.nextCursor]) }, "Next page") : null,
   );
   put($("media-view"), 
     h("h2", {}, `${item.filename} `, h("span", { class: "muted" }, `(${item.mimeType})`)),
     item.url ? h("p", {}, h("a", { href: item.url, target: "_blank", rel: "noopener noreferrer" }, "Open the file")) : null,
-    h("p", {}, `${counted} Coverage: `, badge(page.coverage.status)),
-    rows.length
-      ? table("Used in", ["Collection", "Entry", "Slug", "Status", "Where", "Occurrences"], rows)
-      : h("p", {}, media.cursors.length > 1 || page.unindexed.length ? "No more indexed entries." : "Not used in any entry."),
-    page.unindexed.length
+    h("p", {}, `${counted} Coverage: `, badge(coverage)),
+    !page
+      ? null
+      : rows.length
+        ? table("Used in", ["Collection", "Entry", "Slug", "Status", "Where", "Occurrences"], rows)
+        : h("p", {}, media.cursors.length > 1 || page.unindexed.length ? "No more indexed entries." : "Not used in any entry."),
+    page && page.unindexed.length
       ? h(
           "p",
           { class: "refusal", id: "unindexed" },
@@ -859,6 +870,7 @@ async function refreshMedia() {
     item.deletedAt
       ? h("p", {}, `In the trash since ${when(item.deletedAt)}: its file is not served until it is restored.`)
       : null,
+    metadataForm(item),
     h("div", { id: "delete-result" }),
     h("div", { id: "restore-result" }),
     h(
@@ -878,6 +890,54 @@ async function refreshMedia() {
       h("button", { type: "button", class: "secondary", "aria-label": `Close where ${item.filename} is used`, onclick: () => closeItem(item.id) }, "Close"),
     ),
   );
+}
+
+/** The item's alt text and caption, editable (`PUT /media/{id}`): below editor the API takes
+ * only the token's own uploads, and the refusal is shown in words. */
+function metadataForm(item) {
+  const field = (name, label, value) =>
+    h(
+      "div",
+      { class: "field" },
+      h("label", { for: `media-${name}` }, label),
+      h("input", { id: `media-${name}`, name, type: "text", maxlength: "1000", spellcheck: "true", value: value ?? "" }),
+    );
+  const author = item.authorId === null || item.authorId === undefined ? "unknown (only editors and admins may change it)" : item.authorId;
+  return h(
+    "form",
+    { id: "metadata-form", method: "post", action: "#", autocomplete: "off", "aria-label": `Alt text and caption of ${item.filename}`, onsubmit: (ev) => saveMetadata(ev, item) },
+    h("h3", {}, "Alt text and caption"),
+    field("alt", "Alt text", item.alt),
+    field("caption", "Caption", item.caption),
+    h("p", { class: "muted" }, `Uploaded or registered by token: ${author}`),
+    h("div", { class: "toolbar" }, h("button", { type: "submit", id: "save-metadata" }, "Save alt text and caption")),
+    h("div", { id: "metadata-result" }),
+  );
+}
+
+async function saveMetadata(ev, item) {
+  ev.preventDefault();
+  const form = ev.currentTarget;
+  const button = form.querySelector("button[type=submit]");
+  const out = $("metadata-result");
+  button.disabled = true;
+  clearMessages();
+  try {
+    const saved = (await api("PUT", `/media/${encodeURIComponent(item.id)}`, { alt: form.elements.alt.value, caption: form.elements.caption.value })).item;
+    item.alt = saved.alt;
+    item.caption = saved.caption;
+    put(out, h("p", { role: "status" }, `Saved the alt text and caption of “${item.filename}”.`));
+  } catch (e) {
+    if (e instanceof ApiError && e.code === "FORBIDDEN") {
+      put(out, h("p", { class: "refusal", role: "alert" }, `Not saved: ${e.message}. (${e.code}, HTTP ${e.status})`));
+    } else if (e instanceof ApiError && e.code === "VALIDATION_ERROR") {
+      const issues = (e.details && e.details.issues) || [];
+      put(out, h("p", { class: "refusal", role: "alert" }, `Not saved: ${issues.map((i) => `${i.path}: ${i.message}`).join("; ") || e.message} (${e.code})`));
+    } else {
+      showError(e);
+    }
+  }
+  button.disabled = false;
 }
 
 /** Closes the open item's "Used in" and goes back to it in the grid. */

@@ -186,6 +186,10 @@ pub enum Error {
     /// table is a broken database.
     #[error("no such table: {0}")]
     NoSuchTable(String),
+    /// A statement named a column its table does not have: a field deleted (its column renamed
+    /// out of reach) while a request that had read the field still wrote it. Nothing was written.
+    #[error("no such column: {0}")]
+    NoSuchColumn(String),
     /// The database reported a transient failure (D1: the network connection was lost, the
     /// storage object was reset): the statement, or the whole batch, may or may not have been
     /// committed. D1 retries read-only queries itself; a write is never retried by D1, and this
@@ -204,6 +208,18 @@ impl Error {
     /// table that means a collection is gone rather than that the database is broken.
     pub fn is_missing_content_table(&self) -> bool {
         matches!(self, Error::NoSuchTable(table) if table.starts_with(crate::sql::CONTENT_TABLE_PREFIX))
+    }
+
+    /// The column a statement named that its table does not have (`NoSuchColumn`).
+    pub fn missing_column(&self) -> Option<&str> {
+        let Error::NoSuchColumn(message) = self else { return None };
+        const NEEDLE: &str = "no such column: ";
+        let at = message.to_ascii_lowercase().find(NEEDLE)? + NEEDLE.len();
+        let rest = &message[at..];
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.')).unwrap_or(rest.len());
+        let name = &rest[..end];
+        let name = name.rsplit('.').next().unwrap_or(name);
+        (!name.is_empty()).then_some(name)
     }
 
     /// Whether the failed statement may nevertheless have been committed: a transient error, or
@@ -245,6 +261,8 @@ pub fn classify(message: &str) -> Error {
         Error::TooBig(message.to_owned())
     } else if lower.contains("no such table") {
         Error::NoSuchTable(missing_table(message).unwrap_or(message).to_owned())
+    } else if lower.contains("no such column") {
+        Error::NoSuchColumn(message.to_owned())
     } else if TRANSIENT_MESSAGES.iter().any(|m| lower.contains(m)) {
         Error::Transient(message.to_owned())
     } else {
@@ -320,7 +338,12 @@ mod tests {
         assert!(matches!(classify("media usage capture inactive"), Error::CaptureInactive));
         assert!(matches!(classify("D1_ERROR: no such table: ec_posts: SQLITE_ERROR"), Error::NoSuchTable(_)));
         assert!(matches!(classify("D1_ERROR: string or blob too big: SQLITE_TOOBIG"), Error::TooBig(_)));
-        assert!(matches!(classify("no such column: x"), Error::Backend(_)));
+        assert!(matches!(classify("D1_ERROR: no such column: hero: SQLITE_ERROR"), Error::NoSuchColumn(_)));
+        assert!(!classify("no such column: x").may_have_committed());
+        assert_eq!(classify("D1_ERROR: no such column: hero: SQLITE_ERROR").missing_column(), Some("hero"));
+        assert_eq!(classify("no such column: e.hero").missing_column(), Some("hero"));
+        assert_eq!(classify("no such column: ").missing_column(), None);
+        assert_eq!(Error::Backend("no such column: hero".into()).missing_column(), None);
         for m in [
             "D1_ERROR: Network connection lost.",
             "D1_ERROR: Internal error while starting up D1 DB storage caused object to be reset.",

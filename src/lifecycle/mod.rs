@@ -1,9 +1,10 @@
 //! The collection lifecycle: creating a collection together with its capture (coverage row and
-//! capture triggers), adding a field together with the coverage invalidation it causes, and
-//! deleting a collection through its tombstone ([`deletion`]: the DELETE request's front phases,
-//! and the cleanup the tick's deletion lane runs); and an entry's publication ([`publish`]: what
-//! the publish request and a scheduled publish write) with the tick's lane that fires schedules
-//! ([`schedule`]).
+//! capture triggers), adding a field together with the coverage invalidation it causes, deleting
+//! and updating a field ([`fields`]: the DELETE request's guarded batch, and the walk and column
+//! drop the tick's fields lane runs), deleting a collection through its tombstone ([`deletion`]:
+//! the DELETE request's front phases, and the cleanup the tick's deletion lane runs); and an
+//! entry's publication ([`publish`]: what the publish request and a scheduled publish write) with
+//! the tick's lane that fires schedules ([`schedule`]).
 //!
 //! These compose the registry statements of [`crate::repo::schema`] with the capture statements
 //! of [`crate::repo::capture`] into single atomic batches, one layer above both, so neither
@@ -18,6 +19,7 @@ use crate::repo::{capture, schema};
 use crate::usage::extract::is_extraction_field;
 
 pub mod deletion;
+pub mod fields;
 pub mod publish;
 pub mod schedule;
 pub mod tables;

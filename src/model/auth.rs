@@ -102,8 +102,9 @@ impl Principal {
         self.scopes.contains(&scope)
     }
 
-    /// The author whose entries alone this principal may change (EmDash's RBAC: below editor,
-    /// only entries you authored), or `None` when it may change any entry.
+    /// The author whose entries and media alone this principal may change (EmDash's RBAC: below
+    /// editor, only entries you authored and media you uploaded or registered), or `None` when it
+    /// may change any.
     pub fn only_own(&self) -> Option<&str> {
         (self.role < Role::Editor).then_some(self.token_id.as_str())
     }

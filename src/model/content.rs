@@ -48,6 +48,57 @@ pub fn check_slug(slug: &str) -> Result<(), &'static str> {
     }
 }
 
+/// Longest slug made from a title (EmDash's `slugify` bound), before a `-N` suffix.
+pub const MAX_GENERATED_SLUG: usize = 80;
+
+/// The text a slug is made from when a create gives none: the entry's `title`, else its
+/// `name`, when it is a non-empty string (EmDash's `getSlugSource`).
+pub fn slug_source(data: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    ["title", "name"].iter().find_map(|k| data.get(*k).and_then(serde_json::Value::as_str).filter(|s| !s.is_empty()))
+}
+
+/// A URL slug made from `text` as EmDash's `slugify` makes it: lower-cased, decomposed (NFD) with
+/// its combining diacritics (U+0300..U+036F) dropped, so `Café` is `cafe`; runs of whitespace and
+/// `_` become one `-`; anything but `a-z`, `0-9` and `-` goes; runs of `-` become one; one
+/// leading and one trailing `-` go; then it is cut to [`MAX_GENERATED_SLUG`] characters and a
+/// `-` the cut left at the end goes. Empty when nothing is left (a title in a script without
+/// Latin letters): such an entry has no slug, as in EmDash.
+pub fn slugify(text: &str) -> String {
+    let lower = text.to_lowercase();
+    let mut out = String::with_capacity(lower.len());
+    for ch in lower.chars() {
+        if is_js_whitespace(ch) || ch == '_' {
+            out.push('-');
+        } else if ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '-' {
+            out.push(ch);
+        } else if let Some(base) = super::decomposed::ascii_in(ch) {
+            // What NFD leaves of it once its diacritics and everything else not kept go.
+            out.push(base);
+        }
+    }
+    let mut collapsed = String::with_capacity(out.len());
+    for ch in out.chars() {
+        if !(ch == '-' && collapsed.ends_with('-')) {
+            collapsed.push(ch);
+        }
+    }
+    let trimmed = collapsed.strip_prefix('-').unwrap_or(&collapsed);
+    let trimmed = trimmed.strip_suffix('-').unwrap_or(trimmed);
+    // Only ASCII is left: a byte is a character.
+    let cut = &trimmed[..trimmed.len().min(MAX_GENERATED_SLUG)];
+    cut.strip_suffix('-').unwrap_or(cut).to_owned()
+}
+
+/// JavaScript's `\s`: the Unicode space separators and line terminators, tab, vertical tab, form
+/// feed and the byte order mark (not U+0085, which Rust's `char::is_whitespace` counts).
+fn is_js_whitespace(ch: char) -> bool {
+    matches!(
+        ch,
+        '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}'
+    )
+}
+
 /// Locales: BCP-47-like tags such as `en`, `de-AT`, `zh-Hant-TW`.
 pub fn check_locale(locale: &str) -> Result<(), &'static str> {
     let mut parts = locale.split('-');
@@ -87,6 +138,46 @@ mod tests {
         assert!(check_slug(&"a".repeat(201)).is_err());
         assert!(check_slug("a\nb").is_err());
         assert!(check_slug(" a").is_err());
+    }
+
+    #[test]
+    fn slugs_are_made_from_titles_as_emdash_makes_them() {
+        for (title, slug) in [
+            ("Hello World", "hello-world"),
+            ("  Hello,   World!  ", "hello-world"),
+            ("Café naïve Ångström", "cafe-naive-angstrom"),
+            ("snake_case__and--dashes", "snake-case-and-dashes"),
+            ("-lead and trail-", "lead-and-trail"),
+            ("Ça va? Déjà vu — 2026", "ca-va-deja-vu-2026"),
+            ("Straße", "strae"),
+            ("\u{212A}elvin", "kelvin"),
+            ("İstanbul", "istanbul"),
+            ("tab\there\u{a0}nbsp\u{3000}ideo\u{feff}bom", "tab-here-nbsp-ideo-bom"),
+            ("next\u{85}line", "nextline"),
+            ("ﬁne", "ne"),
+            ("మేష రాసి", ""),
+            ("日本語", ""),
+            ("!!!", ""),
+            ("-", ""),
+            ("", ""),
+        ] {
+            assert_eq!(slugify(title), slug, "{title:?}");
+        }
+        // Cut at 80 characters, and a hyphen the cut leaves at the end goes.
+        assert_eq!(slugify(&"a".repeat(100)), "a".repeat(80));
+        assert_eq!(slugify(&format!("{} b", "a".repeat(79))), "a".repeat(79));
+        assert_eq!(slugify(&format!("{} bc", "a".repeat(78))), format!("{}-b", "a".repeat(78)));
+        assert_eq!(slugify(&"é".repeat(100)), "e".repeat(80), "counted after decomposition");
+    }
+
+    #[test]
+    fn a_slug_is_made_from_the_title_else_the_name() {
+        let data = |v: serde_json::Value| v.as_object().cloned().unwrap();
+        assert_eq!(slug_source(&data(serde_json::json!({"title": "T", "name": "N"}))), Some("T"));
+        assert_eq!(slug_source(&data(serde_json::json!({"title": "", "name": "N"}))), Some("N"));
+        assert_eq!(slug_source(&data(serde_json::json!({"title": 3, "name": "N"}))), Some("N"));
+        assert_eq!(slug_source(&data(serde_json::json!({"title": null}))), None);
+        assert_eq!(slug_source(&data(serde_json::json!({"heading": "H"}))), None);
     }
 
     #[test]

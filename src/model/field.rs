@@ -91,6 +91,47 @@ impl FieldType {
     pub fn allowed_in_repeater(self) -> bool {
         !matches!(self, FieldType::Repeater | FieldType::PortableText)
     }
+
+    /// The column type EmDash gives this field type (its `FIELD_TYPE_TO_COLUMN`): `TEXT`, `JSON`,
+    /// `REAL` or `INTEGER`. A field's type may change only within one of these (EmDash refuses
+    /// any other change: there is no in-place migration of the stored values).
+    pub fn emdash_column_type(self) -> &'static str {
+        match self {
+            FieldType::String | FieldType::Text | FieldType::Datetime | FieldType::Image | FieldType::File => "TEXT",
+            FieldType::PortableText | FieldType::Repeater | FieldType::Json => "JSON",
+            FieldType::Number => "REAL",
+            FieldType::Boolean => "INTEGER",
+        }
+    }
+}
+
+/// The prefix of a deleted field's column, renamed out of reach until a tick drops it. No field
+/// slug can start with it (slugs start with a letter).
+pub const DELETED_COLUMN_PREFIX: &str = "_deleted_";
+
+/// The name a deleted field's column is renamed to: the prefix and a generated id (32 lowercase
+/// hex digits), so it names no field and no other deleted column.
+pub fn deleted_column_name(generated_id: &str) -> Option<String> {
+    let name = format!("{DELETED_COLUMN_PREFIX}{generated_id}");
+    is_deleted_column_name(&name).then_some(name)
+}
+
+/// Whether `name` is a deleted field's column name as [`deleted_column_name`] makes them.
+pub fn is_deleted_column_name(name: &str) -> bool {
+    name.strip_prefix(DELETED_COLUMN_PREFIX)
+        .is_some_and(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+}
+
+/// What the schema API shows of a field beyond what the content model uses: its stored
+/// validation and widget options (JSON text, EmDash's `validation` and `options`; the content
+/// model reads only a repeater's sub-fields from the validation) and when it was created and
+/// last changed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldMeta {
+    pub validation: Option<String>,
+    pub options: Option<String>,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
 }
 
 /// A repeater sub-field.
@@ -110,6 +151,8 @@ pub struct Field {
     pub required: bool,
     pub sub_fields: Vec<SubField>,
     pub sort_order: i64,
+    /// Shown by the schema API only; nothing else reads it.
+    pub meta: FieldMeta,
 }
 
 impl Field {
@@ -277,7 +320,38 @@ mod tests {
             required,
             sub_fields: vec![],
             sort_order: 0,
+            meta: FieldMeta::default(),
         }
+    }
+
+    #[test]
+    fn deleted_column_names_are_the_prefix_and_a_generated_id() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(deleted_column_name(id).as_deref(), Some("_deleted_0123456789abcdef0123456789abcdef"));
+        assert!(is_deleted_column_name("_deleted_0123456789abcdef0123456789abcdef"));
+        for bad in [
+            "",
+            "x",
+            "0123456789ABCDEF0123456789abcdef",
+            "0123456789abcdef0123456789abcde",
+            "0123456789abcdef0123456789abcdeg",
+            "0123456789abcdef0123456789abcdef0",
+        ] {
+            assert_eq!(deleted_column_name(bad), None, "{bad:?}");
+        }
+        assert!(!is_deleted_column_name("deleted_0123456789abcdef0123456789abcdef"));
+        assert!(Ident::parse("_deleted_0123456789abcdef0123456789abcdef").is_err(), "no field slug is one");
+    }
+
+    #[test]
+    fn a_type_may_change_only_within_emdashs_column_type() {
+        let class = |t: FieldType| t.emdash_column_type();
+        let text = [FieldType::String, FieldType::Text, FieldType::Datetime, FieldType::Image, FieldType::File];
+        let json = [FieldType::PortableText, FieldType::Repeater, FieldType::Json];
+        assert!(text.iter().all(|t| class(*t) == "TEXT"));
+        assert!(json.iter().all(|t| class(*t) == "JSON"));
+        assert_eq!(class(FieldType::Number), "REAL");
+        assert_eq!(class(FieldType::Boolean), "INTEGER");
     }
 
     #[test]

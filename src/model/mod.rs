@@ -7,6 +7,7 @@
 pub mod auth;
 pub mod collection;
 pub mod content;
+pub mod decomposed;
 pub mod field;
 pub mod ident;
 pub mod source;

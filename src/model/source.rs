@@ -5,6 +5,8 @@
 pub const SCHEMA_VERSION: i64 = 1;
 /// Characters of an entry's title the index keeps (its display title).
 pub const MAX_TITLE_CHARS: usize = 200;
+/// The fields an entry's display title is read from, in order (else its slug, else its id).
+pub const TITLE_FIELDS: [&str; 2] = ["title", "name"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {

@@ -149,6 +149,18 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// The phase of a field deletion, in the order they run (both by cron ticks; the DELETE
+    /// request has already taken the field out of the registry and its column out of reach).
+    FieldDeletionPhase {
+        /// Delete the field's occurrences from the usage index, walking the collection's
+        /// occurrences in key order; coverage is not complete meanwhile.
+        Occurrences = "occurrences",
+        /// Drop the field's renamed column, then the deletion row.
+        Column = "column",
+    }
+}
+
 impl DeletionPhase {
     /// The phases run inside the DELETE request.
     pub fn is_front(self) -> bool {
@@ -186,5 +198,7 @@ mod tests {
         assert_eq!(DeletionPhase::Finalize.next(), None);
         let front: Vec<DeletionPhase> = DeletionPhase::ALL.iter().copied().filter(|p| p.is_front()).collect();
         assert_eq!(front, [DeletionPhase::Fence, DeletionPhase::Registry, DeletionPhase::Table]);
+        let order: Vec<&str> = FieldDeletionPhase::ALL.iter().map(|p| p.as_str()).collect();
+        assert_eq!(order, ["occurrences", "column"]);
     }
 }

@@ -21,6 +21,7 @@ const PUBLISH: &str = include_str!("../sql/content/publish.sql");
 const UNPUBLISH: &str = include_str!("../sql/content/unpublish.sql");
 const TRASH: &str = include_str!("../sql/content/trash.sql");
 const RESTORE: &str = include_str!("../sql/content/restore.sql");
+const DISCARD_DRAFT: &str = include_str!("../sql/content/discard_draft.sql");
 const DELETE: &str = include_str!("../sql/content/delete.sql");
 const GUARD_VERSION: &str = include_str!("../sql/content/guard_version.sql");
 const INSERT_REVISION: &str = include_str!("../sql/content/insert_revision.sql");
@@ -28,11 +29,18 @@ const SET_DRAFT_REVISION: &str = include_str!("../sql/content/set_draft_revision
 const SELECT_REVISION: &str = include_str!("../sql/content/select_revision.sql");
 const PRUNE_REVISIONS: &str = include_str!("../sql/content/prune_revisions.sql");
 const DELETE_REVISIONS: &str = include_str!("../sql/content/delete_revisions.sql");
+const LIST_REVISIONS: &str = include_str!("../sql/content/list_revisions.sql");
+const COUNT_REVISIONS: &str = include_str!("../sql/content/count_revisions.sql");
+const LIST_TRANSLATIONS: &str = include_str!("../sql/content/list_translations.sql");
 
 /// A new entry; `columns` are the field columns being set.
 #[derive(Debug, Clone)]
 pub struct NewEntry {
-    pub slug: String,
+    /// The slug given; `None` to make one from [`NewEntry::slug_base`].
+    pub slug: Option<String>,
+    /// What a slug is made from when none is given (a slugified title): the base itself when
+    /// its (slug, locale) is free, else `base-N`; `None` with no slug given: no slug.
+    pub slug_base: Option<String>,
     pub status: &'static str,
     pub locale: String,
     pub translation_group: Option<String>,
@@ -41,22 +49,35 @@ pub struct NewEntry {
     pub columns: Vec<(Ident, Value)>,
 }
 
-/// Inserts an entry and returns the stored row.
-pub async fn insert<E: Executor>(exec: &E, c: &Collection, new: NewEntry) -> Result<Row, Error> {
+/// How many times a create whose made slug was taken tries the next suffix: the slug is chosen
+/// by the inserting statement itself, so only a suffix of more than 18 digits taken in the
+/// locale (which the choice does not look at) can make it collide.
+pub const SLUG_ATTEMPTS: u32 = 3;
+
+/// Inserts an entry and returns the stored row. `attempt` (from 0) offsets a made slug's
+/// suffix: the retry of a create whose made slug was taken takes the next one.
+pub async fn insert<E: Executor>(exec: &E, c: &Collection, new: &NewEntry, attempt: u32) -> Result<Row, Error> {
     let id = ids::new_id();
     let sql = render(
         INSERT,
         &[
             ("table", &Fragment::content_table(&c.slug)),
             ("columns", &Fragment::trailing_columns(new.columns.iter().map(|(k, _)| k))),
-            ("placeholders", &Fragment::trailing_placeholders(7, new.columns.len())),
+            ("placeholders", &Fragment::trailing_placeholders(9, new.columns.len())),
         ],
     );
-    let group = new.translation_group.unwrap_or_else(|| id.clone());
-    let mut stmt =
-        Statement::new(sql).bind(id).bind(new.slug).bind(new.status).bind(new.locale).bind(group).bind(new.author);
-    for (_, v) in new.columns {
-        stmt = stmt.bind(v);
+    let group = new.translation_group.clone().unwrap_or_else(|| id.clone());
+    let mut stmt = Statement::new(sql)
+        .bind(id)
+        .bind(new.slug.clone())
+        .bind(new.status)
+        .bind(new.locale.as_str())
+        .bind(group)
+        .bind(new.author.clone())
+        .bind(new.slug_base.clone())
+        .bind(i64::from(attempt));
+    for (_, v) in &new.columns {
+        stmt = stmt.bind(v.clone());
     }
     one_row(exec.run(stmt).await?.rows)
 }
@@ -291,6 +312,8 @@ pub enum Transition {
     Unpublish,
     Trash,
     Restore,
+    /// Drops the draft revision of an entry outside the trash.
+    DiscardDraft,
 }
 
 /// Applies a transition; `None` when the entry is missing, already in the target state or (with
@@ -306,6 +329,7 @@ pub async fn transition<E: Executor>(
         Transition::Unpublish => UNPUBLISH,
         Transition::Trash => TRASH,
         Transition::Restore => RESTORE,
+        Transition::DiscardDraft => DISCARD_DRAFT,
     };
     let sql = render(template, &[("table", &Fragment::content_table(&c.slug))]);
     let stmt = Statement::new(sql).bind(id).bind(only_own);
@@ -325,4 +349,77 @@ pub async fn delete<E: Executor>(exec: &E, c: &Collection, id: &str) -> Result<b
         .batch(vec![Statement::new(sql).bind(id), Statement::new(DELETE_REVISIONS).bind(c.slug.as_str()).bind(id)])
         .await?;
     Ok(outcomes.first().is_some_and(|o| o.changes > 0))
+}
+
+/// A revision as an entry's history lists it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct HistoryRevision {
+    /// Its place in insertion order (the rowid): the page's keyset.
+    pub seq: i64,
+    pub id: String,
+    pub collection: String,
+    pub entry_id: String,
+    pub data: String,
+    pub author_id: Option<String>,
+    pub created_at: String,
+    /// The revision data bytes of the page through this one.
+    #[serde(rename = "__bytes_through")]
+    pub bytes_through: i64,
+}
+
+/// Revision data bytes a page of an entry's history holds at most before it stops (plus the
+/// one revision that crosses it).
+pub const HISTORY_PAGE_BYTES: i64 = LIST_PAGE_BYTES;
+
+/// A page of an entry's revisions, newest first: up to `limit + 1` after the revision `after`
+/// (its `seq`), fewer when they reach [`HISTORY_PAGE_BYTES`].
+pub async fn revisions_page<E: Executor>(
+    exec: &E,
+    c: &Collection,
+    entry_id: &str,
+    after: Option<i64>,
+    limit: u32,
+) -> Result<Vec<HistoryRevision>, Error> {
+    let stmt = Statement::new(LIST_REVISIONS)
+        .bind(c.slug.as_str())
+        .bind(entry_id)
+        .bind(after)
+        .bind(i64::from(limit) + 1)
+        .bind(HISTORY_PAGE_BYTES);
+    exec.query(stmt).await
+}
+
+/// How many revisions an entry has.
+pub async fn count_revisions<E: Executor>(exec: &E, c: &Collection, entry_id: &str) -> Result<i64, Error> {
+    #[derive(Deserialize)]
+    struct Count {
+        n: i64,
+    }
+    let stmt = Statement::new(COUNT_REVISIONS).bind(c.slug.as_str()).bind(entry_id);
+    Ok(exec.query_first::<Count>(stmt).await?.map_or(0, |r| r.n))
+}
+
+/// An entry of a translation group, as the group's list shows it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Translation {
+    pub id: String,
+    pub locale: Option<String>,
+    pub slug: Option<String>,
+    pub status: String,
+    pub updated_at: String,
+}
+
+/// A page of the translation group `group`'s entries outside the trash, by locale then id: up
+/// to `limit + 1` after `(locale, id)`.
+pub async fn translations_page<E: Executor>(
+    exec: &E,
+    c: &Collection,
+    group: &str,
+    after: Option<(String, String)>,
+    limit: u32,
+) -> Result<Vec<Translation>, Error> {
+    let sql = render(LIST_TRANSLATIONS, &[("table", &Fragment::content_table(&c.slug))]);
+    let (after_locale, after_id) = after.unzip();
+    let stmt = Statement::new(sql).bind(group).bind(after_locale).bind(after_id).bind(i64::from(limit) + 1);
+    exec.query(stmt).await
 }

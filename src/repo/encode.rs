@@ -7,7 +7,9 @@ use serde_json::Value as Json;
 
 use crate::exec::Value;
 use crate::model::field::{Field, FieldType, FieldValue};
-use crate::model::state::{CaptureState, CoverageStatus, DeletionPhase, QueueState, RepairPhase, TickOutcome};
+use crate::model::state::{
+    CaptureState, CoverageStatus, DeletionPhase, FieldDeletionPhase, QueueState, RepairPhase, TickOutcome,
+};
 
 impl From<FieldValue> for Value {
     /// Booleans are stored as `0`/`1` (SQLite has no boolean type), numbers as REAL.
@@ -65,7 +67,7 @@ macro_rules! bound_as_word {
     };
 }
 
-bound_as_word!(QueueState, RepairPhase, TickOutcome, CoverageStatus, CaptureState, DeletionPhase);
+bound_as_word!(QueueState, RepairPhase, TickOutcome, CoverageStatus, CaptureState, DeletionPhase, FieldDeletionPhase);
 
 #[cfg(test)]
 mod tests {
@@ -83,6 +85,7 @@ mod tests {
             required: false,
             sub_fields: vec![],
             sort_order: 0,
+            meta: Default::default(),
         }
     }
 
@@ -143,6 +146,7 @@ mod tests {
         words(CoverageStatus::ALL, CoverageStatus::as_str);
         words(CaptureState::ALL, CaptureState::as_str);
         words(DeletionPhase::ALL, DeletionPhase::as_str);
+        words(FieldDeletionPhase::ALL, FieldDeletionPhase::as_str);
         assert_eq!(Value::from(DeletionPhase::Fence), Value::Text("fence".into()));
     }
 }

@@ -1,11 +1,12 @@
-//! The leased-queue idiom, written once for the four queues of the index: projection work
+//! The leased-queue idiom, written once for the five queues of the index: projection work
 //! (`_emdash_media_usage_work`), repair runs (`_emdash_media_usage_reconciliations`), collection
-//! deletion tombstones (`_emdash_media_usage_collection_deletions`) and the continuation baton
+//! deletion tombstones (`_emdash_media_usage_collection_deletions`), field deletions
+//! (`_emdash_media_usage_field_deletions`) and the continuation baton
 //! (`_emdash_media_usage_continuation`).
 //!
 //! A queue row is claimed by one statement that leases it under a fresh token for the queue's
 //! lease length (measured by the database clock), counts the attempt, and is then changed only
-//! by statements that carry the token. The three row queues share their lease columns (`state`,
+//! by statements that carry the token. The four row queues share their lease columns (`state`,
 //! `lease_token`, `lease_expires_at`, `attempt_count`, `next_attempt_at`, `updated_at`), so what
 //! those statements set is written once, as fragments that [`render`] fills into each queue's
 //! statements:
@@ -51,6 +52,9 @@ pub const REPAIR: Queue = Queue { table: "_emdash_media_usage_reconciliations", 
 
 /// Collection deletions: a DELETE request's front phases, or a tick's steps, per claim.
 pub const DELETION: Queue = Queue { table: "_emdash_media_usage_collection_deletions", lease_seconds: 300 };
+
+/// Field deletions: a tick's steps per claim (the longest, dropping a column, rewrites its table).
+pub const FIELD_DELETION: Queue = Queue { table: "_emdash_media_usage_field_deletions", lease_seconds: 120 };
 
 /// The continuation baton: how long a continuation message may be in flight before another tick
 /// may send a new one (a lost message delays work by at most this, or until the next cron tick).
@@ -127,7 +131,9 @@ mod tests {
 
     #[test]
     fn a_claim_binds_the_token_then_its_queues_lease_length() {
-        for (queue, seconds) in [(WORK, 60i64), (REPAIR, 60), (DELETION, 300), (CONTINUATION, 60)] {
+        for (queue, seconds) in
+            [(WORK, 60i64), (REPAIR, 60), (DELETION, 300), (FIELD_DELETION, 120), (CONTINUATION, 60)]
+        {
             let stmt = queue.claim("SET {set_leased} WHERE id = ?3", "tok");
             assert_eq!(stmt.params(), [Value::from("tok"), Value::from(seconds)], "{}", queue.table);
         }

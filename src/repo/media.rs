@@ -18,6 +18,7 @@ const ID_BY_STORAGE_KEY: &str = include_str!("../sql/media/id_by_storage_key.sql
 const REFERENCED_KEYS: &str = include_str!("../sql/media/referenced_keys.sql");
 const KEY_SERVED: &str = include_str!("../sql/media/key_served.sql");
 const TRASH: &str = include_str!("../sql/media/trash.sql");
+const UPDATE_METADATA: &str = include_str!("../sql/media/update_metadata.sql");
 const RESTORE: &str = include_str!("../sql/media/restore.sql");
 const BULK_TRASH: &str = include_str!("../sql/media/bulk_trash.sql");
 const BULK_STATUS: &str = include_str!("../sql/media/bulk_status.sql");
@@ -65,6 +66,10 @@ pub struct Media {
     /// When it was moved to the trash (`None`: in the library).
     #[serde(default)]
     pub deleted_at: Option<String>,
+    /// The token that registered or uploaded it (written once, on insert); `None` for items
+    /// registered before authors were recorded: nobody's own.
+    #[serde(default)]
+    pub author_id: Option<String>,
 }
 
 /// Metadata of a newly registered media object.
@@ -80,6 +85,8 @@ pub struct NewMedia {
     pub storage_key: String,
     /// SHA-256 of the stored bytes (hex) for uploaded files; one row per hash.
     pub content_hash: Option<String>,
+    /// The token registering or uploading it (its id).
+    pub author_id: Option<String>,
 }
 
 /// Registers media; a taken `storage_key` or `content_hash` is [`Error::Unique`].
@@ -115,6 +122,7 @@ fn insert_statement(new: NewMedia) -> Statement {
         .bind(new.storage_key)
         .bind(new.caption)
         .bind(new.content_hash)
+        .bind(new.author_id)
 }
 
 pub async fn get<E: Executor>(exec: &E, id: &str) -> Result<Option<Media>, Error> {
@@ -131,8 +139,11 @@ pub enum Shelf {
 /// What a list keeps of the rows it examines.
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
-    /// A case-insensitive part of the file name.
-    pub search: Option<String>,
+    /// Case-insensitive parts of the file name, all of which it must contain (none: any name).
+    pub name_parts: Vec<String>,
+    /// The MIME types to keep, lower case: each a whole type (`application/pdf`), or a prefix
+    /// ending in `/` (`image/`); `None`: any type.
+    pub mime_types: Option<Vec<String>>,
     /// `Some(true)`: only items in use; `Some(false)`: only items not in use.
     pub used: Option<bool>,
     /// Count the entries using each item, up to this many.
@@ -159,27 +170,60 @@ pub async fn list<E: Executor>(
     filter: &ListFilter,
 ) -> Result<Vec<Listed>, Error> {
     let (at, id) = after.unzip();
+    let json = |v: &Vec<String>| serde_json::to_string(v).map_err(|e| Error::Decode(e.to_string()));
+    let name_parts = (!filter.name_parts.is_empty()).then(|| json(&filter.name_parts)).transpose()?;
+    let mime_types = filter.mime_types.as_ref().map(json).transpose()?;
     let stmt = Statement::new(LIST)
         .bind(at)
         .bind(id)
         .bind(i64::from(window))
         .bind(i64::from(shelf == Shelf::Trash))
-        .bind(filter.search.clone())
+        .bind(name_parts)
         .bind(filter.used.map(|u| if u { "used" } else { "unused" }))
         .bind(i64::from(filter.count_usage_up_to.is_some()))
-        .bind(i64::from(filter.count_usage_up_to.unwrap_or(0)));
+        .bind(i64::from(filter.count_usage_up_to.unwrap_or(0)))
+        .bind(mime_types);
     exec.query(stmt).await
 }
 
-/// Moves the media to the trash (its row and object kept); false when it is missing or already
-/// in the trash.
+/// Moves the media to the trash (its row and object kept) whatever uses it (an admin's forced
+/// delete); false when it is missing or already in the trash.
 pub async fn trash<E: Executor>(exec: &E, id: &str) -> Result<bool, Error> {
-    Ok(exec.execute(Statement::new(TRASH).bind(id)).await? > 0)
+    Ok(exec.execute(trash_statement(id, None)).await? > 0)
 }
 
-/// The statement [`trash`] runs, for a guarded batch.
-pub fn trash_statement(id: &str) -> Statement {
-    Statement::new(TRASH).bind(id)
+/// The statement that moves the media to the trash, for a guarded batch: only if it is
+/// `only_own`'s (below editor: the caller's own items; `None`: any item).
+pub fn trash_statement(id: &str, only_own: Option<&str>) -> Statement {
+    Statement::new(TRASH).bind(id).bind(only_own)
+}
+
+/// What a metadata update sets (`None`: kept as it is).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetadataUpdate {
+    pub alt: Option<String>,
+    pub caption: Option<String>,
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+}
+
+/// Updates the media's metadata, only if it is `only_own`'s (below editor: the caller's own
+/// items; `None`: any item), in one statement that carries that condition: the row as it is now,
+/// `None` when there is no such item or it is someone else's (nothing changed).
+pub async fn update_metadata<E: Executor>(
+    exec: &E,
+    id: &str,
+    update: MetadataUpdate,
+    only_own: Option<&str>,
+) -> Result<Option<Media>, Error> {
+    let stmt = Statement::new(UPDATE_METADATA)
+        .bind(id)
+        .bind(update.alt)
+        .bind(update.caption)
+        .bind(update.width)
+        .bind(update.height)
+        .bind(only_own);
+    exec.query_first(stmt).await
 }
 
 /// Brings the media back from the trash: the row restored; `None` when it is missing or not in

@@ -7,6 +7,7 @@ pub mod continuation;
 pub mod daily;
 pub mod deletion;
 pub mod encode;
+pub mod field_deletion;
 pub mod lease;
 pub mod media;
 pub mod projection;

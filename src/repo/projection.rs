@@ -63,6 +63,8 @@ pub struct LoadedEntry {
     pub revision_data: Option<String>,
     /// The registry slug of the collection id, `None` when the collection is gone.
     pub registry_slug: Option<String>,
+    /// The collection's field epoch (how many of its fields were deleted).
+    pub field_epoch: i64,
     pub fields: Vec<FieldRow>,
     pub observed: Vec<ObservedSource>,
     /// An opaque signature of the observed source rows, compared again at publish time.
@@ -121,6 +123,7 @@ pub async fn load_group<E: Executor>(
     let stmt = Statement::new(sql).bind(collection_id).bind(json!(content_ids).to_string()).bind(max_bytes);
     let rows = exec.run(stmt).await?.rows;
     let mut registry_slug = None;
+    let mut field_epoch = 0;
     let mut fields: Vec<FieldRow> = Vec::new();
     // (index asked, content id, entry); drafts come as rows of their own.
     let mut entries: Vec<(i64, String, LoadedEntry)> = Vec::new();
@@ -133,9 +136,10 @@ pub async fn load_group<E: Executor>(
         }
         if idx == 0 {
             registry_slug = take_str(&mut row, "__registry_slug");
+            field_epoch = row.get("__field_epoch").and_then(Json::as_i64).unwrap_or(0);
             fields = take_json(&mut row, "__fields")?;
         }
-        for meta in ["__registry_slug", "__fields", "__idx", "__rev_data"] {
+        for meta in ["__registry_slug", "__field_epoch", "__fields", "__idx", "__rev_data"] {
             row.remove(meta);
         }
         let content_id = take_str(&mut row, "__content_id").unwrap_or_default();
@@ -155,6 +159,7 @@ pub async fn load_group<E: Executor>(
                 revision_entry_id,
                 revision_data: None,
                 registry_slug: None,
+                field_epoch: 0,
                 fields: Vec::new(),
                 observed,
                 sources_signature,
@@ -171,6 +176,7 @@ pub async fn load_group<E: Executor>(
         .into_iter()
         .map(|(_, id, mut e)| {
             e.registry_slug.clone_from(&registry_slug);
+            e.field_epoch = field_epoch;
             e.fields.clone_from(&fields);
             (id, e)
         })

@@ -42,14 +42,18 @@ pub async fn usage_page<E: Executor>(
     exec.query(Statement::new(USAGE_PAGE).bind(media_id).bind(c).bind(id).bind(i64::from(limit))).await
 }
 
-/// Distinct non-trashed entries whose current projection uses `media_id`.
-pub async fn count_entries<E: Executor>(exec: &E, media_id: &str) -> Result<i64, Error> {
+/// For each of `media_ids`, the distinct entries that use it as summaries count uses: entries
+/// outside the trash whose current projection uses it, and entries too large to index that list
+/// it (one statement, whatever the number of ids; an id nothing uses counts 0).
+pub async fn count_entries<E: Executor>(exec: &E, media_ids: &[String]) -> Result<Vec<(String, i64)>, Error> {
     #[derive(Deserialize)]
     struct N {
+        media_id: String,
         n: i64,
     }
-    let n: Option<N> = exec.query_first(Statement::new(COUNT_ENTRIES).bind(media_id)).await?;
-    Ok(n.map_or(0, |n| n.n))
+    let ids = serde_json::to_string(media_ids).map_err(|e| Error::Decode(e.to_string()))?;
+    let rows: Vec<N> = exec.query(Statement::new(COUNT_ENTRIES).bind(ids)).await?;
+    Ok(rows.into_iter().map(|r| (r.media_id, r.n)).collect())
 }
 
 /// How a safe media delete ended.
@@ -57,7 +61,7 @@ pub async fn count_entries<E: Executor>(exec: &E, media_id: &str) -> Result<i64,
 pub enum SafeDelete {
     /// Moved to the trash.
     Trashed,
-    /// No such media row, or it is in the trash already.
+    /// No such media row, it is in the trash already, or it is not the caller's to delete.
     Missing,
     /// A current occurrence references it, or coverage cannot prove it unused.
     Refused,
@@ -65,12 +69,18 @@ pub enum SafeDelete {
 
 /// Moves a media item to the trash only if, at that instant, no current occurrence references it
 /// and every collection's coverage is complete under the deployed reference rules (`rules_id`):
-/// the check and the move are one guarded batch.
-pub async fn trash_media_if_unused<E: Executor>(exec: &E, media_id: &str, rules_id: &str) -> Result<SafeDelete, Error> {
+/// the check and the move are one guarded batch. The move takes only an item of `only_own`'s
+/// (below editor: the caller's own; `None`: any), else it is [`SafeDelete::Missing`].
+pub async fn trash_media_if_unused<E: Executor>(
+    exec: &E,
+    media_id: &str,
+    rules_id: &str,
+    only_own: Option<&str>,
+) -> Result<SafeDelete, Error> {
     // ?1 is the guard's own row; the rule reads the item at ?2 and the rules at ?3.
     let sql = crate::repo::media::render_unused_and_proven(GUARD_MEDIA_UNUSED, &Fragment::parameter(2), 3);
     let guard = Guard::new(sql).bind(media_id).bind(rules_id);
-    match guarded_batch(exec, guard, vec![crate::repo::media::trash_statement(media_id)]).await {
+    match guarded_batch(exec, guard, vec![crate::repo::media::trash_statement(media_id, only_own)]).await {
         Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeDelete::Trashed),
         Ok(_) => Ok(SafeDelete::Missing),
         Err(Error::Stale) => Ok(SafeDelete::Refused),

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use crate::exec::guard::Guard;
 use crate::exec::{Error, Executor, Statement};
 use crate::model::collection::Collection;
-use crate::model::field::{Field, FieldType, MAX_FIELDS};
+use crate::model::field::{Field, FieldMeta, FieldType, MAX_FIELDS};
 use crate::model::ident::Ident;
 use crate::sql::{render, Fragment};
 
@@ -22,14 +22,16 @@ const CONTENT_EXISTS: &str = include_str!("../sql/schema/content_exists.sql");
 const CREATE_LIVE_REVISION_INDEX: &str = include_str!("../sql/schema/create_live_revision_index.sql");
 const CREATE_DRAFT_REVISION_INDEX: &str = include_str!("../sql/schema/create_draft_revision_index.sql");
 const CREATE_PUBLISHED_INDEX: &str = include_str!("../sql/schema/create_published_index.sql");
+const CREATE_TRANSLATIONS_INDEX: &str = include_str!("../sql/schema/create_translations_index.sql");
 const TABLE_ROWS_BOUND: &str = include_str!("../sql/schema/table_rows_bound.sql");
 const OUTDATED_TABLE: &str = include_str!("../sql/schema/outdated_table.sql");
 const SET_TABLE_REVISION: &str = include_str!("../sql/schema/set_table_revision.sql");
 
 /// The revision of the content tables this code creates: 1 has the indexes on the revision
 /// columns that a revision delete's foreign-key check searches and the index of published
-/// entries the sitemaps page through (0: without them).
-pub const TABLE_REVISION: i64 = 1;
+/// entries the sitemaps page through (0: without them); 2 adds the index of translation groups
+/// an entry's translations are read from.
+pub const TABLE_REVISION: i64 = 2;
 
 #[derive(Debug, Deserialize)]
 struct CollectionFieldRow {
@@ -45,6 +47,9 @@ struct CollectionFieldRow {
     field_required: Option<i64>,
     field_validation: Option<String>,
     field_sort_order: Option<i64>,
+    field_options: Option<String>,
+    field_created_at: Option<String>,
+    field_updated_at: Option<String>,
 }
 
 /// Every collection (or only `slug`), with fields, in one statement.
@@ -80,6 +85,12 @@ pub async fn load<E: Executor>(exec: &E, slug: Option<&Ident>) -> Result<Vec<Col
                 required: row.field_required.unwrap_or(0) != 0,
                 sub_fields,
                 sort_order: row.field_sort_order.unwrap_or(0),
+                meta: FieldMeta {
+                    validation: row.field_validation,
+                    options: row.field_options,
+                    created_at: row.field_created_at,
+                    updated_at: row.field_updated_at,
+                },
             });
         }
     }
@@ -139,17 +150,19 @@ pub fn create_statements(id: &str, new: &NewCollection) -> Vec<Statement> {
     stmts
 }
 
-/// The indexes of [`TABLE_REVISION`] on a content table (idempotent): its revision columns, and
-/// its published entries.
-fn table_indexes(slug: &Ident) -> [Statement; 3] {
+/// The indexes of [`TABLE_REVISION`] on a content table (idempotent): its revision columns, its
+/// published entries, and its translation groups.
+fn table_indexes(slug: &Ident) -> [Statement; 4] {
     let table = Fragment::content_table(slug);
     let live = Fragment::name("idx_ec_", slug, "_live_revision");
     let draft = Fragment::name("idx_ec_", slug, "_draft_revision");
     let published = Fragment::name("idx_ec_", slug, "_published");
+    let translations = Fragment::name("idx_ec_", slug, "_translations");
     [
         Statement::new(render(CREATE_LIVE_REVISION_INDEX, &[("table", &table), ("index", &live)])),
         Statement::new(render(CREATE_DRAFT_REVISION_INDEX, &[("table", &table), ("index", &draft)])),
         Statement::new(render(CREATE_PUBLISHED_INDEX, &[("table", &table), ("index", &published)])),
+        Statement::new(render(CREATE_TRANSLATIONS_INDEX, &[("table", &table), ("index", &translations)])),
     ]
 }
 
@@ -187,11 +200,11 @@ pub async fn table_rows_bound<E: Executor>(exec: &E, slug: &Ident) -> Result<u64
 }
 
 /// How many indexes [`upgrade_table`] creates.
-pub const UPGRADE_INDEXES: u64 = 3;
+pub const UPGRADE_INDEXES: u64 = 4;
 
 /// The most statements [`outdated_table`], [`table_rows_bound`] and [`upgrade_table`] issue
 /// together.
-pub const UPGRADE_STEP_STATEMENTS: u64 = 6;
+pub const UPGRADE_STEP_STATEMENTS: u64 = 7;
 
 /// The guard that makes collection creation fail cleanly when the slug or table is taken.
 pub fn creation_guard(slug: &Ident) -> Guard {

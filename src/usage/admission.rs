@@ -6,6 +6,7 @@
 //! limit, the bytes of its candidate ids and of its file URL keys (one lookup), and the bytes of
 //! its occurrence rows (one bound value). See the README ("Admission").
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use serde_json::{Map, Value as Json};
@@ -188,7 +189,15 @@ pub async fn admit<E: Executor>(
     rules: &Rules,
     admission: Admission,
 ) -> Result<Result<(), Refusal>, Error> {
-    let extracted = extract(&extraction_fields(fields), data, rules);
+    // What a job reads: the collection's fields (a draft's value of a field deleted since it was
+    // saved, or its `_slug`, is not content).
+    let is_field = |k: &String| fields.iter().any(|f| f.slug.as_str() == k);
+    let data: Cow<'_, Map<String, Json>> = if data.keys().all(is_field) {
+        Cow::Borrowed(data)
+    } else {
+        Cow::Owned(data.iter().filter(|(k, _)| is_field(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+    };
+    let extracted = extract(&extraction_fields(fields), &data, rules);
     if let Err(refusal) = check_lookup(&extracted) {
         return Ok(Err(refusal));
     }

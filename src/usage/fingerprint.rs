@@ -27,9 +27,12 @@ pub fn canonical(v: &Json) -> String {
 }
 
 /// The fingerprint and the UTF-8 length of its canonical payload (used by admission).
+/// `field_epoch` counts the collection's deleted fields: it is part of the payload when not 0
+/// (so fingerprints from before any deletion keep their value).
 pub fn fingerprint(
     schema: &[ExtractionField],
     rules: &Rules,
+    field_epoch: i64,
     meta: &SourceMeta,
     occurrences: &[Occurrence],
 ) -> (String, usize) {
@@ -72,6 +75,10 @@ pub fn fingerprint(
         },
         "occurrences": occ_json,
     });
+    let mut payload = payload;
+    if field_epoch != 0 {
+        payload["fieldEpoch"] = json!(field_epoch);
+    }
     let text = canonical(&payload);
     let digest = Sha256::digest(text.as_bytes());
     (format!("{PREFIX}{}", hex::encode(digest)), text.len())

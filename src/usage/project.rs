@@ -20,7 +20,7 @@ use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Ctx, LaneStep, RowCount};
-use crate::model::field::{Field, FieldType};
+use crate::model::field::{Field, FieldMeta, FieldType};
 use crate::model::ident::Ident;
 use crate::repo::projection::{
     self, BoundRows, LoadedEntry, ObservedEntry, ObservedSource, OccurrenceRow, Publish, SourceRow,
@@ -86,6 +86,7 @@ fn fields_of(loaded: &LoadedEntry) -> Result<Vec<Field>, &'static str> {
                 required: f.required != 0,
                 sub_fields,
                 sort_order: f.sort_order,
+                meta: FieldMeta::default(),
             })
         })
         .collect()
@@ -177,7 +178,7 @@ fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Li
     let mut wanted: Vec<String> = Vec::new();
     let mut referenced = BTreeSet::new();
     if let Some(entry) = &prepared.entry {
-        let snaps = entry.snapshots(&prepared.schema, &policy.rules, library);
+        let snaps = entry.snapshots(&prepared.schema, &policy.rules, loaded.field_epoch, library);
         let indexed_draft = match &snaps.draft {
             Some(DraftSnapshot::Indexed(d)) => Some(d),
             _ => None,

@@ -8,7 +8,7 @@ use super::extract::{extract, Extracted, ExtractionField, Library, Occurrence, R
 use super::fingerprint::fingerprint;
 use crate::exec::Row;
 use crate::model::field::Field;
-use crate::model::source::{source_key, SourceMeta, Variant, MAX_TITLE_CHARS, SCHEMA_VERSION};
+use crate::model::source::{source_key, SourceMeta, Variant, MAX_TITLE_CHARS, SCHEMA_VERSION, TITLE_FIELDS};
 use crate::repo::encode::from_column;
 
 /// A projected source: metadata, occurrences and fingerprint.
@@ -75,7 +75,7 @@ fn column_data(fields: &[Field], row: &Row) -> Map<String, Json> {
 /// its first [`MAX_TITLE_CHARS`] characters (the index shows and fingerprints this, never a
 /// field in full).
 fn title(data: &Map<String, Json>, slug: Option<&str>, id: &str) -> String {
-    let full = ["title", "name"]
+    let full = TITLE_FIELDS
         .iter()
         .filter_map(|k| data.get(*k).and_then(Json::as_str))
         .find(|s| !s.trim().is_empty())
@@ -116,12 +116,19 @@ impl PreparedEntry {
         std::iter::once(&self.columns.extracted).chain(draft)
     }
 
-    /// The snapshots, with the candidates resolved against what the library holds.
-    pub fn snapshots(&self, schema: &[ExtractionField], rules: &Rules, library: &Library) -> EntrySnapshots {
+    /// The snapshots, with the candidates resolved against what the library holds, fingerprinted
+    /// under the collection's `field_epoch`.
+    pub fn snapshots(
+        &self,
+        schema: &[ExtractionField],
+        rules: &Rules,
+        field_epoch: i64,
+        library: &Library,
+    ) -> EntrySnapshots {
         let build = |p: &Prepared| {
             let occurrences = p.extracted.resolve(library);
             let pending_keys = p.extracted.pending_keys(library);
-            let (fingerprint, byte_length) = fingerprint(schema, rules, &p.meta, &occurrences);
+            let (fingerprint, byte_length) = fingerprint(schema, rules, field_epoch, &p.meta, &occurrences);
             Snapshot { meta: p.meta.clone(), occurrences, pending_keys, fingerprint, byte_length }
         };
         EntrySnapshots {
@@ -135,7 +142,7 @@ impl PreparedEntry {
 }
 
 /// Prepares the variants of a present entry row: its live columns and, with a draft revision,
-/// the columns with the draft laid over them.
+/// the columns with the draft's values of the collection's `fields` laid over them.
 pub fn prepare_entry(
     collection_id: &str,
     collection_slug: &str,
@@ -187,9 +194,11 @@ pub fn prepare_entry(
         else {
             return failed("DRAFT_REVISION_INVALID");
         };
+        // The draft's values of the collection's fields, as publishing would make them live: a
+        // key no field has (a field deleted since the draft was saved; `_slug`) is not content.
         let mut overlay = data.clone();
         for (k, v) in &rev {
-            if !k.starts_with('_') {
+            if fields.iter().any(|f| f.slug.as_str() == k) {
                 overlay.insert(k.clone(), v.clone());
             }
         }
@@ -222,6 +231,7 @@ mod tests {
                 required: false,
                 sub_fields: vec![],
                 sort_order: 0,
+                meta: Default::default(),
             })
             .collect()
     }
@@ -242,6 +252,7 @@ mod tests {
         prepare_entry("c1", "posts", &f, &schema, row, rev, &Rules::default()).snapshots(
             &schema,
             &Rules::default(),
+            0,
             &Library::default(),
         )
     }
@@ -301,6 +312,39 @@ mod tests {
         assert_eq!(d.meta.revision_id.as_deref(), Some("r1"));
         assert_eq!(d.occurrences[0].media_id.as_deref(), Some("m2"));
         assert_ne!(d.fingerprint, s.columns.fingerprint);
+    }
+
+    #[test]
+    fn the_draft_overlay_lays_only_the_collections_fields() {
+        // `cover` is no field of the collection (a field deleted since the draft was saved):
+        // publishing would drop it, so it holds no reference, and no title either.
+        let rev = RevisionRow {
+            id: Some("r1".into()),
+            collection: Some("posts".into()),
+            entry_id: Some("e1".into()),
+            data: Some(r#"{"cover":"m3","name":"Named","extra":{"asset":{"_ref":"m4"}}}"#.into()),
+        };
+        let s = snaps(Some("r1"), rev);
+        let Some(DraftSnapshot::Indexed(d)) = s.draft else { panic!("expected an indexed draft") };
+        let media: Vec<_> = d.occurrences.iter().map(|o| o.media_id.clone()).collect();
+        assert_eq!(media, s.columns.occurrences.iter().map(|o| o.media_id.clone()).collect::<Vec<_>>());
+        assert_eq!(d.meta.content_title, "Hello", "the live title: `name` is no field here");
+    }
+
+    #[test]
+    fn the_field_epoch_changes_every_fingerprint_and_0_leaves_them_as_they_were() {
+        let f = fields();
+        let schema = extraction_fields(&f);
+        let prepared =
+            prepare_entry("c1", "posts", &f, &schema, &row(None), &RevisionRow::default(), &Rules::default());
+        let at = |epoch| prepared.snapshots(&schema, &Rules::default(), epoch, &Library::default()).columns;
+        let (zero, one, two) = (at(0), at(1), at(2));
+        assert_eq!(zero.occurrences, one.occurrences);
+        assert!(zero.fingerprint != one.fingerprint && one.fingerprint != two.fingerprint);
+        let (before, _) = fingerprint(&schema, &Rules::default(), 0, &zero.meta, &zero.occurrences);
+        assert_eq!(before, zero.fingerprint);
+        // Epoch 0 adds nothing to the payload: fingerprints stored before epochs existed hold.
+        assert_eq!(zero.byte_length + r#","fieldEpoch":1"#.len(), one.byte_length);
     }
 
     #[test]

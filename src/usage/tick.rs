@@ -21,6 +21,7 @@ use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Counts, Ctx, LaneStep, RowCount};
 use crate::lifecycle::deletion::{CleanupBatch, DeletionLane};
+use crate::lifecycle::fields::FieldLane;
 use crate::lifecycle::schedule::ScheduleLane;
 use crate::lifecycle::tables::TablesLane;
 use crate::model::state::TickOutcome;
@@ -223,6 +224,8 @@ pub enum Lane<'a> {
     Schedule(ScheduleLane<'a>),
     /// Collection deletions past their front phases.
     Deletion(DeletionLane),
+    /// Field deletions: their occurrences, then their columns.
+    Fields(FieldLane),
     /// Repair runs.
     Repair(RepairLane<'a>),
     /// The media trash's purge.
@@ -240,6 +243,7 @@ impl<'a> Lane<'a> {
         WorkLane::COUNTERS,
         ScheduleLane::COUNTERS,
         DeletionLane::COUNTERS,
+        FieldLane::COUNTERS,
         RepairLane::COUNTERS,
         PurgeLane::COUNTERS,
         StorageLane::COUNTERS,
@@ -253,6 +257,7 @@ impl<'a> Lane<'a> {
             Lane::Work(WorkLane::new(&policy.projection, policy.groups)),
             Lane::Schedule(ScheduleLane::new(&policy.projection, when.now.clone())),
             Lane::Deletion(DeletionLane::new(policy.cleanup)),
+            Lane::Fields(FieldLane::new(policy.cleanup)),
             Lane::Repair(RepairLane::new(&policy.projection.rules)),
             Lane::Purge(PurgeLane::new(storage, policy.trash_days, policy.projection.rules.id())),
         ];
@@ -269,6 +274,7 @@ impl<'a> Lane<'a> {
             Lane::Schedule(_) => ScheduleLane::NAME,
             Lane::Work(_) => WorkLane::NAME,
             Lane::Deletion(_) => DeletionLane::NAME,
+            Lane::Fields(_) => FieldLane::NAME,
             Lane::Repair(_) => RepairLane::NAME,
             Lane::Purge(_) => PurgeLane::NAME,
             Lane::Storage(_) => StorageLane::NAME,
@@ -282,6 +288,7 @@ impl<'a> Lane<'a> {
             Lane::Schedule(l) => l.reserve(),
             Lane::Work(l) => l.reserve(),
             Lane::Deletion(l) => l.reserve(),
+            Lane::Fields(l) => l.reserve(),
             Lane::Repair(l) => l.reserve(),
             Lane::Purge(l) => l.reserve(),
             Lane::Storage(l) => l.reserve(),
@@ -296,6 +303,7 @@ impl<'a> Lane<'a> {
             Lane::Schedule(l) => l.reserve_rows(),
             Lane::Work(l) => l.reserve_rows(),
             Lane::Deletion(l) => l.reserve_rows(),
+            Lane::Fields(l) => l.reserve_rows(),
             Lane::Repair(l) => l.reserve_rows(),
             Lane::Purge(l) => l.reserve_rows(),
             Lane::Storage(l) => l.reserve_rows(),
@@ -314,6 +322,7 @@ impl<'a> Lane<'a> {
     pub fn release_cost(&self) -> u64 {
         match self {
             Lane::Deletion(l) => l.release_cost(),
+            Lane::Fields(l) => l.release_cost(),
             Lane::Schedule(_)
             | Lane::Work(_)
             | Lane::Repair(_)
@@ -327,6 +336,7 @@ impl<'a> Lane<'a> {
     pub fn release_rows(&self) -> RowCount {
         match self {
             Lane::Deletion(l) => l.release_rows(),
+            Lane::Fields(l) => l.release_rows(),
             Lane::Schedule(_)
             | Lane::Work(_)
             | Lane::Repair(_)
@@ -342,6 +352,7 @@ impl<'a> Lane<'a> {
             Lane::Schedule(l) => l.step(ctx).await,
             Lane::Work(l) => l.step(ctx).await,
             Lane::Deletion(l) => l.step(ctx).await,
+            Lane::Fields(l) => l.step(ctx).await,
             Lane::Repair(l) => l.step(ctx).await,
             Lane::Purge(l) => l.step(ctx).await,
             Lane::Storage(l) => l.step(ctx).await,
@@ -353,6 +364,7 @@ impl<'a> Lane<'a> {
     async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
         match self {
             Lane::Deletion(l) => l.finish(exec).await,
+            Lane::Fields(l) => l.finish(exec).await,
             Lane::Schedule(_)
             | Lane::Work(_)
             | Lane::Repair(_)
@@ -979,6 +991,10 @@ mod tests {
             "deletedRows": 0,
             "deletionsFinalized": 0,
             "deletionFailures": 0,
+            "fieldDeletionSteps": 0,
+            "fieldOccurrencesDeleted": 0,
+            "fieldDeletionsFinalized": 0,
+            "fieldDeletionFailures": 0,
             "mediaPurged": 0,
             "purgeOperations": 0,
             "objectsDeleted": 0,

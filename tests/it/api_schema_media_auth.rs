@@ -248,6 +248,7 @@ fn concurrent_field_adds_cannot_pass_the_field_limit() {
         required: false,
         sub_fields: vec![],
         sort_order: 99,
+        meta: Default::default(),
     };
     let r = futures::executor::block_on(add_field(&api.db, &seen, &late));
     assert!(matches!(r, Err(AddFieldError::Conflict)), "{r:?}");

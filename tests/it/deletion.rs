@@ -348,7 +348,7 @@ impl<'a> Hooked<'a> {
         self
     }
 
-    fn before_nth(self, n: u64, hook: impl FnOnce(&SqliteExecutor) + 'a) -> Self {
+    pub(crate) fn before_nth(self, n: u64, hook: impl FnOnce(&SqliteExecutor) + 'a) -> Self {
         self.hooks.borrow_mut().push((When::Nth(n), Box::new(hook)));
         self
     }

@@ -35,6 +35,8 @@ fn operations(tag: &str) -> Vec<Op> {
         ("update", "PUT", "", Some(json!({"data": {"title": "changed"}}))),
         ("re-slug", "PUT", "", Some(json!({"slug": format!("moved-{tag}")}))),
         ("draft", "PUT", "", Some(json!({"draft": true, "data": {"title": "draft"}}))),
+        ("discard draft", "POST", "/discard-draft", None),
+        ("draft again", "PUT", "", Some(json!({"draft": true, "data": {"title": "draft"}}))),
         ("publish", "POST", "/publish", None),
         ("unpublish", "POST", "/unpublish", None),
         ("trash", "DELETE", "", None),
@@ -88,10 +90,10 @@ fn the_ownership_matrix() {
     let ok = (200, String::new());
     let forbidden = (403, "FORBIDDEN".to_owned());
     let cases = [
-        ("author A (own)", &a, [&ok, &ok, &ok, &ok, &ok, &ok, &ok, &forbidden]),
-        ("author B (other's)", &b, [&forbidden; 8]),
-        ("editor", &editor, [&ok, &ok, &ok, &ok, &ok, &ok, &ok, &forbidden]),
-        ("admin", &admin, [&ok; 8]),
+        ("author A (own)", &a, [&ok, &ok, &ok, &ok, &ok, &ok, &ok, &ok, &ok, &forbidden]),
+        ("author B (other's)", &b, [&forbidden; 10]),
+        ("editor", &editor, [&ok, &ok, &ok, &ok, &ok, &ok, &ok, &ok, &ok, &forbidden]),
+        ("admin", &admin, [&ok; 10]),
     ];
     for (who, token, expected) in cases {
         let id = create(&api, &a, who)["id"].as_str().unwrap().to_owned();
@@ -114,7 +116,7 @@ fn a_refused_write_is_forbidden_whatever_state_the_entry_is_in() {
     let b = second_author(&api);
     let id = create(&api, &a, "draft-one")["id"].as_str().unwrap().to_owned();
     // Already a draft, not trashed: a no-op for the owner, still 403 for another author.
-    for op in operations("x").iter().filter(|o| ["unpublish", "restore"].contains(&o.0)) {
+    for op in operations("x").iter().filter(|o| ["unpublish", "restore", "discard draft"].contains(&o.0)) {
         assert_eq!(run(&api, &a, &id, op), (200, String::new()), "owner: {}", op.0);
         assert_eq!(run(&api, &b, &id, op), (403, "FORBIDDEN".into()), "other: {}", op.0);
     }
@@ -135,11 +137,11 @@ fn entries_without_an_author_are_for_editors_and_admins() {
     let id = create(&api, &a, "legacy")["id"].as_str().unwrap().to_owned();
     api.db.connection().execute("UPDATE ec_posts SET author_id = NULL", []).unwrap();
     let v = version(&api, &id);
-    for op in operations("x").iter().take(7) {
+    for op in operations("x").iter().take(9) {
         assert_eq!(run(&api, &a, &id, op), (403, "FORBIDDEN".into()), "author: {}", op.0);
     }
     assert_eq!(version(&api, &id), v, "nothing was written");
-    for op in operations("x").iter().take(7) {
+    for op in operations("x").iter().take(9) {
         assert_eq!(run(&api, &editor, &id, op).0, 200, "editor: {}", op.0);
     }
 }
@@ -154,6 +156,10 @@ fn every_write_statement_holds_its_ownership_predicate() {
     let c: Collection = block_on(schema::find(&api.db, &Ident::parse("posts").unwrap())).unwrap().unwrap();
     let entry = create(&api, &a, "guarded");
     let id = entry["id"].as_str().unwrap().to_owned();
+    api.db
+        .connection()
+        .execute("INSERT INTO revisions (id, collection, entry_id, data) VALUES ('d', 'posts', ?1, '{}')", [&id])
+        .unwrap();
     let v = |api: &Api| version(api, &id);
     for owner in ["someone-else", me.as_str()] {
         let mine = owner == me;
@@ -169,20 +175,22 @@ fn every_write_statement_holds_its_ownership_predicate() {
         let published =
             block_on(repo::publish(&api.db, &c, &id, version, Some(owner), repo::Publication::default())).unwrap();
         assert_eq!(published.is_some(), mine, "publish as {owner}");
-        for t in [Transition::Unpublish, Transition::Trash, Transition::Restore] {
-            if !mine {
-                // Put the entry where the transition would apply.
-                let set = match t {
-                    Transition::Unpublish => "status = 'published'",
-                    Transition::Trash => "deleted_at = NULL",
-                    Transition::Restore => "deleted_at = '2026-01-01T00:00:00.000Z'",
-                };
-                api.db.connection().execute(&format!("UPDATE ec_posts SET {set}"), []).unwrap();
-            }
+        for t in [Transition::Unpublish, Transition::DiscardDraft, Transition::Trash, Transition::Restore] {
+            // Put the entry where the transition would apply.
+            let set = match t {
+                Transition::Unpublish => "status = 'published'",
+                Transition::DiscardDraft => "draft_revision_id = 'd'",
+                Transition::Trash => "deleted_at = NULL",
+                Transition::Restore => "deleted_at = '2026-01-01T00:00:00.000Z'",
+            };
+            api.db.connection().execute(&format!("UPDATE ec_posts SET {set}"), []).unwrap();
             let done = block_on(repo::transition(&api.db, &c, &id, t, Some(owner))).unwrap();
             assert_eq!(done.is_some(), mine, "{t:?} as {owner}");
         }
-        if !mine {
+        if mine {
+            // The owner's own discard: its draft is gone.
+            assert_eq!(block_on(repo::get(&api.db, &c, &id)).unwrap().unwrap()["draft_revision_id"], Json::Null);
+        } else {
             assert_eq!(v(&api), before, "nothing written for another author");
         }
     }

@@ -8,6 +8,7 @@ use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::{Metered, Usage};
 use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::repo::schema::TABLE_REVISION;
 use media_usage_worker::usage::tick::{self, TickReport};
 use serde_json::json;
 
@@ -103,20 +104,25 @@ fn queue_posts(db: &SqliteExecutor) {
     );
 }
 
-/// Makes `big`'s table look like one created before the revision indexes.
+/// Makes `big`'s table look like one created before the revision and translations indexes.
 fn outdate(db: &SqliteExecutor) {
     db.connection()
         .execute_batch(
             "DROP INDEX idx_ec_big_live_revision; DROP INDEX idx_ec_big_draft_revision;
+             DROP INDEX idx_ec_big_translations;
              UPDATE _emdash_collections SET table_revision = 0 WHERE slug = 'big'",
         )
         .unwrap();
 }
 
+/// The indexes of `big` that [`outdate`] drops and the tables lane brings back.
 fn revision_indexes(db: &SqliteExecutor) -> Vec<String> {
     let conn = db.connection();
     let mut stmt = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ec_big' AND name LIKE '%revision' ORDER BY name")
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'ec_big'
+               AND (name LIKE '%revision' OR name LIKE '%translations') ORDER BY name",
+        )
         .unwrap();
     stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
 }
@@ -129,7 +135,10 @@ fn the_tables_lane_brings_a_table_created_before_the_revision_indexes_up_to_date
     outdate(&api.db);
     let report = tick_on(&api.db);
     assert_eq!((report.count("tablesUpgraded"), report.error.as_deref()), (1, None));
-    assert_eq!(revision_indexes(&api.db), ["idx_ec_big_draft_revision", "idx_ec_big_live_revision"]);
+    assert_eq!(
+        revision_indexes(&api.db),
+        ["idx_ec_big_draft_revision", "idx_ec_big_live_revision", "idx_ec_big_translations"]
+    );
     assert_eq!(tick_on(&api.db).count("tablesUpgraded"), 0, "once");
     // And the draft save beside it no longer scans.
     let id = entry_with_revisions(&api, 21);
@@ -156,7 +165,7 @@ fn a_table_too_large_for_the_rows_budget_is_upgraded_by_a_tick_that_writes_nothi
     // The next tick has nothing else to write: the upgrade runs, the one step past the budget.
     let quiet = tick_on(&api.db);
     assert_eq!((quiet.count("jobs"), quiet.count("tablesUpgraded")), (0, 1), "{quiet:?}");
-    assert_eq!(revision_indexes(&api.db).len(), 2);
+    assert_eq!(revision_indexes(&api.db).len(), 3);
 }
 
 #[test]
@@ -169,6 +178,7 @@ fn a_table_whose_upgrade_fits_the_rows_left_is_upgraded_in_a_busy_tick() {
     exec_sql(
         &api.db,
         "DROP INDEX idx_ec_posts_live_revision; DROP INDEX idx_ec_posts_draft_revision;
+         DROP INDEX idx_ec_posts_translations;
          UPDATE _emdash_collections SET table_revision = 0 WHERE slug = 'posts';",
     );
     queue_posts(&api.db);
@@ -189,13 +199,14 @@ fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_a_table_upgrade_is
                 _ => Faulty::commit_unknown(&api.db, n),
             };
             let faulted = tick_on(&faulty);
-            let upgraded = scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'") == 1;
+            let revision = || scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'");
+            let upgraded = revision() == TABLE_REVISION;
             // The upgrade is one atomic batch: all of it or none of it.
-            assert_eq!(revision_indexes(&api.db).len(), if upgraded { 2 } else { 0 }, "{kind} at {n}");
+            assert_eq!(revision_indexes(&api.db).len(), if upgraded { 3 } else { 0 }, "{kind} at {n}");
             let report = tick_on(&api.db);
             assert_eq!(report.error, None, "{kind} at {n}");
-            assert_eq!(revision_indexes(&api.db).len(), 2, "{kind} at {n}");
-            assert_eq!(scalar(&api.db, "SELECT table_revision FROM _emdash_collections WHERE slug = 'big'"), 1);
+            assert_eq!(revision_indexes(&api.db).len(), 3, "{kind} at {n}");
+            assert_eq!(revision(), TABLE_REVISION);
             if faulted.error.is_none() {
                 break;
             }
@@ -286,6 +297,13 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
         "a schema change queues every entry of its own collection once, by design",
     ),
     ("repair/orphan_page.sql", "SCAN p", "the CTE `page`: one page of source rows"),
+    ("fields/column_state.sql", "SCAN sqlite_master", "the schema: a few rows per collection"),
+    ("fields/finalize.sql", "SCAN sqlite_master", "the schema: a few rows per collection"),
+    (
+        "fields/list_in_progress.sql",
+        "SCAN _emdash_media_usage_field_deletions",
+        "a row per field deletion not yet finished (finalizing deletes it)",
+    ),
 ];
 
 /// Files that are pieces of statements, not statements: their plans are those of the statements
@@ -296,6 +314,7 @@ fn fragment(label: &str) -> bool {
             "usage/source_signature.sql",
             "usage/entry_source_keys.sql",
             "deletion/lease_guard.sql",
+            "fields/lease_guard.sql",
             "media/unused_and_proven.sql",
         ]
         .contains(&label)
@@ -392,4 +411,56 @@ fn a_work_claim_takes_the_oldest_live_collections_rows_beside_a_collection_being
     let (rows, usage) = claim(50);
     assert!(rows.is_empty());
     assert!(usage.rows_read < 1_000, "a claim of nothing read {} rows", usage.rows_read);
+}
+
+/// The plan of the product statement in `file`, on [`site`].
+fn plan_of(api: &Api, file: &str) -> Vec<String> {
+    let (_, sql) = product_statements().into_iter().find(|(label, _)| label == file).unwrap();
+    query_plan(&api.db, &sql)
+}
+
+#[test]
+fn the_content_operations_search_by_index() {
+    let api = site();
+    let insert = plan_of(&api, "content/insert.sql");
+    // A made slug: the base by the slug index, its numbered siblings by a range of it.
+    let unique = |search: &str| {
+        insert.iter().any(|d| d.contains("USING COVERING INDEX sqlite_autoindex_ec_posts_") && d.ends_with(search))
+    };
+    assert!(unique("(slug=? AND locale=?)") && unique("(slug>? AND slug<?)"), "{insert:?}");
+    let revisions = plan_of(&api, "content/list_revisions.sql");
+    assert!(
+        revisions
+            .iter()
+            .any(|d| d == "SEARCH r USING INDEX idx_revisions_entry (collection=? AND entry_id=? AND rowid<?)"),
+        "{revisions:?}"
+    );
+    let translations = plan_of(&api, "content/list_translations.sql");
+    assert!(
+        translations.iter().any(|d| d.contains("USING INDEX idx_ec_posts_translations (translation_group=?")),
+        "{translations:?}"
+    );
+    assert!(!translations.iter().any(|d| d.contains("TEMP B-TREE")), "{translations:?}");
+}
+
+/// A field's deletion: the request renames a column of a large table and reads and writes a few
+/// rows, and the walk's statements read one window of the occurrences' `(source_key, id)` index
+/// (from the cursor, within the collection's key range), whatever the table holds.
+#[test]
+fn a_field_deletion_reads_a_bounded_number_of_rows_and_its_walk_one_window_of_the_index() {
+    let api = site();
+    let (status, usage) = metered_call(&api, "DELETE", "/schema/collections/big/fields/title", &json!({}));
+    assert_eq!(status, 200);
+    assert!(usage.rows_read < 1_000 && usage.rows_written < 100, "beside {BIG} entries: {usage:?}");
+    let range = "USING COVERING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND source_key<?)";
+    assert_eq!(
+        query_plan(&api.db, &crate::sql_files::product_statement("fields/window_end.sql")),
+        [format!("SEARCH _emdash_media_usage {range}")]
+    );
+    let plan = query_plan(&api.db, &crate::sql_files::product_statement("fields/delete_occurrences.sql"));
+    assert_eq!(
+        plan.first().map(String::as_str),
+        Some("SEARCH _emdash_media_usage USING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND (source_key,id)<(?,?))"),
+        "{plan:#?}"
+    );
 }

@@ -16,6 +16,8 @@ fn instantiate(sql: &str) -> String {
         .replace("{placeholders}", ", ?6")
         .replace("{set}", ", \"title\" = ?9")
         .replace("{column}", "\"probe\" TEXT")
+        .replace("{field_column}", "\"title\"")
+        .replace("{deleted}", "\"_deleted_probe\"")
         .replace("{trigger}", "\"emdash_mu_probe_ai\"")
         .replace("{event}", "INSERT")
         .replace("{row}", "NEW")
@@ -35,6 +37,8 @@ fn instantiate(sql: &str) -> String {
 
 /// The shared live-lease predicate that deletion statements embed as `{lease}`.
 const LEASE_GUARD: &str = include_str!("../../src/sql/deletion/lease_guard.sql");
+/// The one field deletions' statements embed.
+const FIELDS_LEASE_GUARD: &str = include_str!("../../src/sql/fields/lease_guard.sql");
 const SET_LEASED: &str = include_str!("../../src/sql/lease/set_leased.sql");
 const FAIL: &str = include_str!("../../src/sql/lease/fail.sql");
 const RESET_PENDING: &str = include_str!("../../src/sql/lease/reset_pending.sql");
@@ -72,6 +76,11 @@ pub fn product_statements() -> Vec<(String, String)> {
         // DDL that creates what already exists cannot prepare; check it against a fresh name.
         let sql = if name == "create_content_table.sql" {
             instantiate(&raw).replace("\"ec_posts\"", "\"ec_fresh\"")
+        } else if label == "fields/drop_column.sql" {
+            // Only a column the table has can be dropped.
+            instantiate(&raw).replace("\"_deleted_probe\"", "\"title\"")
+        } else if label.starts_with("fields/") && raw.contains("{lease}") {
+            instantiate(&raw.replace("{lease}", FIELDS_LEASE_GUARD))
         } else if name == "lease_guard.sql" {
             // A predicate, not a statement: it must prepare inside one.
             format!("SELECT 1 WHERE {raw}")
@@ -86,6 +95,7 @@ pub fn product_statements() -> Vec<(String, String)> {
                 "_emdash_media_usage_work",
                 "_emdash_media_usage_reconciliations",
                 "_emdash_media_usage_collection_deletions",
+                "_emdash_media_usage_field_deletions",
             ] {
                 if name == "fail.sql" && table == "_emdash_media_usage_reconciliations" {
                     continue; // repair runs record no failures of their own

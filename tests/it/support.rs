@@ -84,8 +84,8 @@ pub async fn drain<E: Executor, C: Clock>(
     Ok(max_ticks)
 }
 
-/// Time passes for the queues: dead holders' leases (work, deletions, repair runs) expire and
-/// back-offs end.
+/// Time passes for the queues: dead holders' leases (work, deletions of collections and fields,
+/// repair runs) expire and back-offs end.
 pub fn time_passes(db: &SqliteExecutor) {
     db.connection()
         .execute_batch(
@@ -94,7 +94,9 @@ pub fn time_passes(db: &SqliteExecutor) {
              UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
              UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
              UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
+             UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
+             UPDATE _emdash_media_usage_field_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
+             UPDATE _emdash_media_usage_field_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
         )
         .unwrap();
 }

@@ -41,6 +41,12 @@ async function ownEntry(token) {
 async function media() {
   return ok(await w.post("/media", { filename: "a.png", mimeType: "image/png", storageKey: uniq("k") }), 201).item.id;
 }
+/** A media item the caller may change: registered with `token` when it may register media, else
+ * by the admin (the request is refused before ownership matters). */
+async function ownMedia(token) {
+  const res = await w.post("/media", { filename: "a.png", mimeType: "image/png", storageKey: uniq("k") }, { token });
+  return res.status === 201 ? res.json.data.item.id : media();
+}
 async function collection() {
   const slug = uniq("authdel");
   ok(await w.post("/schema/collections", { slug, label: "D" }), 201);
@@ -133,14 +139,21 @@ const RULES = [
     make: async () => ["POST", "/media", { filename: "b.png", mimeType: "image/png", storageKey: uniq("k") }],
   },
   {
+    route: "PUT /media/{id}",
+    role: "author",
+    scope: "media:write",
+    status: 200,
+    make: async (t) => ["PUT", `/media/${await ownMedia(t)}`, { alt: "y" }],
+  },
+  {
     route: "DELETE /media/{id}",
-    role: "editor",
+    role: "author",
     scope: "media:write",
     status: 200,
     // A safe delete needs complete coverage: process whatever other rules left queued.
-    make: async () => {
+    make: async (t) => {
       await settle(w);
-      return ["DELETE", `/media/${await media()}`];
+      return ["DELETE", `/media/${await ownMedia(t)}`];
     },
   },
   { route: "DELETE /media/{id}?force=true", role: "admin", scope: "media:write", status: 200, make: async () => ["DELETE", `/media/${await media()}?force=true`] },

@@ -377,7 +377,7 @@ test("field values are validated by type; required and unknown keys are reported
   validation(await w.post(`/content/${coll}`, { slug: "a", data: { title: "x", rows: [1, 2] } }), "data.rows");
   // Several problems at once are all reported.
   const issues = validation(
-    await w.post(`/content/${coll}`, { slug: "", locale: "EN", status: "scheduled", extra: 1, data: { views: "x", flag: "y" } }),
+    await w.post(`/content/${coll}`, { slug: " a", locale: "EN", status: "scheduled", extra: 1, data: { views: "x", flag: "y" } }),
     "slug",
     "locale",
     "status",
@@ -387,7 +387,8 @@ test("field values are validated by type; required and unknown keys are reported
     "data.title",
   );
   assert.ok(issues.length >= 7);
-  validation(await w.post(`/content/${coll}`, { data: { title: "x" } }), "slug");
+  // A slug may be left out (one is made from the title), but not be something else.
+  validation(await w.post(`/content/${coll}`, { slug: 5, data: { title: "x" } }), "slug");
   validation(await w.post(`/content/${coll}`, { slug: "a\nb", data: { title: "x" } }), "slug");
   validation(await w.post(`/content/${coll}`, { slug: "x".repeat(201), data: { title: "x" } }), "slug");
   validation(await w.post(`/content/${coll}`, { slug: "a", data: "nope" }), "data");

@@ -320,9 +320,9 @@ async function deleted() {
   return c;
 }
 
-// A tick's first statements: the work lane's (empty) claim, the schedule lane's (empty) search,
-// the deletion lane's claim, then the deletion's first step; the repair lane's claim comes next,
-// so a fault at 5 stops right after the first deletion step.
+// A tick's first statements: the work lane's (empty) claim, the schedule lane's look for due
+// entries, the deletion lane's claim, then the deletion's first step; the fields lane's claim
+// comes next, so a fault at 5 stops right after the first deletion step.
 const AFTER_FIRST_STEP = 5;
 
 /**
@@ -346,8 +346,8 @@ async function workRows(c, ids) {
 test("a fresh tombstone goes through one front phase per step: registry, then table, then work", async () => {
   const c = await collection();
   await tombstone(c.id, c.slug);
-  // work-lane probe, schedule-lane probe, claim, then the fence batch (fence, checkpoint,
-  // cancel): 6 statements.
+  // work-lane probe, schedule probe, claim, then the fence batch (fence, checkpoint, cancel): 6
+  // statements.
   await tickCrashingAt(7);
   assert.equal((await tomb(c.slug)).phase, "registry");
   assert.equal(await captureState(c.id), "deleting");

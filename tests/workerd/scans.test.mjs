@@ -64,6 +64,7 @@ test("a table created before the revision indexes gets them from the tables lane
   // As a table created by an earlier version: no revision indexes, table revision 0.
   await w.db.prepare(`DROP INDEX "idx_ec_${big.slug}_live_revision"`).run();
   await w.db.prepare(`DROP INDEX "idx_ec_${big.slug}_draft_revision"`).run();
+  await w.db.prepare(`DROP INDEX "idx_ec_${big.slug}_translations"`).run();
   await w.db.prepare("UPDATE _emdash_collections SET table_revision = 0 WHERE id = ?1").bind(big.id).run();
   const scanning = await save("scanning");
   t.diagnostic(`the same save without the indexes: ${JSON.stringify(scanning)}`);
@@ -74,7 +75,10 @@ test("a table created before the revision indexes gets them from the tables lane
   const ticks = ok(await w.get("/admin/media-usage/ticks")).items.filter((t) => t.id > before);
   assert.equal(ticks.reduce((n, t) => n + t.details.tablesUpgraded, 0), 1, JSON.stringify(ticks));
   const [row] = await rows(w, "SELECT table_revision FROM _emdash_collections WHERE id = ?1", big.id);
-  assert.equal(row.table_revision, 1);
+  // Revision 2: the translations index too.
+  assert.equal(row.table_revision, 2);
+  const indexes = await rows(w, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?1 ORDER BY name", `ec_${big.slug}`);
+  assert.ok(indexes.some((i) => i.name === `idx_ec_${big.slug}_translations`), JSON.stringify(indexes));
   const k = await save("bounded again");
   assert.ok(k["rows-read"] < 1_000, JSON.stringify(k));
 });

@@ -24,7 +24,7 @@ async function insert(slug, n) {
 
 const statuses = async (slug) => ok(await w.get("/admin/media-usage/status")).collections.find((c) => c.collection === slug);
 
-test("a backlog of 1,000 queued entries drains in at most 4 default ticks", async () => {
+test("a backlog of 1,000 queued entries drains in at most 5 default ticks", async () => {
   const slug = await collection();
   await insert(slug, 1000);
   let ticks = 0;
@@ -33,7 +33,8 @@ test("a backlog of 1,000 queued entries drains in at most 4 default ticks", asyn
     ticks += 1;
     assert.ok(ticks <= 20, "the backlog does not drain");
   }
-  assert.ok(ticks <= 4, `${ticks} ticks`);
+  // Five: the other seven lanes' looks for work take their share of each tick's 40 statements.
+  assert.ok(ticks <= 5, `${ticks} ticks`);
   const [n] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage WHERE media_id LIKE ?1", `${slug}-%`);
   assert.equal(n.n, 1000);
   assert.equal((await statuses(slug)).status, "complete");

@@ -26,3 +26,7 @@ SET status = CASE
 WHERE adapter_id = 'content-media' AND scope_type = 'collection' AND collection_id = ?1
   AND capture_state = 'active' AND status = 'running' AND cursor = ?2
   AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_work WHERE collection_id = ?1 AND state <> 'failed')
+  -- Entries projected before a field's deletion may still hold its occurrences until its walk
+  -- has passed them.
+  AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_field_deletions
+                  WHERE collection_id = ?1 AND phase = 'occurrences')

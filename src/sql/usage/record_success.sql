@@ -9,6 +9,9 @@ SET last_incremental_success_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
                            AND (state <> 'failed' OR unindexed_media IS NULL))
            AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources
                            WHERE collection_id = ?1 AND source_completeness = 'failed')
+           -- (nor while a deleted field's occurrences are still being removed)
+           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_field_deletions
+                           WHERE collection_id = ?1 AND phase = 'occurrences')
         THEN 'complete'
       ELSE status END,
     completed_at = CASE
@@ -18,6 +21,9 @@ SET last_incremental_success_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
                            AND (state <> 'failed' OR unindexed_media IS NULL))
            AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources
                            WHERE collection_id = ?1 AND source_completeness = 'failed')
+           -- (nor while a deleted field's occurrences are still being removed)
+           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_field_deletions
+                           WHERE collection_id = ?1 AND phase = 'occurrences')
         THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
       ELSE completed_at END,
     last_error_code = CASE
@@ -28,6 +34,9 @@ SET last_incremental_success_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
                            AND (state <> 'failed' OR unindexed_media IS NULL))
            AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_sources
                            WHERE collection_id = ?1 AND source_completeness = 'failed')
+           -- (nor while a deleted field's occurrences are still being removed)
+           AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_field_deletions
+                           WHERE collection_id = ?1 AND phase = 'occurrences')
         THEN NULL
       ELSE last_error_code END
 WHERE adapter_id = 'content-media' AND scope_type = 'collection' AND collection_id = ?1

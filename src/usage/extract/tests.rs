@@ -2,7 +2,7 @@
 //! the first rules, and linear cost on adversarial data.
 
 use super::*;
-use crate::model::field::SubField;
+use crate::model::field::{FieldMeta, SubField};
 use serde_json::json;
 
 fn field(slug: &str, t: FieldType) -> Field {
@@ -14,6 +14,7 @@ fn field(slug: &str, t: FieldType) -> Field {
         required: false,
         sub_fields: vec![],
         sort_order: 0,
+        meta: FieldMeta::default(),
     }
 }
 

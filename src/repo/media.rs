@@ -187,9 +187,9 @@ pub async fn list<E: Executor>(
 }
 
 /// Moves the media to the trash (its row and object kept) whatever uses it (an admin's forced
-/// delete); false when it is missing or already in the trash.
-pub async fn trash<E: Executor>(exec: &E, id: &str) -> Result<bool, Error> {
-    Ok(exec.execute(trash_statement(id, None)).await? > 0)
+/// delete); an item missing or already in the trash is left as it is.
+pub async fn trash<E: Executor>(exec: &E, id: &str) -> Result<(), Error> {
+    exec.execute(trash_statement(id, None)).await.map(|_| ())
 }
 
 /// The statement that moves the media to the trash, for a guarded batch: only if it is

@@ -106,6 +106,9 @@ fn bad_mime_type_lists_are_refused_with_the_parameter_named() {
     let twenty_one = vec!["image/png"; 21].join(",");
     let twenty = vec!["image/png"; 20].join(",");
     assert_eq!(api.get(&format!("/media?mimeType={twenty}")).status, 200);
+    let longest = format!("image/png;{}", "x".repeat(2048 - 10));
+    assert_eq!(longest.chars().count(), 2048);
+    assert_eq!(api.get(&format!("/media?mimeType={longest}")).status, 200, "2048 characters");
     for bad in [
         "",
         ",",

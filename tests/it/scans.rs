@@ -464,3 +464,25 @@ fn a_field_deletion_reads_a_bounded_number_of_rows_and_its_walk_one_window_of_th
         "{plan:#?}"
     );
 }
+
+#[test]
+fn the_media_apis_statements_search_media_by_their_indexes() {
+    let api = site();
+    // EmDash's list: each shelf's window from its partial index, filters on the window's rows.
+    let list = plan_of(&api, "media/list.sql");
+    for index in ["idx_media_library", "idx_media_trash"] {
+        assert!(list.iter().any(|d| d.starts_with("SEARCH media USING INDEX") && d.contains(index)), "{list:#?}");
+    }
+    assert!(!list.iter().any(|d| d.starts_with("SCAN media")), "{list:#?}");
+    // The update and the move to the trash: one row by its key.
+    for label in ["media/update_metadata.sql", "media/trash.sql"] {
+        let plan = plan_of(&api, label);
+        assert_eq!(plan, ["SEARCH media USING INDEX sqlite_autoindex_media_1 (id=?)"], "{label}");
+    }
+    // The page's usage counts: each id from the occurrences' media index.
+    let counts = plan_of(&api, "usage/count_entries.sql");
+    assert!(
+        counts.iter().any(|d| d.contains("idx__emdash_media_usage_media_source_generation (media_id=?)")),
+        "{counts:#?}"
+    );
+}

@@ -3,10 +3,10 @@
 
 use serde::Deserialize;
 
-use super::lease;
+use super::{lease, uses};
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
-use crate::sql::{render, Fragment};
+use crate::sql::Fragment;
 
 const INSERT: &str = include_str!("../sql/media/insert.sql");
 const SELECT_ONE: &str = include_str!("../sql/media/select_one.sql");
@@ -36,14 +36,8 @@ const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
 /// filled in: the single delete's guard, the permanent delete, the bulk trash and the purge embed
 /// the one text.
 pub fn render_unused_and_proven(template: &'static str, media_id: &Fragment, rules: usize) -> String {
-    render(
-        template,
-        &[
-            ("unused_and_proven", &Fragment::static_sql(UNUSED_AND_PROVEN)),
-            ("media_id", media_id),
-            ("rules", &Fragment::parameter(rules)),
-        ],
-    )
+    let rule = Fragment::static_sql(UNUSED_AND_PROVEN);
+    uses::render(template, media_id, &[("unused_and_proven", &rule), ("rules", &Fragment::parameter(rules))])
 }
 
 /// A media row.
@@ -173,7 +167,7 @@ pub async fn list<E: Executor>(
     let json = |v: &Vec<String>| serde_json::to_string(v).map_err(|e| Error::Decode(e.to_string()));
     let name_parts = (!filter.name_parts.is_empty()).then(|| json(&filter.name_parts)).transpose()?;
     let mime_types = filter.mime_types.as_ref().map(json).transpose()?;
-    let stmt = Statement::new(LIST)
+    let stmt = Statement::new(uses::render(LIST, &Fragment::row_column("e", "id"), &[]))
         .bind(at)
         .bind(id)
         .bind(i64::from(window))
@@ -256,7 +250,8 @@ pub struct BulkStatus {
 /// entries that use it (one statement).
 pub async fn bulk_status<E: Executor>(exec: &E, ids: &[String], entries: u32) -> Result<Vec<BulkStatus>, Error> {
     let json = serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))?;
-    exec.query(Statement::new(BULK_STATUS).bind(json).bind(i64::from(entries))).await
+    let sql = uses::render(BULK_STATUS, &Fragment::row_column("j", "value"), &[]);
+    exec.query(Statement::new(sql).bind(json).bind(i64::from(entries))).await
 }
 
 /// A media item in the trash, as the purge orders them.

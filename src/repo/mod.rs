@@ -18,4 +18,5 @@ pub mod schema;
 pub mod sitemap;
 pub mod ticks;
 pub mod tokens;
+pub mod uses;
 pub mod work;

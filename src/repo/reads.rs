@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
+use crate::repo::uses;
 use crate::sql::Fragment;
 
 const USAGE_PAGE: &str = include_str!("../sql/usage/usage_page.sql");
@@ -52,7 +53,9 @@ pub async fn count_entries<E: Executor>(exec: &E, media_ids: &[String]) -> Resul
         n: i64,
     }
     let ids = serde_json::to_string(media_ids).map_err(|e| Error::Decode(e.to_string()))?;
-    let rows: Vec<N> = exec.query(Statement::new(COUNT_ENTRIES).bind(ids)).await?;
+    let rows: Vec<N> = exec
+        .query(Statement::new(uses::render(COUNT_ENTRIES, &Fragment::row_column("j", "value"), &[])).bind(ids))
+        .await?;
     Ok(rows.into_iter().map(|r| (r.media_id, r.n)).collect())
 }
 
@@ -109,11 +112,21 @@ pub struct UnindexedUser {
 
 /// Up to `limit` entries too large to index whose failed work rows list the media.
 pub async fn unindexed_users<E: Executor>(exec: &E, media_id: &str, limit: u32) -> Result<Vec<UnindexedUser>, Error> {
-    exec.query(Statement::new(UNINDEXED_USERS).bind(media_id).bind(i64::from(limit))).await
+    exec.query(
+        Statement::new(uses::render(UNINDEXED_USERS, &Fragment::parameter(1), &[]))
+            .bind(media_id)
+            .bind(i64::from(limit)),
+    )
+    .await
 }
 
 /// Up to `limit` entries (of registered collections, trashed included) whose current projection
 /// references the media, or that are too large to index and reference it, with the total count.
 pub async fn entries_using_media<E: Executor>(exec: &E, media_id: &str, limit: u32) -> Result<Vec<UsingEntry>, Error> {
-    exec.query(Statement::new(MEDIA_USAGE_ENTRIES).bind(media_id).bind(i64::from(limit))).await
+    exec.query(
+        Statement::new(uses::render(MEDIA_USAGE_ENTRIES, &Fragment::parameter(1), &[]))
+            .bind(media_id)
+            .bind(i64::from(limit)),
+    )
+    .await
 }

@@ -154,10 +154,13 @@ fn the_delete_guard_reads_only_entries_too_large_to_index() {
         "usage/media_usage_entries.sql",
         "usage/unindexed_users.sql",
         "usage/count_entries.sql",
+        "media/list.sql",
+        "media/bulk_status.sql",
+        "media/delete_unused.sql",
     ] {
         let sql = &crate::sql_files::product_statement(label);
         let plan = crate::support::query_plan(&api.db, sql);
-        let work: Vec<&String> = plan.iter().filter(|d| d.contains(" w ") || d.ends_with(" w")).collect();
+        let work: Vec<&String> = plan.iter().filter(|d| d.contains(" uw ") || d.ends_with(" uw")).collect();
         assert!(!work.is_empty(), "{plan:#?}");
         for d in work {
             assert!(d.contains("idx__emdash_media_usage_work_unindexed"), "{sql}\n{plan:#?}");

@@ -173,6 +173,44 @@ fn listed_usage(api: &Api, token: &str, query: &str) -> (Vec<(String, Json)>, Op
 }
 
 #[test]
+fn the_lists_usage_count_and_the_items_count_agree_on_what_counts_as_a_use() {
+    let api = setup();
+    let live = register(&api, "live.png", "image/png");
+    let draft_only = register(&api, "draft-only.png", "image/png");
+    let overlay = register(&api, "overlay.png", "image/png");
+    let in_trash = register(&api, "in-trash.png", "image/png");
+    // A live use; an entry never published; a published entry's unpublished draft (its live
+    // media still counts); an entry in the trash.
+    entry(&api, "live", "published", json!({"hero": live}));
+    entry(&api, "draft", "draft", json!({"hero": draft_only}));
+    let edited = entry(&api, "edited", "published", json!({"hero": live}));
+    data(&api.put(&format!("/content/posts/{edited}"), &json!({"draft": true, "data": {"hero": overlay}})));
+    let gone = entry(&api, "gone", "published", json!({"hero": in_trash}));
+    data(&api.delete(&format!("/content/posts/{gone}")));
+    api.drain();
+    let items = data(&api.get("/media?include=usage&includeUsage=1"))["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 4);
+    let mut counts = Vec::new();
+    for m in &items {
+        let id = m["id"].as_str().unwrap();
+        let item = item_usage(&api, ADMIN, id)["count"].clone();
+        assert_eq!((&m["usageCount"], &m["usage"]["count"]), (&item, &item), "{m}");
+        counts.push((id.to_owned(), item));
+    }
+    let count = |id: &str| counts.iter().find(|(i, _)| i == id).unwrap().1.clone();
+    assert_eq!(
+        [count(&live), count(&draft_only), count(&overlay), count(&in_trash)],
+        [json!(2), json!(1), json!(1), json!(0)]
+    );
+    // The entry in the trash still blocks the delete: the item is listed as used, and a safe
+    // delete refuses it, naming the entry.
+    assert!(names(&api, "usage=used").contains(&"in-trash.png".to_owned()));
+    let r = api.delete(&format!("/media/{in_trash}"));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".to_owned()));
+    assert_eq!(r.body_json()["error"]["details"]["entries"][0]["contentId"], json!(gone));
+}
+
+#[test]
 fn include_usage_gives_each_listed_item_the_items_own_usage_summary() {
     let api = setup();
     let live = register(&api, "live.png", "image/png");
@@ -207,10 +245,10 @@ fn include_usage_gives_each_listed_item_the_items_own_usage_summary() {
             [json!(2), json!(1), json!(0), json!(1), json!(0)]
         );
     }
-    // The safe delete's count (`include=usage`) still counts the trashed entry beside it.
+    // The list's own count (`include=usage`) counts the same uses: not the entry in the trash.
     let r = api.get("/media?includeUsage=1&include=usage&q=trashed-entry");
     let item = data(&r)["items"][0].clone();
-    assert_eq!((item["usage"]["count"].clone(), item["usageCount"].clone()), (json!(0), json!(1)));
+    assert_eq!((item["usage"]["count"].clone(), item["usageCount"].clone()), (json!(0), json!(0)));
     // Below editor: the summary, without a count, as the item route gives it.
     for who in [author.as_str(), subscriber.as_str()] {
         let (items, _) = listed_usage(&api, who, "");

@@ -83,7 +83,8 @@ fn names(api: &Api, query: &str) -> Vec<String> {
 
 /// What the index says of each media item, by file name: whether it is in use by the safe
 /// delete's rule (a current occurrence, or an entry too large to index that lists it), and how
-/// many distinct entries its current occurrences name.
+/// many distinct entries count as using it (eligible occurrences outside the trash, or an entry
+/// too large to index that lists it).
 fn index_says(api: &Api) -> BTreeMap<String, (bool, i64)> {
     let conn = api.db.connection();
     let mut stmt = conn
@@ -93,7 +94,8 @@ fn index_says(api: &Api) -> BTreeMap<String, (bool, i64)> {
                     OR EXISTS (SELECT 1 FROM _emdash_media_usage_work w, json_each(w.unindexed_media) j
                                WHERE j.value = m.id),
                     (SELECT count(*) FROM (SELECT collection_id, content_id
-                                           FROM _emdash_media_usage_current c WHERE c.media_id = m.id
+                                           FROM _emdash_media_usage_eligible c
+                                           WHERE c.media_id = m.id AND c.content_deleted_at IS NULL
                                            UNION
                                            SELECT w.collection_id, w.content_id
                                            FROM _emdash_media_usage_work w, json_each(w.unindexed_media) j
@@ -158,9 +160,10 @@ fn each_filter_alone_and_combined_lists_what_the_index_says() {
     assert_eq!(names(&api, "search=cat&usage=unused"), ["cat-unused.png"]);
     assert_eq!(names(&api, "search=cat&usage=unused"), expect(&|name, used| has(name, "cat") && !used));
     assert_eq!(names(&api, "search=unused&usage=used"), Vec::<String>::new());
-    // Usage counts: distinct entries using the item by the safe delete's rule (its current
-    // occurrences, and an entry too large to index that lists it), with any filter or none;
-    // absent unless asked. An item is "used" exactly when its count is not 0.
+    // Usage counts: distinct entries counting as using the item, as the item's own count counts
+    // them (its eligible occurrences outside the trash, and an entry too large to index that
+    // lists it), with any filter or none; absent unless asked. An item that counts a use is
+    // "used" (here, with no entry in the trash, the converse holds too).
     for query in ["include=usage", "include=usage&usage=used", "include=usage&search=o&usage=unused"] {
         let (items, _) = list_all(&api, query);
         assert!(!items.is_empty(), "{query}");

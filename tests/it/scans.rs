@@ -244,12 +244,12 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
         "the registry: a row per collection (each collection's earliest due work is found by index)",
     ),
     ("usage/claim_group.sql", "SCAN l", "the registered collections (above)"),
-    ("media/list.sql", "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
-    ("media/bulk_trash.sql", "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
-    ("media/bulk_status.sql", "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
-    ("media/purge.sql", "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
+    ("media/list.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
+    ("media/bulk_trash.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
+    ("media/bulk_status.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
+    ("media/purge.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
     ("media/purge.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
-    ("media/delete_unused.sql", "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
+    ("media/delete_unused.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
     ("media/delete_unused.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
     ("media/bulk_trash.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
     ("usage/coverage_rows.sql", "SCAN c USING INDEX sqlite_autoindex__emdash_collections_2", "a row per collection"),
@@ -268,22 +268,22 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
     ),
     (
         "usage/media_usage_entries.sql",
-        "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed",
+        "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed",
         "the partial index holds only the entries too large to index",
     ),
     (
         "usage/guard_media_unused.sql",
-        "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed",
+        "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed",
         "the partial index holds only the entries too large to index",
     ),
     (
         "usage/count_entries.sql",
-        "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed",
+        "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed",
         "the partial index holds only the entries too large to index",
     ),
     (
         "usage/unindexed_users.sql",
-        "SCAN w USING INDEX idx__emdash_media_usage_work_unindexed",
+        "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed",
         "the partial index holds only the entries too large to index",
     ),
     (
@@ -316,6 +316,9 @@ fn fragment(label: &str) -> bool {
             "deletion/lease_guard.sql",
             "fields/lease_guard.sql",
             "media/unused_and_proven.sql",
+            "uses/blocks_delete.sql",
+            "uses/counts_as_use.sql",
+            "uses/unindexed.sql",
         ]
         .contains(&label)
 }
@@ -485,4 +488,31 @@ fn the_media_apis_statements_search_media_by_their_indexes() {
         counts.iter().any(|d| d.contains("idx__emdash_media_usage_media_source_generation (media_id=?)")),
         "{counts:#?}"
     );
+}
+
+#[test]
+fn the_statements_that_ask_who_uses_an_item_read_each_use_from_an_index_by_its_id() {
+    // The two relations of `repo::uses`, wherever they are embedded: the occurrences by the media
+    // index, the entries too large to index by their partial index (its rows hold a list).
+    let api = site();
+    let by_media = "idx__emdash_media_usage_media_source_generation (media_id=?)";
+    for label in [
+        "media/list.sql",
+        "media/bulk_status.sql",
+        "media/bulk_trash.sql",
+        "media/delete_unused.sql",
+        "media/purge.sql",
+        "usage/guard_media_unused.sql",
+        "usage/count_entries.sql",
+        "usage/media_usage_entries.sql",
+    ] {
+        let plan = plan_of(&api, label);
+        assert!(plan.iter().any(|d| d.contains(by_media)), "{label}: {plan:#?}");
+        assert!(
+            plan.iter().any(|d| d.contains("USING INDEX idx__emdash_media_usage_work_unindexed")),
+            "{label}: {plan:#?}"
+        );
+    }
+    let plan = plan_of(&api, "usage/unindexed_users.sql");
+    assert!(plan.iter().any(|d| d.contains("USING INDEX idx__emdash_media_usage_work_unindexed")), "{plan:#?}");
 }

@@ -60,7 +60,29 @@ const UNUSED_AND_PROVEN_IN: &[(&str, &str, &str)] = &[
 
 /// `sql` with the safe delete's rule filled in for the item `media_id` and the rules `rules`.
 fn unused_and_proven(sql: &str, media_id: &str, rules: &str) -> String {
-    sql.replace("{unused_and_proven}", UNUSED_AND_PROVEN).replace("{media_id}", media_id).replace("{rules}", rules)
+    uses(&sql.replace("{unused_and_proven}", UNUSED_AND_PROVEN), media_id).replace("{rules}", rules)
+}
+
+/// The two relations of "who uses media M" (`repo::uses`), over the item `{media_id}`, and the
+/// arm they share; and the statements that embed them, with the item each names (as their `repo`
+/// code renders them).
+const BLOCKS_DELETE: &str = include_str!("../../src/sql/uses/blocks_delete.sql");
+const COUNTS_AS_USE: &str = include_str!("../../src/sql/uses/counts_as_use.sql");
+const UNINDEXED_USES: &str = include_str!("../../src/sql/uses/unindexed.sql");
+const USES_IN: &[(&str, &str)] = &[
+    ("media/list.sql", "e.id"),
+    ("media/bulk_status.sql", "j.value"),
+    ("usage/count_entries.sql", "j.value"),
+    ("usage/media_usage_entries.sql", "?1"),
+    ("usage/unindexed_users.sql", "?1"),
+];
+
+/// `sql` with the relations filled in for the item `media_id`.
+fn uses(sql: &str, media_id: &str) -> String {
+    sql.replace("{blocks_delete}", BLOCKS_DELETE)
+        .replace("{counts_as_use}", COUNTS_AS_USE)
+        .replace("{unindexed_uses}", UNINDEXED_USES)
+        .replace("{media_id}", media_id)
 }
 
 /// Every product `.sql` file as the statements it prepares as (templates filled with a real
@@ -87,6 +109,11 @@ pub fn product_statements() -> Vec<(String, String)> {
         } else if label == "media/unused_and_proven.sql" {
             // Likewise, over a bound media id and rules.
             format!("SELECT 1 WHERE {}", unused_and_proven(&raw, "?1", "?2"))
+        } else if label.starts_with("uses/") {
+            // Relations: rows of entries, over a bound media id.
+            format!("SELECT count(*) FROM ({})", uses(&raw, "?1"))
+        } else if let Some((_, media_id)) = USES_IN.iter().find(|(l, _)| *l == label) {
+            instantiate(&uses(&raw, media_id))
         } else if let Some((_, media_id, rules)) = UNUSED_AND_PROVEN_IN.iter().find(|(l, _, _)| *l == label) {
             instantiate(&unused_and_proven(&raw, media_id, rules))
         } else if file.parent().is_some_and(|d| d.ends_with("lease")) {

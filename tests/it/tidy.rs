@@ -73,15 +73,8 @@ fn sql_code(sql: &str) -> String {
 fn the_safe_delete_rule_is_written_once_in_its_fragment() {
     // The single delete's guard, the permanent delete, the bulk trash and the purge must refuse
     // the same items: a copy of the rule in one of them could drift from the others.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let fragment = "src/sql/media/unused_and_proven.sql";
-    let files: Vec<(String, String)> = files_with_extension(&root.join("src/sql"), "sql")
-        .into_iter()
-        .map(|f| {
-            let code = sql_code(&fs::read_to_string(&f).unwrap());
-            (f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"), code)
-        })
-        .collect();
+    let files = sql_files_code();
     let holders = |found: &dyn Fn(&str) -> bool| -> Vec<String> {
         let mut found: Vec<String> = files.iter().filter(|(_, code)| found(code)).map(|(f, _)| f.clone()).collect();
         found.sort();
@@ -90,10 +83,12 @@ fn the_safe_delete_rule_is_written_once_in_its_fragment() {
     // Its coverage predicate ...
     let coverage = "st.status IS NOT 'complete' OR st.reconciliation_required <> 0";
     assert_eq!(holders(&|code| code.contains(coverage)), [fragment], "the coverage predicate is written out");
-    // ... and any statement that reads both the occurrences and the coverage rows: the rule's
-    // shape, however it is written.
-    let both =
-        |code: &str| code.contains("_emdash_media_usage_current") && code.contains("_emdash_media_usage_index_status");
+    // ... and any statement that reads both the uses (the relation that blocks a delete, or the
+    // occurrences themselves) and the coverage rows: the rule's shape, however it is written.
+    let both = |code: &str| {
+        (code.contains("{blocks_delete}") || code.contains("_emdash_media_usage_current"))
+            && code.contains("_emdash_media_usage_index_status")
+    };
     assert_eq!(holders(&both), [fragment], "a statement reads the occurrences and the coverage rows");
     // The four statements embed it, once each.
     let embedders = holders(&|code| code.contains("{unused_and_proven}"));
@@ -110,6 +105,64 @@ fn the_safe_delete_rule_is_written_once_in_its_fragment() {
     for (file, code) in files.iter().filter(|(f, _)| embedders.contains(f)) {
         assert_eq!(code.matches("{unused_and_proven}").count(), 1, "{file} embeds the rule more than once");
     }
+}
+
+/// The product's SQL files, by path from the crate's root, each as [`sql_code`].
+fn sql_files_code() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    files_with_extension(&root.join("src/sql"), "sql")
+        .into_iter()
+        .map(|f| {
+            let code = sql_code(&fs::read_to_string(&f).unwrap());
+            (f.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/"), code)
+        })
+        .collect()
+}
+
+#[test]
+fn who_uses_a_media_item_is_written_once_in_its_two_relations() {
+    // What blocks a delete and what counts as a use in a summary are two relations, each written
+    // once (`repo::uses`): a statement that spelled one out could drift from the others, as the
+    // list's count and the item's count once did.
+    let files = sql_files_code();
+    let holders = |found: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let mut found: Vec<String> = files.iter().filter(|(_, code)| found(code)).map(|(f, _)| f.clone()).collect();
+        found.sort();
+        found
+    };
+    // The current occurrences: only the relation that blocks a delete reads them.
+    assert_eq!(
+        holders(&|code| code.contains("_emdash_media_usage_current")),
+        ["src/sql/uses/blocks_delete.sql"],
+        "a statement reads the current occurrences itself"
+    );
+    // The eligible occurrences: the relation that counts as a use, and "Used in"'s page, which
+    // lists each occurrence of the entries in the trash too (EmDash's "Used in").
+    assert_eq!(
+        holders(&|code| code.contains("_emdash_media_usage_eligible")),
+        ["src/sql/usage/usage_page.sql", "src/sql/uses/counts_as_use.sql"],
+        "a statement reads the eligible occurrences itself"
+    );
+    // The entries too large to index, by the media their work rows list (the list's elements
+    // read): the one arm both relations share.
+    let unindexed = |code: &str| code.contains("unindexed_media") && code.contains("json_each(");
+    assert_eq!(holders(&unindexed), ["src/sql/uses/unindexed.sql"], "a statement reads the unindexed media itself");
+    // What embeds each.
+    let embedders = |name: &str| holders(&|code| code.contains(&format!("{{{name}}}")));
+    assert_eq!(
+        embedders("unindexed_uses"),
+        ["src/sql/usage/unindexed_users.sql", "src/sql/uses/blocks_delete.sql", "src/sql/uses/counts_as_use.sql"]
+    );
+    assert_eq!(
+        embedders("blocks_delete"),
+        [
+            "src/sql/media/bulk_status.sql",
+            "src/sql/media/list.sql",
+            "src/sql/media/unused_and_proven.sql",
+            "src/sql/usage/media_usage_entries.sql"
+        ]
+    );
+    assert_eq!(embedders("counts_as_use"), ["src/sql/media/list.sql", "src/sql/usage/count_entries.sql"]);
 }
 
 /// The source files of the crate's modules under `src/`, each with its module path (`src/api/media.rs`

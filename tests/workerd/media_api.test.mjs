@@ -139,6 +139,22 @@ test("EmDash's client lists only the PDFs with includeUsage, each with the item 
   for (const item of await listAll(c, { mimeType: "application/pdf" })) assert.equal(item.usage, undefined);
 });
 
+test("the list's usageCount and the item route's count agree: a live use, a draft-only use, an entry in the trash", async () => {
+  const items = ok(await w.get("/media?include=usage&includeUsage=1&limit=100")).items;
+  assert.equal(items.length, 6);
+  const counts = {};
+  for (const item of items) {
+    const own = ok(await w.get(`/media/${item.id}?includeUsage=1`)).item.usage.count;
+    assert.deepEqual([item.usageCount, item.usage.count], [own, own], item.filename);
+    counts[item.filename] = own;
+  }
+  assert.deepEqual(counts, { "report.pdf": 1, "manual.pdf": 1, "Cat photo.png": 1, "dog.jpg": 0, "clip.mp4": 0, "notes.txt": 0 });
+  // The entry in the trash counts no use, yet still blocks the delete: the item is listed as used.
+  const used = ok(await w.get("/media?usage=used&include=usage&limit=100")).items;
+  assert.deepEqual(names(used), ["Cat photo.png", "dog.jpg", "manual.pdf", "report.pdf"]);
+  assert.equal(used.find((i) => i.filename === "dog.jpg").usageCount, 0);
+});
+
 test("mimeType takes type/* and comma lists; q is a trimmed case-insensitive part of the file name", async () => {
   const c = client();
   assert.deepEqual(names(await listAll(c, { mimeType: "image/*" })), ["Cat photo.png", "dog.jpg"]);

@@ -5,9 +5,10 @@
 -- name) and a MIME type among ?9
 -- (a JSON array of lower-case entries, each a whole type, or a `type/` prefix ending in `/`;
 -- NULL: any type). `matches`: shown, and in use (?6 = 'used') or not ('unused'; NULL: either) by
--- the same rule as the safe delete's guard (a current occurrence of a registered collection, or
--- an entry too large to index that lists it). With ?7 = 1, `usage_count`: how many entries use a
--- shown item by that rule (each once), counted up to ?8: in use exactly when the count is not 0.
+-- the relation that blocks a delete (`uses/blocks_delete.sql`, the safe delete's guard's). With
+-- ?7 = 1, `usage_count`: how many entries count as using a shown item, as the item's own
+-- `usage.count` counts them (`uses/counts_as_use.sql`: entries in the trash do not count), each
+-- once, counted up to ?8. An item in use may count 0 (only entries in the trash use it, say).
 -- The caller pages over matches; what a page reads is bounded by the window, whatever the library
 -- holds and however many entries use an item.
 WITH examined AS (
@@ -29,23 +30,13 @@ WITH examined AS (
       WHERE deleted_at IS NOT NULL AND ?4 = 1 AND (created_at, id) < (coalesce(?1, '~'), coalesce(?2, '~'))
       ORDER BY created_at DESC, id DESC LIMIT ?3)) AS m)
 SELECT e.*,
-  e.shown AND (?6 IS NULL OR (?6 = 'used') = (
-    EXISTS (SELECT 1 FROM _emdash_media_usage_current WHERE media_id = e.id)
-    OR EXISTS (SELECT 1 FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_unindexed,
-                 json_each(w.unindexed_media) AS j
-               WHERE w.unindexed_media IS NOT NULL AND j.value = e.id))) AS matches,
+  e.shown AND (?6 IS NULL OR (?6 = 'used') = EXISTS ({blocks_delete})) AS matches,
   -- Counted only for a shown item (no other is listed); an item the "unused" filter passes is
-  -- used by no entry by this very rule: 0, with nothing to read.
+  -- one nothing blocks from deletion, so nothing counts as using it either: 0, with nothing to
+  -- read.
   CASE WHEN ?7 = 1 AND e.shown THEN
     CASE WHEN ?6 = 'unused' THEN 0 ELSE (
-    SELECT count(*) FROM (
-      SELECT * FROM (
-        SELECT DISTINCT collection_id, content_id FROM _emdash_media_usage_current WHERE media_id = e.id LIMIT ?8)
-      UNION
-      SELECT w.collection_id, w.content_id
-      FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_unindexed, json_each(w.unindexed_media) AS j
-      WHERE w.unindexed_media IS NOT NULL AND j.value = e.id
-      LIMIT ?8)) END
+    SELECT count(*) FROM (SELECT DISTINCT collection_id, content_id FROM ({counts_as_use}) LIMIT ?8)) END
   END AS usage_count
 FROM examined AS e
 ORDER BY e.created_at DESC, e.id DESC

@@ -949,6 +949,13 @@ fn a_bulk_delete_trashes_exactly_what_the_safe_delete_would() {
         ]
     );
     assert_eq!(r["trashed"], 1);
+    // What blocks each refused delete: the indexed entries by name, and whether an entry too
+    // large to index lists it (such an entry is named by "Used in", not here).
+    let slugs = |i: usize| r["items"][i]["entries"].as_array().unwrap().iter().map(|e| e["slug"].clone()).collect();
+    assert_eq!((slugs(1), slugs(2)), (vec![json!("a")], Vec::<Json>::new()));
+    let status =
+        block_on(media_usage_worker::repo::media::bulk_status(&api.db, &[used.clone(), listed.clone()], 5)).unwrap();
+    assert_eq!(status.iter().map(|s| s.unindexed_use).collect::<Vec<_>>(), [0, 1]);
     // A retry answers the same for what it moved, and does not restart its time in the trash.
     api.db
         .connection()

@@ -352,7 +352,7 @@ pub async fn finalize<E: Executor>(exec: &E, lease: &Lease) -> Result<bool, Erro
 /// once what it removes is gone (see `checkpoint.sql`).
 fn checkpoint_statement(lease: &Lease, to: DeletionPhase, batch: Batch, release: bool) -> Statement {
     let (lo, hi) = lease.key_range();
-    Statement::new(CHECKPOINT)
+    Statement::new(lease::render_releasing_on(CHECKPOINT, 6))
         .bind(lease.collection_id.as_str())
         .bind(lease.token.as_str())
         .bind(lease.phase)

@@ -232,7 +232,7 @@ impl Lease {
 
     /// The checkpoint to `to` with `cursor` and `batch_rows`, releasing the lease when `release`.
     fn checkpoint(&self, to: FieldDeletionPhase, cursor: Option<&Cursor>, batch_rows: u32, release: bool) -> Statement {
-        Statement::new(CHECKPOINT)
+        Statement::new(lease::render_releasing_on(CHECKPOINT, 8))
             .bind(self.field_id.as_str())
             .bind(self.token.as_str())
             .bind(self.phase)

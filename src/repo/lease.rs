@@ -15,7 +15,12 @@
 //!   `?2` = lease seconds ([`Queue::claim`]);
 //! - `{fail}` (`sql/lease/fail.sql`): the SET list of a failed attempt, bound `?1` = terminal,
 //!   `?2` = backoff seconds, `?3` = error code ([`Failure::statement`]);
-//! - `{reset_pending}` (`sql/lease/reset_pending.sql`): the SET list that queues a row afresh;
+//! - `{release}` (`sql/lease/release.sql`): the SET list that hands a row back unleased
+//!   (pending, neither token nor expiry), when `{released}` is 1: a statement that always releases
+//!   leaves it to its default, `1`; a checkpoint that releases only on request fills in its
+//!   parameter ([`render_releasing_on`]);
+//! - `{reset_pending}` (`sql/lease/reset_pending.sql`): the SET list that queues a row afresh
+//!   (released, due now, no attempt counted);
 //! - `{requeue_work}` (`sql/usage/requeue_work.sql`): the work queue's upsert clause (a new work
 //!   version, queued afresh), shared by the enqueue statement, the capture triggers and the
 //!   re-queue of linking entries.
@@ -32,6 +37,7 @@ use crate::sql::{self, Fragment};
 const SET_LEASED: &str = include_str!("../sql/lease/set_leased.sql");
 const FAIL: &str = include_str!("../sql/lease/fail.sql");
 const RESET_PENDING: &str = include_str!("../sql/lease/reset_pending.sql");
+const RELEASE: &str = include_str!("../sql/lease/release.sql");
 const REQUEUE_WORK: &str = include_str!("../sql/usage/requeue_work.sql");
 
 /// A leased queue: the table whose rows are claimed, and how long a claim holds one.
@@ -89,7 +95,8 @@ impl Failure {
     }
 }
 
-/// Fills the lease fragments, then `vars`, into `template` (see [`sql::render`]).
+/// Fills the lease fragments, then `vars`, into `template` (see [`sql::render`]); a
+/// `{release}` releases always.
 ///
 /// # Panics
 /// When a placeholder is left unfilled (a programming error caught by the SQL-file test).
@@ -98,15 +105,25 @@ pub fn render(template: &'static str, vars: &[(&str, &Fragment)]) -> String {
     let set_leased = Fragment::static_sql(SET_LEASED);
     let fail = Fragment::static_sql(FAIL);
     let reset_pending = Fragment::static_sql(RESET_PENDING);
-    // Filled in order: `{requeue_work}` itself holds `{reset_pending}`.
+    let release = Fragment::static_sql(RELEASE);
+    let always = Fragment::static_sql("1");
+    // Filled in order: `{requeue_work}` holds `{reset_pending}`, which holds `{release}`, which
+    // holds `{released}` (the caller's, if given, else always).
     let mut all: Vec<(&str, &Fragment)> = vec![
         ("requeue_work", &requeue_work),
         ("set_leased", &set_leased),
         ("fail", &fail),
         ("reset_pending", &reset_pending),
+        ("release", &release),
     ];
     all.extend_from_slice(vars);
+    all.push(("released", &always));
     sql::render(template, &all)
+}
+
+/// [`render`], with `{release}` handing the row back only when the parameter `released` is 1.
+pub fn render_releasing_on(template: &'static str, released: usize) -> String {
+    render(template, &[("released", &Fragment::parameter(released))])
 }
 
 /// The lease and attempt columns of a queue row, as operators see them (never its token).
@@ -181,15 +198,36 @@ mod tests {
             "ON CONFLICT (collection_id, content_id) DO UPDATE SET",
             "work_version = work_version + 1",
             "last_error_code = NULL",
-            "state = 'pending'",
+            "state = CASE WHEN 1 = 1 THEN 'pending' ELSE state END",
             "attempt_count = 0",
-            "next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
-            "lease_token = NULL",
-            "lease_expires_at = NULL",
+            "lease_token = CASE WHEN 1 = 1 THEN NULL ELSE lease_token END",
+            "lease_expires_at = CASE WHEN 1 = 1 THEN NULL ELSE lease_expires_at END",
+            "updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
         ] {
             assert!(sql.contains(set), "{set} missing from {sql}");
         }
-        assert!(sql.ends_with("updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), extra = 1"), "{sql}");
+        assert!(sql.ends_with("next_attempt_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), extra = 1"), "{sql}");
+    }
+
+    #[test]
+    fn a_release_hands_the_row_back_always_or_when_its_parameter_is_1() {
+        let on = |released: &str| {
+            [
+                format!("state = CASE WHEN {released} = 1 THEN 'pending' ELSE state END"),
+                format!("lease_token = CASE WHEN {released} = 1 THEN NULL ELSE lease_token END"),
+                format!("lease_expires_at = CASE WHEN {released} = 1 THEN NULL ELSE lease_expires_at END"),
+            ]
+        };
+        let always = render("SET {release} WHERE id = ?1", &[]);
+        let requested = render_releasing_on("SET {release} WHERE id = ?1", 6);
+        let afresh = render("SET {reset_pending}", &[]);
+        for (sql, sets) in [(&always, on("1")), (&requested, on("?6")), (&afresh, on("1"))] {
+            assert!(!sql.contains('{'), "{sql}");
+            for set in sets {
+                assert!(sql.contains(&set), "{set} missing from {sql}");
+            }
+        }
+        assert!(afresh.contains("attempt_count = 0"), "{afresh}");
     }
 
     #[test]

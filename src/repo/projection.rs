@@ -436,7 +436,10 @@ fn bound_values<T>(values: &[BoundRows<T>]) -> Option<Vec<Option<&str>>> {
 }
 
 fn release_group_statement(collection_id: &str, token: &str, ids: &[String]) -> Statement {
-    Statement::new(RELEASE_GROUP).bind(collection_id).bind(token).bind(json!(ids).to_string())
+    Statement::new(super::lease::render(RELEASE_GROUP, &[]))
+        .bind(collection_id)
+        .bind(token)
+        .bind(json!(ids).to_string())
 }
 
 /// Hands a group's rows back to single jobs (after a lost race, or when the group cannot run).

@@ -123,7 +123,7 @@ pub struct Advance<'a> {
 }
 
 fn advance_statement(run: &Run, a: &Advance<'_>) -> Statement {
-    Statement::new(ADVANCE_RUN)
+    Statement::new(lease::render(ADVANCE_RUN, &[]))
         .bind(run.collection_id.as_str())
         .bind(run.lease_token.clone())
         .bind(a.phase)
@@ -189,7 +189,7 @@ pub async fn barrier<E: Executor>(
                 .bind(run.collection_id.as_str())
                 .bind(run.lease_token.clone())
                 .bind(run.run_token.as_str()),
-            Statement::new(BARRIER_WAIT)
+            Statement::new(lease::render(BARRIER_WAIT, &[]))
                 .bind(run.collection_id.as_str())
                 .bind(run.lease_token.clone())
                 .bind(max_wait_seconds),

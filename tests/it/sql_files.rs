@@ -30,6 +30,9 @@ fn instantiate(sql: &str) -> String {
         .replace("{set_leased}", SET_LEASED)
         .replace("{fail}", FAIL)
         .replace("{reset_pending}", RESET_PENDING)
+        // `{release}` holds `{released}`: a checkpoint's parameter, or 1.
+        .replace("{release}", RELEASE)
+        .replace("{released}", "1")
         .replace("{source_signature}", SOURCE_SIGNATURE)
         .replace("{entry_source_keys}", ENTRY_SOURCE_KEYS)
         .replace("{row_bytes}", "0 + coalesce(length(CAST(e.\"title\" AS BLOB)), 0)")
@@ -42,6 +45,7 @@ const FIELDS_LEASE_GUARD: &str = include_str!("../../src/sql/fields/lease_guard.
 const SET_LEASED: &str = include_str!("../../src/sql/lease/set_leased.sql");
 const FAIL: &str = include_str!("../../src/sql/lease/fail.sql");
 const RESET_PENDING: &str = include_str!("../../src/sql/lease/reset_pending.sql");
+const RELEASE: &str = include_str!("../../src/sql/lease/release.sql");
 const REQUEUE_WORK: &str = include_str!("../../src/sql/usage/requeue_work.sql");
 /// The projection's fragments: an entry's source signature (which embeds its source keys) and
 /// its source keys, both over the enclosing statement's `entry` row.
@@ -127,7 +131,7 @@ pub fn product_statements() -> Vec<(String, String)> {
                 if name == "fail.sql" && table == "_emdash_media_usage_reconciliations" {
                     continue; // repair runs record no failures of their own
                 }
-                out.push((format!("{label} on {table}"), format!("UPDATE {table} SET {raw}")));
+                out.push((format!("{label} on {table}"), format!("UPDATE {table} SET {}", instantiate(&raw))));
             }
             continue;
         } else if name == "requeue_work.sql" {

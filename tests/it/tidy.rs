@@ -165,6 +165,42 @@ fn who_uses_a_media_item_is_written_once_in_its_two_relations() {
     assert_eq!(embedders("counts_as_use"), ["src/sql/media/list.sql", "src/sql/usage/count_entries.sql"]);
 }
 
+#[test]
+fn handing_a_leased_row_back_is_written_once_in_its_fragment() {
+    // A release that forgot a column (a token left behind, an expiry that keeps the row looking
+    // leased) would strand the row: every statement that ends a lease embeds the one SET list.
+    let files = sql_files_code();
+    let holders = |found: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let mut found: Vec<String> = files.iter().filter(|(_, code)| found(code)).map(|(f, _)| f.clone()).collect();
+        found.sort();
+        found
+    };
+    let release = "src/sql/lease/release.sql";
+    // Setting the lease columns to nothing: the release, and a failed attempt (retry or failed,
+    // not pending).
+    let unleases = |code: &str| {
+        ["lease_token = NULL", "NULL ELSE lease_token", "lease_expires_at = NULL", "NULL ELSE lease_expires_at"]
+            .iter()
+            .any(|set| code.contains(set))
+    };
+    assert_eq!(holders(&unleases), ["src/sql/lease/fail.sql", release], "a statement ends a lease itself");
+    // Making a row pending: only the release.
+    let pending = |code: &str| code.contains("THEN 'pending'") || code.contains("state = 'pending',");
+    assert_eq!(holders(&pending), [release], "a statement makes a row pending itself");
+    // The statements that hand a row back (queueing afresh is a release too).
+    assert_eq!(
+        holders(&|code| code.contains("{release}")),
+        [
+            "src/sql/deletion/checkpoint.sql",
+            "src/sql/fields/checkpoint.sql",
+            "src/sql/lease/reset_pending.sql",
+            "src/sql/repair/advance_run.sql",
+            "src/sql/repair/barrier_wait.sql",
+            "src/sql/usage/release_group.sql"
+        ]
+    );
+}
+
 /// The source files of the crate's modules under `src/`, each with its module path (`src/api/media.rs`
 /// is `["api", "media"]`, `src/api/mod.rs` is `["api"]`).
 fn modules() -> Vec<(Vec<String>, PathBuf)> {

@@ -5,11 +5,9 @@ SET phase = ?4,
     -- Progress: the attempt under way (the claim counted it) is the only one; a release ends it.
     attempt_count = CASE WHEN ?6 = 1 THEN 0 ELSE 1 END,
     last_error_code = NULL,
-    state = CASE WHEN ?6 = 1 THEN 'pending' ELSE state END,
-    lease_token = CASE WHEN ?6 = 1 THEN NULL ELSE lease_token END,
-    lease_expires_at = CASE WHEN ?6 = 1 THEN NULL ELSE lease_expires_at END,
-    next_attempt_at = CASE WHEN ?6 = 1 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE next_attempt_at END,
-    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+    -- With ?6 = 1 the holder releases it, due now.
+    {release},
+    next_attempt_at = CASE WHEN ?6 = 1 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE next_attempt_at END
 WHERE collection_id = ?1 AND lease_token = ?2 AND phase = ?3
   AND lease_expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
   -- A phase is left only once what it removes is gone.

@@ -8,10 +8,7 @@ SET phase = ?4,
     batch_rows = ?7,
     attempt_count = CASE WHEN ?8 = 1 THEN 0 ELSE 1 END,
     last_error_code = NULL,
-    state = CASE WHEN ?8 = 1 THEN 'pending' ELSE state END,
-    lease_token = CASE WHEN ?8 = 1 THEN NULL ELSE lease_token END,
-    lease_expires_at = CASE WHEN ?8 = 1 THEN NULL ELSE lease_expires_at END,
-    next_attempt_at = CASE WHEN ?8 = 1 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE next_attempt_at END,
-    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+    {release},
+    next_attempt_at = CASE WHEN ?8 = 1 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE next_attempt_at END
 WHERE field_id = ?1 AND lease_token = ?2 AND phase = ?3
   AND lease_expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')

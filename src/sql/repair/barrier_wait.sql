@@ -4,7 +4,7 @@
 -- 10 s when nothing is queued (whatever keeps the run from finalising is not queue work).
 -- Returns whether queue work is due now, so the caller can run it before looking again.
 UPDATE _emdash_media_usage_reconciliations
-SET state = 'pending',
+SET {release},
     attempt_count = 0,
     next_attempt_at = min(
       strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?3 || ' seconds'),
@@ -21,9 +21,6 @@ SET state = 'pending',
            UNION ALL
            SELECT min(w.lease_expires_at) FROM _emdash_media_usage_work AS w INDEXED BY idx__emdash_media_usage_work_operator
            WHERE w.collection_id = ?1 AND w.state = 'leased')),
-        strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?3 || ' seconds'))),
-    lease_token = NULL,
-    lease_expires_at = NULL,
-    updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+        strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '+' || ?3 || ' seconds')))
 WHERE collection_id = ?1 AND lease_token = ?2 AND state = 'leased'
 RETURNING next_attempt_at <= updated_at AS work_due

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod console;
 pub mod content;
 pub mod content_reads;
+pub mod content_state;
 pub mod deletions;
 pub mod error;
 pub mod input;
@@ -330,17 +331,17 @@ async fn dispatch<E: Executor>(
         Op::CreateContent => content::create(&ctx, p(0), req).await?,
         Op::GetContent => content::get(&ctx, p(0), p(1)).await?,
         Op::UpdateContent => content::update(&ctx, p(0), p(1), req).await?,
-        Op::DeleteContent => content::delete(&ctx, p(0), p(1), req).await?,
-        Op::PublishContent => content::publish(&ctx, p(0), p(1)).await?,
-        Op::UnpublishContent => content::unpublish(&ctx, p(0), p(1)).await?,
-        Op::RestoreContent => content::restore(&ctx, p(0), p(1)).await?,
-        Op::DiscardDraft => content::discard_draft(&ctx, p(0), p(1)).await?,
+        Op::DeleteContent => content_state::delete(&ctx, p(0), p(1), req).await?,
+        Op::PublishContent => content_state::publish(&ctx, p(0), p(1)).await?,
+        Op::UnpublishContent => content_state::unpublish(&ctx, p(0), p(1)).await?,
+        Op::RestoreContent => content_state::restore(&ctx, p(0), p(1)).await?,
+        Op::DiscardDraft => content_state::discard_draft(&ctx, p(0), p(1)).await?,
         Op::DuplicateContent => content::duplicate(&ctx, p(0), p(1)).await?,
         Op::ContentRevisions => content_reads::revisions(&ctx, p(0), p(1), req).await?,
         Op::CompareContent => content_reads::compare(&ctx, p(0), p(1)).await?,
         Op::ContentTranslations => content_reads::translations(&ctx, p(0), p(1), req).await?,
-        Op::ScheduleContent => content::schedule(&ctx, p(0), p(1), req).await?,
-        Op::UnscheduleContent => content::unschedule(&ctx, p(0), p(1)).await?,
+        Op::ScheduleContent => content_state::schedule(&ctx, p(0), p(1), req).await?,
+        Op::UnscheduleContent => content_state::unschedule(&ctx, p(0), p(1)).await?,
         Op::ListMedia => media::list(&ctx, req).await?,
         Op::CreateMedia if upload::is_multipart(req) => {
             upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?

@@ -5,28 +5,28 @@
 //! failure, a group hands the row back to a single job). Every outcome leaves the index either as
 //! it was or fully at the new projection.
 
+mod group;
+mod plan;
+
 use std::collections::BTreeSet;
 
 use serde_json::Value as Json;
 
 pub use super::admission::Admission;
-use super::admission::{check_occurrences, occurrence_rows, Lookup, MAX_BOUND_BYTES};
+use super::admission::{Lookup, MAX_BOUND_BYTES};
 use super::backoff::Attempts;
-use super::extract::{extraction_fields, ExtractionField, Library, Rules};
-use super::fingerprint::is_v1;
-use super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
+use super::extract::Rules;
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
-use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Ctx, LaneStep, RowCount};
-use crate::model::field::{Field, FieldMeta, FieldType};
 use crate::model::ident::Ident;
-use crate::repo::projection::{
-    self, BoundRows, LoadedEntry, ObservedEntry, ObservedSource, OccurrenceRow, Publish, SourceRow,
-};
-use crate::repo::schema;
+use crate::repo::projection::{self, BoundRows, LoadedEntry, ObservedEntry, Publish};
 use crate::repo::work::{self, WorkRow};
+pub use group::{
+    group_sizer, process_group, GroupOutcome, GROUP_LOAD_BYTES, GROUP_MAX, GROUP_MAX_STATEMENTS, GROUP_MIN, GROUP_START,
+};
+use plan::{plan, prepare, Plan, Prepared, Writes};
 
 /// What a projection needs besides the data: what counts as a use, and what it may publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,179 +62,6 @@ pub enum JobOutcome {
     /// Something observed changed before publishing (a newer write, a lost lease); nothing was
     /// written and the work row is retried.
     Conflict,
-}
-
-/// The collection's fields as loaded with the entry. Any field the extractor cannot read makes
-/// the whole job fail (closed): skipping it could drop references from the index.
-fn fields_of(loaded: &LoadedEntry) -> Result<Vec<Field>, &'static str> {
-    loaded
-        .fields
-        .iter()
-        .map(|f| {
-            let slug = Ident::parse(&f.slug).map_err(|_| "MEDIA_USAGE_SNAPSHOT_FAILED")?;
-            let field_type = FieldType::parse(&f.field_type).ok_or("MEDIA_USAGE_SNAPSHOT_FAILED")?;
-            let sub_fields = if field_type == FieldType::Repeater {
-                Field::parse_sub_fields_strict(f.validation.as_deref())?
-            } else {
-                Vec::new()
-            };
-            Ok(Field {
-                id: f.id.clone(),
-                slug,
-                label: f.label.clone(),
-                field_type,
-                required: f.required != 0,
-                sub_fields,
-                sort_order: f.sort_order,
-                meta: FieldMeta::default(),
-            })
-        })
-        .collect()
-}
-
-/// The stored row already holds exactly this projection.
-fn is_noop(s: &Snapshot, observed: Option<&ObservedSource>) -> bool {
-    observed.is_some_and(|o| {
-        o.current_generation.is_some()
-            && o.source_fingerprint.as_deref().is_some_and(|fp| is_v1(fp) && fp == s.fingerprint)
-            && o.source_completeness == "complete"
-            && o.last_error_code.is_none()
-    })
-}
-
-/// The writes an entry's new projection needs, before they are bound to statements.
-#[derive(Debug, Default)]
-struct Writes {
-    occurrences: Vec<OccurrenceRow>,
-    sources: Vec<SourceRow>,
-    delete_keys: Vec<String>,
-    draft_error: Option<&'static str>,
-    /// The local media the entry references (both variants): what an entry refused for its size
-    /// keeps on its failed work row.
-    referenced: BTreeSet<String>,
-}
-
-impl Writes {
-    /// Adds another entry's writes (a group publishes many entries in one batch).
-    fn append(&mut self, other: Writes) {
-        self.occurrences.extend(other.occurrences);
-        self.sources.extend(other.sources);
-        self.delete_keys.extend(other.delete_keys);
-        self.draft_error = self.draft_error.or(other.draft_error);
-        self.referenced.extend(other.referenced);
-    }
-}
-
-/// What a job will write, or why it may not.
-#[derive(Debug)]
-enum Plan {
-    Write(Writes),
-    Unchanged,
-    /// A variant passes the admission limit; the local media the entry references.
-    ResourceLimit(BTreeSet<String>),
-    /// The entry's candidate strings do not fit one lookup: the media they name cannot be told
-    /// (only data written behind the API; it fails closed).
-    TooLarge,
-}
-
-/// An entry read and its references extracted, before the media lookup.
-#[derive(Debug)]
-struct Prepared {
-    schema: Vec<ExtractionField>,
-    /// `None` when the entry no longer exists.
-    entry: Option<PreparedEntry>,
-}
-
-/// Reads the collection's fields and extracts the entry's references (pure); the code says why
-/// the fields cannot be read.
-fn prepare(
-    collection_id: &str,
-    collection_slug: &str,
-    loaded: &LoadedEntry,
-    rules: &Rules,
-) -> Result<Prepared, &'static str> {
-    let fields = fields_of(loaded)?;
-    let schema = extraction_fields(&fields);
-    let entry = loaded.row.as_ref().map(|row| {
-        let revision = RevisionRow {
-            id: loaded.revision_id.clone(),
-            collection: loaded.revision_collection.clone(),
-            entry_id: loaded.revision_entry_id.clone(),
-            data: loaded.revision_data.clone(),
-        };
-        prepare_entry(collection_id, collection_slug, &fields, &schema, row, &revision, rules)
-    });
-    Ok(Prepared { schema, entry })
-}
-
-/// Decides the writes for an entry (pure): which snapshots changed, which stored sources no
-/// longer exist, and whether the change is admitted (each written variant within
-/// `admission.max_occurrences`, each bound value within [`MAX_BOUND_BYTES`]). Candidate strings
-/// count only when `library` holds what they name.
-fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, library: &Library) -> Plan {
-    let observed = |key: &str| loaded.observed.iter().find(|o| o.source_key == key);
-    let (mut occurrences, mut sources, mut delete_keys) = (Vec::new(), Vec::new(), Vec::new());
-    let mut draft_error = None;
-    let mut wanted: Vec<String> = Vec::new();
-    let mut referenced = BTreeSet::new();
-    if let Some(entry) = &prepared.entry {
-        let snaps = entry.snapshots(&prepared.schema, &policy.rules, loaded.field_epoch, library);
-        let indexed_draft = match &snaps.draft {
-            Some(DraftSnapshot::Indexed(d)) => Some(d),
-            _ => None,
-        };
-        referenced = std::iter::once(&snaps.columns)
-            .chain(indexed_draft)
-            .flat_map(|s| s.occurrences.iter().filter_map(|o| o.media_id.clone()))
-            .collect();
-        let mut changed: Vec<&Snapshot> = Vec::new();
-        wanted.push(snaps.columns.meta.source_key.clone());
-        if !is_noop(&snaps.columns, observed(&snaps.columns.meta.source_key)) {
-            changed.push(&snaps.columns);
-        }
-        match &snaps.draft {
-            Some(DraftSnapshot::Indexed(d)) => {
-                wanted.push(d.meta.source_key.clone());
-                if !is_noop(d, observed(&d.meta.source_key)) {
-                    changed.push(d);
-                }
-            }
-            Some(DraftSnapshot::Failed(failure)) => {
-                wanted.push(failure.meta.source_key.clone());
-                let prior = observed(&failure.meta.source_key);
-                let already = prior.is_some_and(|o| {
-                    o.source_completeness == "failed" && o.last_error_code.as_deref() == Some(failure.code)
-                });
-                if !already {
-                    sources.push(SourceRow::failed(&failure.meta, failure.code));
-                }
-                draft_error = Some(failure.code);
-            }
-            None => {}
-        }
-        for s in changed {
-            if check_occurrences(policy.admission, &s.meta.collection_id, &s.occurrences).is_err() {
-                return Plan::ResourceLimit(referenced);
-            }
-            let generation = ids::new_id();
-            let source = SourceRow::complete(&s.meta, &generation, &s.fingerprint, &s.pending_keys);
-            if BoundRows::new(std::slice::from_ref(&source)).bytes() > MAX_BOUND_BYTES {
-                return Plan::ResourceLimit(referenced);
-            }
-            occurrences.extend(occurrence_rows(&s.meta.source_key, &generation, &s.occurrences));
-            sources.push(source);
-        }
-    }
-    // Removing a source is always admitted: its occurrences go with it (a trigger), however many.
-    for o in &loaded.observed {
-        if !wanted.contains(&o.source_key) {
-            delete_keys.push(o.source_key.clone());
-        }
-    }
-    if occurrences.is_empty() && sources.is_empty() && delete_keys.is_empty() && draft_error.is_none() {
-        return Plan::Unchanged;
-    }
-    Plan::Write(Writes { occurrences, sources, delete_keys, draft_error, referenced })
 }
 
 /// Records a failed attempt; terminal once the attempts are used up ([`Attempts`]) or when
@@ -435,106 +262,6 @@ pub async fn process_next<E: Executor>(
     process(exec, &work, policy).await.map(Some)
 }
 
-/// Entries a tick's first group job claims.
-pub const GROUP_START: u32 = 50;
-/// The group size never shrinks below this.
-pub const GROUP_MIN: u32 = 10;
-/// Nor grows beyond this.
-pub const GROUP_MAX: u32 = 400;
-
-/// How group jobs are sized within a tick: from [`GROUP_START`] entries, within
-/// [`GROUP_MIN`]..=[`GROUP_MAX`], a group counting as full when it published as many entries as
-/// it asked for, aiming at `target_ms` for its load and publish.
-pub fn group_sizer(target_ms: f64) -> AdaptiveBatch {
-    AdaptiveBatch { start: GROUP_START, min: GROUP_MIN, max: GROUP_MAX, target_ms }
-}
-/// Field and draft bytes a group load reads at most (plus the entry that crosses it).
-pub const GROUP_LOAD_BYTES: i64 = 4_000_000;
-/// The most statements a group job issues: claim, collection, load, the media lookup of its
-/// entries' candidate strings (only when they have any), a publish batch of at most seven
-/// (guard, occurrences, sources, removed sources, work rows, hand-back, coverage), and the
-/// hand-back of its rows after a lost guard.
-pub const GROUP_MAX_STATEMENTS: u64 = 12;
-
-/// How a group job ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GroupOutcome {
-    /// No work was due.
-    Nothing,
-    /// One row was claimed (a lone fresh row, a retry, an expired lease): it ran as a single job.
-    Single(JobOutcome),
-    /// `published` entries were indexed by one batch; `released` rows went back to single jobs
-    /// (failures, entries past the byte bounds).
-    Published { published: usize, released: usize },
-    /// The group could not be published (a lost race, a collection that changed); all its rows
-    /// went back to single jobs and nothing was written.
-    HandedBack { released: usize },
-}
-
-/// Claims up to `limit` fresh due rows of one collection and publishes their projections in one
-/// guarded batch (or, when only one row is claimed, runs it as a single job). The load and the
-/// publish are the single job's; whatever the group cannot publish goes back to single jobs
-/// ([`process`]), which record failures; a lost race on any entry writes nothing.
-pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -> Result<GroupOutcome, Error> {
-    let token = ids::new_id();
-    let rows = work::claim_group(exec, &token, limit).await?;
-    let Some(first) = rows.first() else { return Ok(GroupOutcome::Nothing) };
-    if rows.len() == 1 {
-        return process(exec, first, policy).await.map(GroupOutcome::Single);
-    }
-    let (cid, cslug) = (first.collection_id.as_str(), first.collection_slug.as_str());
-    let ids: Vec<String> = rows.iter().map(|w| w.content_id.clone()).collect();
-    let hand_back = || async {
-        projection::release_group(exec, cid, &token, &ids).await?;
-        Ok(GroupOutcome::HandedBack { released: ids.len() })
-    };
-    let Ok(slug) = Ident::parse(cslug) else { return hand_back().await };
-    let collection = match schema::find(exec, &slug).await? {
-        Some(c) if c.id == cid => c,
-        _ => return hand_back().await,
-    };
-    let field_slugs: Vec<Ident> = collection.fields.iter().map(|f| f.slug.clone()).collect();
-    let Ok(planned) = load_and_plan(exec, &slug, &rows, &field_slugs, policy).await? else {
-        return hand_back().await;
-    };
-    let mut writes = Writes::default();
-    let (mut occurrence_bytes, mut source_bytes) = (0usize, 0usize);
-    let mut observed = Vec::new();
-    for Planned { work, loaded, plan } in planned {
-        let entry_writes = match plan {
-            Ok(Plan::Write(w)) => w,
-            Ok(Plan::Unchanged) => Writes::default(),
-            // Failures (fields that cannot be read, an entry over the limit) are recorded by the
-            // single job that takes the row back.
-            Ok(Plan::ResourceLimit(_) | Plan::TooLarge) | Err(_) => continue,
-        };
-        let occ = BoundRows::new(&entry_writes.occurrences).bytes();
-        let src = BoundRows::new(&entry_writes.sources).bytes();
-        if occurrence_bytes + occ > MAX_BOUND_BYTES || source_bytes + src > MAX_BOUND_BYTES {
-            // The batch is full; the rest goes to single jobs (or the next group).
-            break;
-        }
-        occurrence_bytes += occ;
-        source_bytes += src;
-        writes.append(entry_writes);
-        observed.push(ObservedEntry::of(work, &loaded));
-    }
-    if observed.is_empty() {
-        return hand_back().await;
-    }
-    let released: Vec<String> = ids.iter().filter(|id| !observed.iter().any(|o| o.id == **id)).cloned().collect();
-    let job = Job { collection_id: cid, collection_slug: cslug, slug: &slug, token: &token };
-    let Some(publish) = job.publish(observed, writes, released) else { return hand_back().await };
-    match projection::publish(exec, &publish).await {
-        Ok(()) => {
-            Ok(GroupOutcome::Published { published: publish.observed.len(), released: publish.released_ids.len() })
-        }
-        Err(Error::Stale) => hand_back().await,
-        Err(e) if e.is_missing_content_table() => hand_back().await,
-        Err(e) => Err(e),
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The tick's work lane.
 
@@ -643,24 +370,5 @@ fn count_job<E, K>(ctx: &mut Ctx<'_, E, K>, outcome: &JobOutcome) {
         JobOutcome::Failed { .. } => ctx.count(FAILED_JOBS, 1),
         JobOutcome::Conflict => ctx.count(CONFLICTS, 1),
         _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_group_grows_when_full_and_fast_and_shrinks_when_slow() {
-        let groups = group_sizer(200.0);
-        assert_eq!(groups.start, GROUP_START);
-        assert_eq!(groups.next(50, 10.0, 50), 100, "full and fast: doubles");
-        assert_eq!(groups.next(50, 10.0, 49), 50, "not full: says nothing about bigger groups");
-        assert_eq!(groups.next(100, 100.0, 100), 100, "exactly half the target: kept");
-        assert_eq!(groups.next(100, 99.9, 100), 200);
-        assert_eq!(groups.next(100, 200.0, 100), 100, "exactly the target: kept");
-        assert_eq!(groups.next(100, 200.1, 100), 50, "over the target: halves");
-        assert_eq!(groups.next(12, 900.0, 12), GROUP_MIN);
-        assert_eq!(groups.next(300, 1.0, 300), GROUP_MAX);
     }
 }

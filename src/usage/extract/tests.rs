@@ -2,7 +2,8 @@
 //! the first rules, and linear cost on adversarial data.
 
 use super::*;
-use crate::model::field::{FieldMeta, SubField};
+use crate::model::field::{Field, FieldMeta, FieldType, SubField};
+use crate::model::ident::Ident;
 use serde_json::json;
 
 fn field(slug: &str, t: FieldType) -> Field {

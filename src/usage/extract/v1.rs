@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::{asset_reference, parse_reference, reference_type, structural, Extracted, ExtractionField, ReferenceType};
+use super::reference::{asset_reference, parse_reference, reference_type, structural};
+use super::{Extracted, ExtractionField, ReferenceType};
 use crate::model::field::FieldType;
 
 /// The structural occurrences of `data` under the first rules (no candidates).

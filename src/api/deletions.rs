@@ -37,7 +37,7 @@ pub async fn list<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply,
     let after = input::cursor(req, &mut issues)?;
     issues.finish()?;
     let mut rows = repo::list(ctx.exec, state, after, limit).await?;
-    let next = input::paginate(&mut rows, limit, |t| (t.updated_at.clone(), t.collection_id.clone()));
+    let next = input::paginate(&mut rows, limit, |t| (t.lease.updated_at.clone(), t.collection_id.clone()));
     Ok((200, input::page(rows.iter().map(deletion_json).collect::<Vec<_>>(), next)))
 }
 
@@ -57,7 +57,7 @@ pub async fn retry<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply
     };
     if current.lease_is_live() {
         return Err(ApiError::new(409, "WORK_LEASE_ACTIVE", "The collection deletion is being processed")
-            .with_details(json!({"leaseExpiresAt": current.row.lease_expires_at})));
+            .with_details(json!({"leaseExpiresAt": current.row.lease.lease_expires_at})));
     }
     match repo::retry(ctx.exec, &collection_id, ctx.config.background.cleanup.start()).await? {
         Some(row) => Ok((200, json!({"changed": true, "item": deletion_json(&row)}))),

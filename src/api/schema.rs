@@ -220,7 +220,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
                 ),
             )
             .with_details(
-                json!({"deletion": {"collectionId": t.row.collection_id, "phase": t.row.phase, "state": t.row.state}}),
+                json!({"deletion": {"collectionId": t.row.collection_id, "phase": t.row.phase, "state": t.row.lease.state}}),
             ),
             None => ApiError::new(409, "COLLECTION_EXISTS", format!("Collection '{}' already exists", new.slug)),
         }),
@@ -284,15 +284,15 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, raw: &str, req: &Request) -> 
         } else {
             format!(
                 "The deletion of collection '{slug}' is waiting ({}, phase {}); see the collection-deletions list",
-                t.state, t.phase
+                t.lease.state, t.phase
             )
         })
         .with_details(json!({
             "collectionId": t.collection_id,
             "phase": t.phase,
-            "state": t.state,
-            "nextAttemptAt": t.next_attempt_at,
-            "leaseExpiresAt": t.lease_expires_at,
+            "state": t.lease.state,
+            "nextAttemptAt": t.lease.next_attempt_at,
+            "leaseExpiresAt": t.lease.lease_expires_at,
         }))),
         DeleteOutcome::IdentityConflict => Err(ApiError::conflict(format!(
             "A collection registered as '{slug}' is not the one whose deletion is in progress"

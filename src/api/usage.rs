@@ -95,11 +95,11 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "collection": t.collection_slug,
             "collectionId": t.collection_id,
             "phase": t.phase,
-            "state": t.state,
-            "attemptCount": t.attempt_count,
-            "nextAttemptAt": t.next_attempt_at,
-            "leaseExpiresAt": t.lease_expires_at,
-            "lastErrorCode": t.last_error_code,
+            "state": t.lease.state,
+            "attemptCount": t.lease.attempt_count,
+            "nextAttemptAt": t.lease.next_attempt_at,
+            "leaseExpiresAt": t.lease.lease_expires_at,
+            "lastErrorCode": t.lease.last_error_code,
             "rowsLeft": left.iter().map(|(_, n)| n).sum::<u64>(),
             "estimate": estimate(rows_to_write),
         }));
@@ -114,11 +114,11 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
                 "field": d.field_slug,
                 "fieldId": d.field_id,
                 "phase": d.phase,
-                "state": d.state,
-                "attemptCount": d.attempt_count,
-                "nextAttemptAt": d.next_attempt_at,
-                "leaseExpiresAt": d.lease_expires_at,
-                "lastErrorCode": d.last_error_code,
+                "state": d.lease.state,
+                "attemptCount": d.lease.attempt_count,
+                "nextAttemptAt": d.lease.next_attempt_at,
+                "leaseExpiresAt": d.lease.lease_expires_at,
+                "lastErrorCode": d.lease.last_error_code,
             })
         })
         .collect();
@@ -354,7 +354,7 @@ pub async fn list_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<R
     issues.finish()?;
     let c = schema::load(ctx, collection.unwrap_or_default(), "collection").await?;
     let mut rows = work::list_work(ctx.exec, &c, state, after, limit).await?;
-    let next = input::paginate(&mut rows, limit, |w| (w.row.updated_at.clone(), w.row.content_id.clone()));
+    let next = input::paginate(&mut rows, limit, |w| (w.row.lease.updated_at.clone(), w.row.content_id.clone()));
     let items: Vec<Json> = rows
         .iter()
         .map(|w| {
@@ -388,12 +388,12 @@ pub async fn retry_work<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<
         .ok_or_else(|| ApiError::collection_not_found(&current.collection))?;
     let observed = work::get_work(ctx.exec, &c.id, &content_id).await?;
     if let Some(w) = &observed {
-        if w.row.state == QueueState::Pending {
+        if w.row.lease.state == QueueState::Pending {
             return Ok((200, json!({"changed": false, "item": work_json(&w.row)})));
         }
-        if w.row.state == QueueState::Leased && w.lease_live == Some(1) {
+        if w.row.lease.state == QueueState::Leased && w.lease_live == Some(1) {
             return Err(ApiError::new(409, "WORK_LEASE_ACTIVE", "The work item is being processed")
-                .with_details(json!({"leaseExpiresAt": w.row.lease_expires_at})));
+                .with_details(json!({"leaseExpiresAt": w.row.lease.lease_expires_at})));
         }
     } else if crate::repo::content::get(ctx.exec, &c, &content_id).await?.is_none() {
         return Err(ApiError::not_found("No work item or entry with this id"));

@@ -354,7 +354,7 @@ pub async fn step_within<E: Executor, K: Clock>(
             repo::record_failure(
                 exec,
                 (row.collection_id.as_str(), token.as_str(), row.phase),
-                (Failure::FINAL, row.attempt_count),
+                (Failure::FINAL, row.lease.attempt_count),
                 batch,
                 FAILURE_CODE,
             )
@@ -368,7 +368,7 @@ pub async fn step_within<E: Executor, K: Clock>(
         };
         // The kind of row the stored batch was learned on (a phase's kinds are few).
         let rows_idx = usize::try_from(row.cleanup_rows_kind).unwrap_or(0).min(phase_rows(row.phase).len());
-        let attempts = Attempts::new(row.attempt_count);
+        let attempts = Attempts::new(row.lease.attempt_count);
         let row_cost = MAX_DECLARED_ROW_COST;
         let mut h = Held { lease, attempts, batch_rows, rows_idx, row_cost, measured: false };
         h.row_cost = phase_rows(row.phase).get(rows_idx).map_or(MAX_DECLARED_ROW_COST, |r| declared_row_cost(*r));

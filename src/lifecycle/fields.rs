@@ -295,7 +295,7 @@ pub async fn step_within<E: Executor, K: Clock>(
             repo::record_failure(
                 exec,
                 (row.field_id.as_str(), token.as_str(), row.phase),
-                (Failure::FINAL, row.attempt_count),
+                (Failure::FINAL, row.lease.attempt_count),
                 batch.start(),
                 FAILURE_CODE,
             )
@@ -314,7 +314,7 @@ pub async fn step_within<E: Executor, K: Clock>(
             (Some(source_key), Some(id)) => Some(Cursor { source_key, id }),
             _ => None,
         };
-        let h = Held { lease, attempts: Attempts::new(row.attempt_count), batch_rows, cursor };
+        let h = Held { lease, attempts: Attempts::new(row.lease.attempt_count), batch_rows, cursor };
         // Claimed more often than it may be attempted: earlier holders died without recording
         // anything. Stop here, visibly.
         if h.attempts.over_claimed() {

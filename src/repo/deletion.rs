@@ -8,7 +8,7 @@
 
 use serde::Deserialize;
 
-use super::lease::{self, Failure, LeaseView, DELETION};
+use super::lease::{self, Failure, LeaseState, LeaseView, DELETION};
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::model::ident::Ident;
@@ -48,32 +48,21 @@ pub struct Tombstone {
     pub collection_id: String,
     pub collection_slug: String,
     pub force_delete: i64,
-    pub state: QueueState,
+    /// Its lease and attempt columns.
+    #[serde(flatten)]
+    pub lease: LeaseState,
     pub phase: DeletionPhase,
     pub cleanup_batch_rows: i64,
     /// Which kind of row of its phase the batch size was learned on (an index into the phase's
     /// kinds).
     pub cleanup_rows_kind: i64,
-    pub attempt_count: i64,
-    pub next_attempt_at: String,
-    pub lease_token: Option<String>,
-    pub lease_expires_at: Option<String>,
-    pub last_error_code: Option<String>,
     pub created_at: String,
-    pub updated_at: String,
 }
 
 impl Tombstone {
     /// Its lease and attempt columns.
     pub fn lease_view(&self) -> LeaseView<'_> {
-        LeaseView {
-            state: self.state,
-            attempt_count: self.attempt_count,
-            next_attempt_at: &self.next_attempt_at,
-            lease_expires_at: self.lease_expires_at.as_deref(),
-            last_error_code: self.last_error_code.as_deref(),
-            updated_at: &self.updated_at,
-        }
+        self.lease.view()
     }
 }
 
@@ -87,7 +76,7 @@ pub struct TombstoneWithLease {
 
 impl TombstoneWithLease {
     pub fn lease_is_live(&self) -> bool {
-        self.row.state == QueueState::Leased && self.lease_live == Some(1)
+        self.row.lease.state == QueueState::Leased && self.lease_live == Some(1)
     }
 }
 
@@ -132,7 +121,7 @@ impl Lease {
         Some(Lease {
             collection_id: row.collection_id.clone(),
             slug: Ident::parse(&row.collection_slug).ok()?,
-            token: row.lease_token.clone()?,
+            token: row.lease.lease_token.clone()?,
             force: row.force_delete != 0,
             phase: row.phase,
         })

@@ -9,14 +9,14 @@
 
 use serde::Deserialize;
 
-use super::lease::{self, Failure, FIELD_DELETION};
+use super::lease::{self, Failure, LeaseState, FIELD_DELETION};
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::model::collection::Collection;
 use crate::model::field::Field;
 use crate::model::ident::Ident;
 use crate::model::source::source_key_range;
-use crate::model::state::{FieldDeletionPhase, QueueState};
+use crate::model::state::FieldDeletionPhase;
 use crate::sql::{render, Fragment};
 
 const GUARD_DELETE: &str = include_str!("../sql/fields/guard_delete.sql");
@@ -160,18 +160,14 @@ pub struct FieldDeletion {
     pub collection_slug: String,
     pub field_slug: String,
     pub column_name: String,
-    pub state: QueueState,
+    /// Its lease and attempt columns.
+    #[serde(flatten)]
+    pub lease: LeaseState,
     pub phase: FieldDeletionPhase,
     pub cursor_key: Option<String>,
     pub cursor_id: Option<String>,
     pub batch_rows: i64,
-    pub attempt_count: i64,
-    pub next_attempt_at: String,
-    pub lease_token: Option<String>,
-    pub lease_expires_at: Option<String>,
-    pub last_error_code: Option<String>,
     pub created_at: String,
-    pub updated_at: String,
 }
 
 /// A position of the walk: an occurrence's source key and id (the occurrences' key order).
@@ -209,7 +205,7 @@ impl Lease {
             field_slug: row.field_slug.clone(),
             column: Fragment::deleted_column(&row.column_name)?,
             column_name: row.column_name.clone(),
-            token: row.lease_token.clone()?,
+            token: row.lease.lease_token.clone()?,
             phase: row.phase,
             deleted_at: row.created_at.clone(),
         })

@@ -30,6 +30,8 @@
 //! own columns. The continuation baton is a single row without state or attempts: its claim binds
 //! its lease length the same way but has no fragment to share.
 
+use serde::Deserialize;
+
 use crate::exec::Statement;
 use crate::model::state::QueueState;
 use crate::sql::{self, Fragment};
@@ -124,6 +126,36 @@ pub fn render(template: &'static str, vars: &[(&str, &Fragment)]) -> String {
 /// [`render`], with `{release}` handing the row back only when the parameter `released` is 1.
 pub fn render_releasing_on(template: &'static str, released: usize) -> String {
     render(template, &[("released", &Fragment::parameter(released))])
+}
+
+/// The lease and attempt columns every row of the four row queues carries, as a row read reads
+/// them: each queue's row struct flattens it (`#[serde(flatten)] lease: LeaseState`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct LeaseState {
+    pub state: QueueState,
+    /// Claims counted against the row (the one under way included).
+    pub attempt_count: i64,
+    pub next_attempt_at: String,
+    /// Set exactly while the row is leased.
+    pub lease_token: Option<String>,
+    /// Set exactly while the row is leased.
+    pub lease_expires_at: Option<String>,
+    pub last_error_code: Option<String>,
+    pub updated_at: String,
+}
+
+impl LeaseState {
+    /// As operators see it (never the token).
+    pub fn view(&self) -> LeaseView<'_> {
+        LeaseView {
+            state: self.state,
+            attempt_count: self.attempt_count,
+            next_attempt_at: &self.next_attempt_at,
+            lease_expires_at: self.lease_expires_at.as_deref(),
+            last_error_code: self.last_error_code.as_deref(),
+            updated_at: &self.updated_at,
+        }
+    }
 }
 
 /// The lease and attempt columns of a queue row, as operators see them (never its token).

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::lease::{self, Failure, LeaseView, WORK};
+use super::lease::{self, Failure, LeaseState, LeaseView, WORK};
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
@@ -32,28 +32,17 @@ pub struct WorkRow {
     pub collection_slug: String,
     pub change_epoch: i64,
     pub work_version: i64,
-    pub state: QueueState,
-    pub attempt_count: i64,
-    pub next_attempt_at: String,
-    pub lease_token: Option<String>,
-    pub lease_expires_at: Option<String>,
+    /// Its lease and attempt columns.
+    #[serde(flatten)]
+    pub lease: LeaseState,
     pub last_attempted_at: Option<String>,
-    pub last_error_code: Option<String>,
     pub created_at: String,
-    pub updated_at: String,
 }
 
 impl WorkRow {
     /// Its lease and attempt columns.
     pub fn lease_view(&self) -> LeaseView<'_> {
-        LeaseView {
-            state: self.state,
-            attempt_count: self.attempt_count,
-            next_attempt_at: &self.next_attempt_at,
-            lease_expires_at: self.lease_expires_at.as_deref(),
-            last_error_code: self.last_error_code.as_deref(),
-            updated_at: &self.updated_at,
-        }
+        self.lease.view()
     }
 }
 
@@ -79,7 +68,7 @@ pub fn completion(work: &WorkRow, draft_error: Option<&'static str>) -> [Stateme
         Statement::new(COMPLETE_WORK)
             .bind(work.collection_id.as_str())
             .bind(work.content_id.as_str())
-            .bind(work.lease_token.clone())
+            .bind(work.lease.lease_token.clone())
             .bind(work.work_version),
         Statement::new(RECORD_SUCCESS).bind(work.collection_id.as_str()).bind(draft_error),
     ]
@@ -111,7 +100,7 @@ fn fail_statement(work: &WorkRow, failure: Failure, code: &str, unindexed: Optio
         .statement(FAIL_WORK, code)
         .bind(work.collection_id.as_str())
         .bind(work.content_id.as_str())
-        .bind(work.lease_token.clone())
+        .bind(work.lease.lease_token.clone())
         .bind(work.work_version)
         .bind(unindexed)
 }
@@ -133,7 +122,7 @@ pub async fn delete_obsolete<E: Executor>(exec: &E, work: &WorkRow) -> Result<bo
     let stmt = Statement::new(DELETE_OBSOLETE_WORK)
         .bind(work.collection_id.as_str())
         .bind(work.content_id.as_str())
-        .bind(work.lease_token.clone())
+        .bind(work.lease.lease_token.clone())
         .bind(work.collection_slug.as_str());
     Ok(exec.execute(stmt).await? > 0)
 }
@@ -191,7 +180,7 @@ pub async fn retry_work<E: Executor>(
         .bind(c.slug.as_str())
         .bind(content_id)
         .bind(observed.map(|w| w.work_version))
-        .bind(observed.map(|w| w.state));
+        .bind(observed.map(|w| w.lease.state));
     let stmts = vec![Statement::new(BUMP_EPOCH).bind(c.id.as_str()), enqueue(&c.id, c.slug.as_str(), &[content_id])];
     match guarded_batch(exec, guard, stmts).await {
         Ok(_) => Ok(get_work(exec, &c.id, content_id).await?.map(|w| w.row)),

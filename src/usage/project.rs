@@ -72,7 +72,7 @@ async fn record_failure<E: Executor>(
     code: &'static str,
     always_terminal: bool,
 ) -> Result<JobOutcome, Error> {
-    let mut failure = Attempts::new(work.attempt_count).failure();
+    let mut failure = Attempts::new(work.lease.attempt_count).failure();
     failure.terminal |= always_terminal;
     work::fail(exec, work, failure, code).await?;
     Ok(JobOutcome::Failed { code, terminal: failure.terminal })
@@ -205,7 +205,7 @@ impl<'a> Job<'a> {
 pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> Result<JobOutcome, Error> {
     // Claimed more often than it may be attempted: earlier holders died or lost the row without
     // recording anything (a crash, a backend error, a lost lease). Stop here, visibly.
-    if Attempts::new(work.attempt_count).over_claimed() {
+    if Attempts::new(work.lease.attempt_count).over_claimed() {
         return record_failure(exec, work, "MEDIA_USAGE_PROCESSING_FAILED", true).await;
     }
     let Ok(slug) = Ident::parse(&work.collection_slug) else {
@@ -233,7 +233,7 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> 
         collection_id: &work.collection_id,
         collection_slug: &work.collection_slug,
         slug: &slug,
-        token: work.lease_token.as_deref().unwrap_or_default(),
+        token: work.lease.lease_token.as_deref().unwrap_or_default(),
     };
     let referenced = writes.referenced.clone();
     let Some(publish) = job.publish(vec![ObservedEntry::of(work, &loaded)], writes, Vec::new()) else {

@@ -57,8 +57,8 @@ fn a_work_claim_holds_the_row_for_60_seconds_and_counts_the_attempt() {
     let api = Api::new();
     let (cid, entry) = posts(&api);
     let claimed = block_on(work::claim(&api.db, Some((&cid, &entry)))).unwrap().expect("due");
-    assert_eq!((claimed.attempt_count, claimed.state.as_str()), (1, "leased"));
-    assert_eq!(claimed.last_attempted_at.as_deref(), Some(claimed.updated_at.as_str()));
+    assert_eq!((claimed.lease.attempt_count, claimed.lease.state.as_str()), (1, "leased"));
+    assert_eq!(claimed.last_attempted_at.as_deref(), Some(claimed.lease.updated_at.as_str()));
     assert_eq!(seconds(&api.db, WORK, "updated_at", "lease_expires_at"), 60);
     assert_eq!(lease::WORK.lease_seconds, 60);
     // Held: no claim takes it until the lease runs out.
@@ -67,12 +67,15 @@ fn a_work_claim_holds_the_row_for_60_seconds_and_counts_the_attempt() {
     expire(&api.db, WORK);
     // The group claim (a row leased once whose lease expired is a group row).
     let group = block_on(work::claim_group(&api.db, "g", 10)).unwrap();
-    assert_eq!(group.iter().map(|w| (w.attempt_count, w.lease_token.as_deref())).collect::<Vec<_>>(), [(2, Some("g"))]);
+    assert_eq!(
+        group.iter().map(|w| (w.lease.attempt_count, w.lease.lease_token.as_deref())).collect::<Vec<_>>(),
+        [(2, Some("g"))]
+    );
     assert_eq!(seconds(&api.db, WORK, "updated_at", "lease_expires_at"), 60);
     expire(&api.db, WORK);
     // The single job's claim (a group of one).
     let single = block_on(work::claim(&api.db, None)).unwrap().expect("expired");
-    assert_eq!(single.attempt_count, 3);
+    assert_eq!(single.lease.attempt_count, 3);
     assert_eq!(seconds(&api.db, WORK, "updated_at", "lease_expires_at"), 60);
 }
 
@@ -105,18 +108,21 @@ fn every_deletion_claim_holds_the_tombstone_for_300_seconds() {
     let slug = Ident::parse("posts").unwrap();
     let names = capture::trigger_names(&cid, &slug);
     let born = block_on(deletion::insert_leased(&api.db, &cid, &slug, false, "t1", 50, &names)).unwrap().expect("new");
-    assert_eq!((born.attempt_count, born.lease_token.as_deref(), born.phase.as_str()), (1, Some("t1"), "fence"));
+    assert_eq!(
+        (born.lease.attempt_count, born.lease.lease_token.as_deref(), born.phase.as_str()),
+        (1, Some("t1"), "fence")
+    );
     assert_eq!(seconds(&api.db, TOMBSTONES, "updated_at", "lease_expires_at"), 300);
     assert_eq!(lease::DELETION.lease_seconds, 300);
     assert!(block_on(deletion::claim_front(&api.db, &cid, true, "t2")).unwrap().is_none(), "held");
     expire(&api.db, TOMBSTONES);
     let front = block_on(deletion::claim_front(&api.db, &cid, true, "t2")).unwrap().expect("expired");
-    assert_eq!((front.attempt_count, front.lease_token.as_deref(), front.force_delete), (2, Some("t2"), 1));
+    assert_eq!((front.lease.attempt_count, front.lease.lease_token.as_deref(), front.force_delete), (2, Some("t2"), 1));
     assert_eq!(seconds(&api.db, TOMBSTONES, "updated_at", "lease_expires_at"), 300);
     assert!(block_on(deletion::claim_next(&api.db, "t3")).unwrap().is_none(), "held");
     expire(&api.db, TOMBSTONES);
     let next = block_on(deletion::claim_next(&api.db, "t3")).unwrap().expect("expired");
-    assert_eq!((next.attempt_count, next.lease_token.as_deref()), (3, Some("t3")));
+    assert_eq!((next.lease.attempt_count, next.lease.lease_token.as_deref()), (3, Some("t3")));
     assert_eq!(seconds(&api.db, TOMBSTONES, "updated_at", "lease_expires_at"), 300);
 }
 
@@ -177,10 +183,15 @@ fn a_failure_ends_the_lease_and_backs_off_the_same_way_in_both_queues() {
     // Reopened by an operator: pending, due now, unleased, no attempts and no error.
     let reopened = block_on(deletion::retry(&api.db, &cid, 50)).unwrap().expect("retrying");
     assert_eq!(
-        (reopened.state.as_str(), reopened.attempt_count, reopened.last_error_code, reopened.lease_token),
+        (
+            reopened.lease.state.as_str(),
+            reopened.lease.attempt_count,
+            reopened.lease.last_error_code,
+            reopened.lease.lease_token
+        ),
         ("pending", 0, None, None)
     );
-    assert_eq!(reopened.next_attempt_at, reopened.updated_at);
+    assert_eq!(reopened.lease.next_attempt_at, reopened.lease.updated_at);
 }
 
 #[test]
@@ -194,10 +205,15 @@ fn a_write_queues_its_failed_work_row_afresh_under_a_new_version() {
     api.db.connection().execute_batch("UPDATE ec_posts SET slug = 'e2' WHERE id = 'e1'").unwrap();
     let after = block_on(work::get_work(&api.db, &cid, &entry)).unwrap().unwrap().row;
     assert_eq!(
-        (after.state.as_str(), after.attempt_count, after.work_version, after.last_error_code.as_deref()),
+        (
+            after.lease.state.as_str(),
+            after.lease.attempt_count,
+            after.work_version,
+            after.lease.last_error_code.as_deref()
+        ),
         ("pending", 0, before.work_version + 1, None)
     );
-    assert_eq!((after.lease_token, after.lease_expires_at), (None, None));
-    assert_eq!(after.next_attempt_at, after.updated_at);
+    assert_eq!((after.lease.lease_token, after.lease.lease_expires_at), (None, None));
+    assert_eq!(after.lease.next_attempt_at, after.lease.updated_at);
     assert!(after.change_epoch > before.change_epoch, "the write's epoch");
 }

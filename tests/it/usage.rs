@@ -798,7 +798,7 @@ fn a_job_whose_holders_keep_dying_fails_visibly_instead_of_looping() {
     api.db.connection().execute_batch(&format!("UPDATE ec_posts SET hero = 'n' WHERE id = '{id}'")).unwrap();
     for attempt in 1..=5 {
         let work = block_on(media_usage_worker::repo::work::claim(&api.db, None)).unwrap().unwrap();
-        assert_eq!(work.attempt_count, attempt);
+        assert_eq!(work.lease.attempt_count, attempt);
         // The holder dies without recording anything; its lease runs out.
         api.db
             .connection()
@@ -1432,7 +1432,7 @@ fn a_group_takes_back_rows_whose_first_attempt_died_and_nothing_else_leased() {
         let rows = block_on(media_usage_worker::repo::work::claim_group(&api.db, "t", 50)).unwrap();
         let mut ids: Vec<String> = rows.iter().map(|r| r.content_id.clone()).collect();
         ids.sort_unstable();
-        (ids, rows.iter().map(|r| r.attempt_count).max())
+        (ids, rows.iter().map(|r| r.lease.attempt_count).max())
     };
     assert_eq!(claim(), (vec!["q0".to_owned(), "q3".to_owned()], Some(2)));
     // Only dead first attempts left as group rows: they alone make the group (and its head).

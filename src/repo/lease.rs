@@ -129,7 +129,8 @@ pub fn render_releasing_on(template: &'static str, released: usize) -> String {
 }
 
 /// The lease and attempt columns every row of the four row queues carries, as a row read reads
-/// them: each queue's row struct flattens it (`#[serde(flatten)] lease: LeaseState`).
+/// them: each queue's row struct flattens it (`#[serde(flatten)] lease: LeaseState`). A repair
+/// run has no error column (it records no failures of its own): its `last_error_code` is `None`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct LeaseState {
     pub state: QueueState,

@@ -3,7 +3,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::lease::{self, REPAIR};
+use super::lease::{self, LeaseState, REPAIR};
 use super::work;
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
@@ -63,9 +63,10 @@ pub struct Run {
     pub phase: RepairPhase,
     pub scan_cursor: Option<String>,
     pub source_cursor: Option<String>,
-    pub lease_token: Option<String>,
-    /// Claims since the run last made progress.
-    pub attempt_count: i64,
+    /// Its lease and attempt columns (`attempt_count`: claims since the run last made progress;
+    /// a run records no error code of its own).
+    #[serde(flatten)]
+    pub lease: LeaseState,
 }
 
 /// Claims the next due run (or `only` that collection's, if due) with a fresh lease of
@@ -125,7 +126,7 @@ pub struct Advance<'a> {
 fn advance_statement(run: &Run, a: &Advance<'_>) -> Statement {
     Statement::new(lease::render(ADVANCE_RUN, &[]))
         .bind(run.collection_id.as_str())
-        .bind(run.lease_token.clone())
+        .bind(run.lease.lease_token.clone())
         .bind(a.phase)
         .bind(a.scan_cursor)
         .bind(a.source_cursor)
@@ -144,7 +145,7 @@ pub async fn enqueue_and_advance<E: Executor>(
     let guard = Guard::new(GUARD_STEP)
         .bind(run.collection_id.as_str())
         .bind(run.run_token.as_str())
-        .bind(run.lease_token.clone())
+        .bind(run.lease.lease_token.clone())
         .bind(run.collection_slug.as_str());
     let mut stmts = Vec::new();
     if !content_ids.is_empty() {
@@ -187,11 +188,11 @@ pub async fn barrier<E: Executor>(
                 .bind(i64::from(count_cap)),
             Statement::new(END_RUN)
                 .bind(run.collection_id.as_str())
-                .bind(run.lease_token.clone())
+                .bind(run.lease.lease_token.clone())
                 .bind(run.run_token.as_str()),
             Statement::new(lease::render(BARRIER_WAIT, &[]))
                 .bind(run.collection_id.as_str())
-                .bind(run.lease_token.clone())
+                .bind(run.lease.lease_token.clone())
                 .bind(max_wait_seconds),
         ])
         .await?;
@@ -209,7 +210,7 @@ pub async fn fail<E: Executor>(exec: &E, run: &Run) -> Result<(), Error> {
         Statement::new(FAIL_RUN).bind(run.collection_id.as_str()).bind(run.run_token.as_str()),
         Statement::new(END_RUN)
             .bind(run.collection_id.as_str())
-            .bind(run.lease_token.clone())
+            .bind(run.lease.lease_token.clone())
             .bind(run.run_token.as_str()),
     ])
     .await
@@ -220,7 +221,7 @@ pub async fn fail<E: Executor>(exec: &E, run: &Run) -> Result<(), Error> {
 pub async fn end<E: Executor>(exec: &E, run: &Run) -> Result<bool, Error> {
     let stmt = Statement::new(END_RUN)
         .bind(run.collection_id.as_str())
-        .bind(run.lease_token.clone())
+        .bind(run.lease.lease_token.clone())
         .bind(run.run_token.as_str());
     Ok(exec.execute(stmt).await? > 0)
 }

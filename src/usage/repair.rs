@@ -100,7 +100,7 @@ pub async fn step_next_sized<E: Executor>(
 
 async fn step<E: Executor>(exec: &E, run: &Run, page_size: u32) -> Result<StepOutcome, Error> {
     // Claimed more often than it may be attempted (its holders kept dying): give up, visibly.
-    if Attempts::new(run.attempt_count).over_claimed() {
+    if Attempts::new(run.lease.attempt_count).over_claimed() {
         repo::fail(exec, run).await?;
         return Ok(StepOutcome::Finished);
     }

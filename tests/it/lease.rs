@@ -85,13 +85,13 @@ fn a_repair_claim_holds_the_run_for_60_seconds() {
     let (cid, _) = posts(&api);
     assert_eq!(block_on(repair::begin(&api.db, &[&cid], "rules")).unwrap(), 1);
     let run = block_on(repair::claim(&api.db, Some(&cid))).unwrap().expect("due");
-    assert_eq!(run.attempt_count, 1);
+    assert_eq!(run.lease.attempt_count, 1);
     assert_eq!(text(&api.db, &format!("SELECT state FROM {RUNS}")).as_deref(), Some("leased"));
     assert_eq!(seconds(&api.db, RUNS, "updated_at", "lease_expires_at"), 60);
     assert_eq!(lease::REPAIR.lease_seconds, 60);
     assert!(block_on(repair::claim(&api.db, None)).unwrap().is_none(), "held");
     expire(&api.db, RUNS);
-    assert_eq!(block_on(repair::claim(&api.db, None)).unwrap().expect("expired").attempt_count, 2);
+    assert_eq!(block_on(repair::claim(&api.db, None)).unwrap().expect("expired").lease.attempt_count, 2);
     // Beginning again queues the run afresh: pending, due now, unleased, no attempts.
     assert_eq!(block_on(repair::begin(&api.db, &[&cid], "rules")).unwrap(), 1);
     assert_eq!(

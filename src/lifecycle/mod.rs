@@ -20,6 +20,7 @@ use crate::usage::extract::is_extraction_field;
 
 pub mod deletion;
 pub mod fields;
+pub mod media;
 pub mod publish;
 pub mod schedule;
 pub mod tables;

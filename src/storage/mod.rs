@@ -9,7 +9,6 @@
 pub mod inspect;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod memory;
-pub mod purge;
 pub mod serve;
 pub mod sweep;
 pub mod upload;

@@ -22,6 +22,7 @@ use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Counts, Ctx, LaneStep, RowCount};
 use crate::lifecycle::deletion::{CleanupBatch, DeletionLane};
 use crate::lifecycle::fields::FieldLane;
+use crate::lifecycle::media::purge::PurgeLane;
 use crate::lifecycle::schedule::ScheduleLane;
 use crate::lifecycle::tables::TablesLane;
 use crate::model::state::TickOutcome;
@@ -29,7 +30,6 @@ use crate::model::time;
 use crate::repo::continuation as continuation_repo;
 use crate::repo::daily;
 use crate::repo::ticks::{self as repo, TickLog};
-use crate::storage::purge::PurgeLane;
 use crate::storage::sweep::StorageLane;
 use crate::storage::Storage;
 

@@ -3,12 +3,13 @@
 //! restored meanwhile, or in use by the safe delete's rule, stays), then the objects this worker
 //! stored for them (one object-store operation). A failure between the two leaves objects no row
 //! names, which the storage sweep reclaims once they are past its grace period; a row is never
-//! deleted after its object.
+//! deleted after its object. Which objects go is [`forget_objects`]'s rule.
 
-use super::Storage;
+use super::{forget_objects, Forget};
 use crate::exec::{Error, Executor};
 use crate::lane::{Counter, Ctx, LaneStep, RowCount};
 use crate::repo::media::{self as repo, Trashed};
+use crate::storage::Storage;
 
 /// Trashed items examined per step.
 pub const BATCH: u32 = 50;
@@ -79,17 +80,17 @@ impl<'a> PurgeLane<'a> {
         let ids: Vec<String> = due.into_iter().map(|t| t.id).collect();
         let purged = repo::purge(ctx.exec, &ids, self.days, self.rules).await?;
         ctx.count(MEDIA_PURGED, purged.len() as u64);
-        // Only the objects this worker stored (an upload's row has its content hash); a row
-        // registered by JSON names an object that is not ours to delete.
-        let keys: Vec<String> =
-            purged.iter().filter(|p| p.content_hash.is_some()).map(|p| p.storage_key.clone()).collect();
-        let mut failure = None;
-        if let (Some(store), false) = (self.store, keys.is_empty()) {
-            ctx.count(PURGE_OPERATIONS, 1);
-            if let Err(e) = store.delete(&keys).await {
-                failure = Some(format!("the objects of {} purged media stay until the storage sweep: {e}", keys.len()));
+        let failure = match forget_objects(self.store, &purged).await {
+            Forget::NoOperation => None,
+            Forget::Deleted { .. } => {
+                ctx.count(PURGE_OPERATIONS, 1);
+                None
             }
-        }
+            Forget::Failed { objects, error } => {
+                ctx.count(PURGE_OPERATIONS, 1);
+                Some(format!("the objects of {objects} purged media stay until the storage sweep: {error}"))
+            }
+        };
         Ok(Some(LaneStep { progressed: !purged.is_empty(), failure, ..LaneStep::progress() }))
     }
 }

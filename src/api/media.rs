@@ -388,13 +388,18 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         Removal::Trash { force, only_own: only_own(ctx) }
     };
     let rules = &ctx.config.background.projection.rules;
-    match media::delete(ctx.exec, ctx.storage, rules, id, removal).await? {
-        DeleteOutcome::Trashed | DeleteOutcome::Deleted { kept: None } => Ok((200, json!({"deleted": true, "id": id}))),
-        // The row is gone: the object's failure is logged, not answered.
-        DeleteOutcome::Deleted { kept: Some(KeptObject { key, error }) } => {
-            ctx.log(format!("the object {key} of a deleted media row stays until the storage sweep: {error}"));
-            Ok((200, json!({"deleted": true, "id": id})))
-        }
+    let outcome = media::delete(ctx.exec, ctx.storage, rules, id, removal).await?;
+    // The row is gone: an object left behind is logged, not answered.
+    if let DeleteOutcome::Deleted { kept: Some(KeptObject { key, error }) } = &outcome {
+        ctx.log(format!("the object {key} of a deleted media row stays until the storage sweep: {error}"));
+    }
+    delete_answer(id, outcome)
+}
+
+/// What `DELETE /media/{id}` answers for each outcome.
+fn delete_answer(id: &str, outcome: DeleteOutcome) -> Result<Reply, ApiError> {
+    match outcome {
+        DeleteOutcome::Trashed | DeleteOutcome::Deleted { .. } => Ok((200, json!({"deleted": true, "id": id}))),
         DeleteOutcome::NotFound => Err(ApiError::not_found("Media not found")),
         DeleteOutcome::NotOwn => Err(not_own()),
         DeleteOutcome::InUse { count, entries } => {
@@ -420,9 +425,14 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
 /// `POST /media/{id}/restore`: brings the item back from the trash (the same id and URL; its file
 /// is served again). An item not in the trash answers as it is.
 pub async fn restore<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
-    match media::restore(ctx.exec, id).await? {
+    restore_answer(media::restore(ctx.exec, id).await?, ctx.config.media_public_url.as_deref())
+}
+
+/// What `POST /media/{id}/restore` answers for each outcome.
+fn restore_answer(outcome: RestoreOutcome, public_url: Option<&str>) -> Result<Reply, ApiError> {
+    match outcome {
         RestoreOutcome::Restored(m) | RestoreOutcome::NotInTrash(m) => {
-            Ok((200, json!({"item": media_json(&m, ctx.config.media_public_url.as_deref())})))
+            Ok((200, json!({"item": media_json(&m, public_url)})))
         }
         RestoreOutcome::NotFound => Err(ApiError::not_found("Media not found")),
     }
@@ -458,23 +468,25 @@ pub async fn bulk_delete<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result
     issues.finish()?;
     let rules = ctx.config.background.projection.rules.id();
     let outcomes = media::bulk_trash(ctx.exec, rules, &ids, BULK_ENTRIES).await?;
-    let items: Vec<Json> = outcomes
-        .into_iter()
-        .map(|(id, outcome)| match outcome {
-            BulkOutcome::Trashed => json!({"id": id, "status": "trashed"}),
-            BulkOutcome::InUse { entries } => {
-                let entries: Vec<Json> = entries
-                    .into_iter()
-                    .map(|e| json!({"collection": e.collection, "contentId": e.content_id, "slug": e.slug}))
-                    .collect();
-                json!({"id": id, "status": "in_use", "entries": entries})
-            }
-            BulkOutcome::CoverageIncomplete => json!({"id": id, "status": "coverage_incomplete"}),
-            BulkOutcome::NotFound => json!({"id": id, "status": "not_found"}),
-        })
-        .collect();
+    let items: Vec<Json> = outcomes.into_iter().map(|(id, outcome)| bulk_item(&id, outcome)).collect();
     let trashed = items.iter().filter(|i| i["status"] == "trashed").count();
     Ok((200, json!({"items": items, "trashed": trashed})))
+}
+
+/// What `POST /media/bulk-delete` answers for one id.
+fn bulk_item(id: &str, outcome: BulkOutcome) -> Json {
+    match outcome {
+        BulkOutcome::Trashed => json!({"id": id, "status": "trashed"}),
+        BulkOutcome::InUse { entries } => {
+            let entries: Vec<Json> = entries
+                .into_iter()
+                .map(|e| json!({"collection": e.collection, "contentId": e.content_id, "slug": e.slug}))
+                .collect();
+            json!({"id": id, "status": "in_use", "entries": entries})
+        }
+        BulkOutcome::CoverageIncomplete => json!({"id": id, "status": "coverage_incomplete"}),
+        BulkOutcome::NotFound => json!({"id": id, "status": "not_found"}),
+    }
 }
 
 fn coverage_incomplete(status: CoverageStatus) -> ApiError {
@@ -549,7 +561,110 @@ fn is_mime_type(m: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{file_url, is_mime_type};
+    use serde_json::json;
+
+    use super::{bulk_item, delete_answer, file_url, is_mime_type, restore_answer};
+    use crate::lifecycle::media::{BulkOutcome, DeleteOutcome, EntryRef, KeptObject, RestoreOutcome};
+    use crate::model::state::CoverageStatus;
+    use crate::repo::media::Media;
+    use crate::repo::reads::UsingEntry;
+    use crate::storage::StorageError;
+
+    /// The status and code (`None` for a success) an answer has.
+    fn status_and_code(answer: &Result<super::Reply, super::ApiError>) -> (u16, Option<&'static str>) {
+        match answer {
+            Ok((status, _)) => (*status, None),
+            Err(e) => (e.status, Some(e.code)),
+        }
+    }
+
+    #[test]
+    fn each_delete_outcome_has_its_documented_answer() {
+        let entry = UsingEntry {
+            collection_slug: "posts".into(),
+            content_id: "p1".into(),
+            content_slug: Some("hello".into()),
+            indexed: 0,
+            total: 3,
+        };
+        let kept = KeptObject { key: "k".into(), error: StorageError("down".into()) };
+        let cases = [
+            (DeleteOutcome::Trashed, (200, None)),
+            (DeleteOutcome::Deleted { kept: None }, (200, None)),
+            (DeleteOutcome::Deleted { kept: Some(kept) }, (200, None)),
+            (DeleteOutcome::NotFound, (404, Some("NOT_FOUND"))),
+            (DeleteOutcome::NotOwn, (403, Some("FORBIDDEN"))),
+            (DeleteOutcome::InUse { count: 3, entries: vec![entry] }, (409, Some("MEDIA_IN_USE"))),
+            (
+                DeleteOutcome::CoverageIncomplete { status: CoverageStatus::Running },
+                (409, Some("MEDIA_USAGE_COVERAGE_INCOMPLETE")),
+            ),
+            (DeleteOutcome::Changed, (409, Some("CONFLICT"))),
+        ];
+        for (outcome, expected) in cases {
+            let name = format!("{outcome:?}");
+            let answer = delete_answer("m1", outcome);
+            assert_eq!(status_and_code(&answer), expected, "{name}");
+            match answer {
+                Ok((_, body)) => assert_eq!(body, json!({"deleted": true, "id": "m1"}), "{name}"),
+                Err(e) if e.code == "MEDIA_IN_USE" => assert_eq!(
+                    e.details,
+                    Some(json!({"count": 3, "entries": [
+                        {"collection": "posts", "contentId": "p1", "slug": "hello", "indexed": false}
+                    ]}))
+                ),
+                Err(e) if e.code == "MEDIA_USAGE_COVERAGE_INCOMPLETE" => {
+                    assert_eq!(e.details, Some(json!({"coverage": {"status": "running"}})));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    #[test]
+    fn each_restore_outcome_has_its_documented_answer() {
+        let m = Media {
+            id: "m1".into(),
+            filename: "a.png".into(),
+            mime_type: "image/png".into(),
+            size: None,
+            width: None,
+            height: None,
+            alt: None,
+            caption: None,
+            storage_key: "a.png".into(),
+            status: "ready".into(),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            content_hash: None,
+            deleted_at: None,
+            author_id: None,
+        };
+        for outcome in [RestoreOutcome::Restored(m.clone()), RestoreOutcome::NotInTrash(m.clone())] {
+            let (status, body) = restore_answer(outcome, None).unwrap();
+            assert_eq!((status, body["item"]["id"].clone()), (200, json!("m1")));
+        }
+        let answer = restore_answer(RestoreOutcome::NotFound, None);
+        assert_eq!(status_and_code(&answer), (404, Some("NOT_FOUND")));
+    }
+
+    #[test]
+    fn each_bulk_outcome_has_its_documented_status() {
+        let entry = EntryRef { collection: "posts".into(), content_id: "p1".into(), slug: None };
+        assert_eq!(bulk_item("a", BulkOutcome::Trashed), json!({"id": "a", "status": "trashed"}));
+        assert_eq!(
+            bulk_item("a", BulkOutcome::InUse { entries: vec![entry] }),
+            json!({"id": "a", "status": "in_use", "entries": [{"collection": "posts", "contentId": "p1", "slug": null}]})
+        );
+        assert_eq!(
+            bulk_item("a", BulkOutcome::InUse { entries: vec![] }),
+            json!({"id": "a", "status": "in_use", "entries": []})
+        );
+        assert_eq!(
+            bulk_item("a", BulkOutcome::CoverageIncomplete),
+            json!({"id": "a", "status": "coverage_incomplete"})
+        );
+        assert_eq!(bulk_item("a", BulkOutcome::NotFound), json!({"id": "a", "status": "not_found"}));
+    }
 
     #[test]
     fn mime_types_are_ascii_tokens() {

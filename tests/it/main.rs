@@ -14,6 +14,7 @@ mod lease;
 mod media_access;
 mod media_api;
 mod media_files;
+mod media_lifecycle;
 mod media_list;
 mod openapi;
 mod ownership;

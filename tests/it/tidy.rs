@@ -251,6 +251,29 @@ fn the_repository_names_no_policy_above_it() {
 }
 
 #[test]
+fn the_object_store_names_no_lifecycle_and_the_read_paths_write_nothing() {
+    // What happens to media rows (trash, delete, purge) is the media lifecycle's; the storage
+    // module keeps objects only, and learns of rows deleted only from it.
+    let found = depends_on("storage", "lifecycle");
+    assert!(found.is_empty(), "storage keeps objects only: {found:#?}");
+    // A module named for reads does not write: no batch, no execute, and no statement it
+    // includes inserts, updates or deletes.
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/repo/reads.rs");
+    let code = fs::read_to_string(path).unwrap();
+    for call in [".batch(", ".execute(", "guarded_batch"] {
+        assert!(!code.contains(call), "repo::reads writes ({call})");
+    }
+    let included: Vec<&str> = code.split("include_str!(\"").skip(1).filter_map(|rest| rest.split('"').next()).collect();
+    assert!(!included.is_empty());
+    for file in included {
+        let sql = fs::read_to_string(Path::new(path).parent().unwrap().join(file)).unwrap();
+        let words = sql.lines().filter(|l| !l.trim_start().starts_with("--")).flat_map(str::split_whitespace);
+        let writes: Vec<&str> = words.filter(|w| ["INSERT", "UPDATE", "DELETE", "REPLACE"].contains(w)).collect();
+        assert!(writes.is_empty(), "repo::reads includes {file}, which writes: {writes:?}");
+    }
+}
+
+#[test]
 fn no_import_circles_between_the_api_and_the_console_or_between_media_and_uploads() {
     for (a, b) in [("api", "console"), ("api::media", "api::upload")] {
         let (there, back) = (depends_on(a, b), depends_on(b, a));

@@ -9,6 +9,7 @@ pub mod deletions;
 pub mod error;
 pub mod input;
 pub mod media;
+pub mod media_file;
 pub mod queue;
 pub mod routes;
 pub mod schema;
@@ -346,7 +347,7 @@ async fn dispatch<E: Executor>(
             upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?
         }
         Op::CreateMedia => media::create(&ctx, req).await?,
-        Op::MediaFile => return media::file(&ctx, p(0), req).await,
+        Op::MediaFile => return media_file::get(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
         Op::UpdateMedia => media::update(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,

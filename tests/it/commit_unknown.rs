@@ -247,7 +247,7 @@ fn assert_index_is_a_projection_from_scratch(api: &Api, what: &str) {
 /// and every kind of step is cut somewhere; cleanup two rows at a time.
 fn small_tick() -> (Budget, BackgroundPolicy) {
     // 14 statements: the smallest budget at which the probes of eight lanes still leave the
-    // storage sweep a step (at 12 the sweep never gets one: see the README, "Cost and quotas").
+    // storage sweep a step (at 12 the sweep never gets one: see docs/cost-and-quotas.md).
     (Budget::new(14, 60_000.0), crate::support::policy().with_cleanup(CleanupBatch::Fixed(2)))
 }
 
@@ -379,7 +379,7 @@ struct Write {
     /// The answer without a fault.
     ok: u16,
     /// What the client's retry of the same request may answer after a 5xx, besides `ok`, and
-    /// what it then knows (README, "Errors and retries").
+    /// what it then knows (docs/errors-and-retries.md).
     retry_answers: &'static [(u16, &'static str)],
     /// What the client does with the retry's answer beyond reading it (e.g. revoking a token it
     /// can never learn the secret of).
@@ -452,7 +452,7 @@ fn revoke_lost_mints(api: &Api, retry: &Response) {
 
 /// A create that makes its slug cannot tell its retry from a second create: after a 5xx the
 /// retry may have made a second entry of the same title (its slug `…-1`). The client keeps the
-/// earlier one and deletes the one its retry made (README, "Errors and retries").
+/// earlier one and deletes the one its retry made (docs/errors-and-retries.md).
 fn delete_retry_twin(api: &Api, retry: &Response) {
     let item = &data(retry)["item"];
     let title = item["data"]["title"].as_str().unwrap();

@@ -8,7 +8,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s (at %ds)\n' "$*" "$SECONDS"; }
+trap 'printf "\n==> npm test: %ds\n" "$SECONDS"' EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

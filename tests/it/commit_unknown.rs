@@ -17,10 +17,10 @@ use media_usage_worker::clock::FnClock;
 use media_usage_worker::exec::fault::{Fault, Faulty};
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::Executor;
-use media_usage_worker::lifecycle::deletion::CleanupBatch;
+use media_usage_worker::lifecycle::deletion::batch::CleanupBatch;
 use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::storage::Storage;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};

@@ -12,11 +12,11 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::Executor;
-use media_usage_worker::lifecycle::deletion::CleanupBatch;
+use media_usage_worker::lifecycle::deletion::batch::CleanupBatch;
 use media_usage_worker::lifecycle::fields::{self, DeleteOutcome, StepOutcome, UpdateOutcome};
 use media_usage_worker::model::ident::Ident;
 use media_usage_worker::model::state::TickOutcome;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;

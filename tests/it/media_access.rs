@@ -10,7 +10,7 @@ use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
 use media_usage_worker::storage::Storage;
-use media_usage_worker::usage::tick;
+use media_usage_worker::tick;
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};

@@ -9,7 +9,7 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::Executor;
 use media_usage_worker::storage::memory::MemoryStorage;
-use media_usage_worker::usage::tick;
+use media_usage_worker::tick;
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, Api, ADMIN};
@@ -295,12 +295,12 @@ fn stored_files_are_served_publicly_with_caching_and_ranges() {
     assert_eq!(r.status, 200);
 }
 
-fn tick(api: &Api, grace_hours: f64) -> tick::TickReport {
+fn tick(api: &Api, grace_hours: f64) -> tick::report::TickReport {
     tick_on(&api.db, api, grace_hours)
 }
 
 /// [`tick`] with its statements going through `exec`.
-fn tick_on<E: Executor>(exec: &E, api: &Api, grace_hours: f64) -> tick::TickReport {
+fn tick_on<E: Executor>(exec: &E, api: &Api, grace_hours: f64) -> tick::report::TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(exec, &clock);
     let policy = crate::support::policy().with_storage_grace_ms(grace_hours * HOUR_MS);

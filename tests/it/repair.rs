@@ -6,8 +6,8 @@ use media_usage_worker::clock::{FnClock, MonotonicClock};
 use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::tick::{self, budget::Budget};
 use media_usage_worker::usage::repair::{self, StepOutcome as RepairStep};
-use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, Api, ADMIN};
@@ -414,7 +414,7 @@ fn the_barrier_waits_only_as_long_as_the_earliest_unfinished_work() {
     assert_eq!(status(&api)["status"], "partial");
 }
 
-fn one_tick(api: &Api, budget: Budget) -> tick::TickReport {
+fn one_tick(api: &Api, budget: Budget) -> tick::report::TickReport {
     let clock = MonotonicClock::default();
     block_on(tick::run(
         &Metered::new(&api.db, &clock),

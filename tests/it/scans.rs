@@ -9,7 +9,7 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::{Metered, Usage};
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::repo::schema::TABLE_REVISION;
-use media_usage_worker::usage::tick::{self, TickReport};
+use media_usage_worker::tick::{self, report::TickReport};
 use serde_json::json;
 
 use crate::sql_files::product_statements;

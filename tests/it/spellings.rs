@@ -8,7 +8,7 @@ use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::storage::Storage;
-use media_usage_worker::usage::tick;
+use media_usage_worker::tick;
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};

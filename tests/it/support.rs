@@ -10,8 +10,8 @@ use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::settings::Settings;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::storage::Storage;
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy, Continuation};
 use media_usage_worker::usage::extract::Rules;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, Continuation};
 use serde_json::Value as Json;
 
 /// The bootstrap secret (`EMDASH_ADMIN_TOKEN`) of the native tests: at least 32 characters, as

@@ -7,7 +7,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::TickTime;
-use crate::exec::Error;
+use crate::clock::Clock;
+use crate::exec::{Error, Executor};
 use crate::lane::adaptive::AdaptiveBatch;
 use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::lifecycle::deletion::batch::CleanupBatch;
@@ -88,7 +89,7 @@ pub const COUNTERS: &[&[Counter]] = &[
 /// looks); collection deletions past their front phases; field deletions; repair runs; the
 /// media trash's purge; the storage sweep; content tables brought up to the current table
 /// revision.
-pub fn lanes<'a, E: crate::exec::Executor + 'a, K: crate::clock::Clock + 'a>(
+pub fn lanes<'a, E: Executor + 'a, K: Clock + 'a>(
     policy: &'a BackgroundPolicy,
     storage: Option<&'a dyn Storage>,
     when: &TickTime,
@@ -178,6 +179,21 @@ mod tests {
     use crate::tick::budget::{
         CONTINUATION_ROWS, CONTINUATION_STATEMENTS, DAILY_STATEMENTS, LOG_ROWS, LOG_STATEMENTS, MIN_TICK_STATEMENTS,
     };
+
+    #[test]
+    fn only_the_work_and_schedule_lanes_run_past_the_daily_budget() {
+        let policy = crate::settings::Settings::defaults().background();
+        let lanes = lanes::<SqliteExecutor, crate::clock::FnClock>(&policy, None, &TickTime::database());
+        let free: Vec<&str> = lanes.iter().filter(|l| !l.daily()).map(|l| l.name()).collect();
+        assert_eq!(free, ["work", "schedule"]);
+        let names: Vec<&str> = lanes.iter().map(|l| l.name()).collect();
+        assert_eq!(
+            names,
+            ["work", "schedule", "deletion", "fields", "repair", "purge", "tables"],
+            "no store: no sweep"
+        );
+        assert!(lanes.iter().all(|l| l.release_cost() == 0 && l.release_rows() == RowCount::default()), "nothing held");
+    }
 
     #[test]
     fn every_lane_can_step_in_a_tick_of_the_smallest_budget() {

@@ -21,7 +21,7 @@ use media_usage_worker::repo::schema;
 use media_usage_worker::tick::{self, budget::Budget, report::TickReport, TickTime};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, request, Api, ADMIN};
+use crate::support::{code, data, request, Api, TickRun, ADMIN};
 
 /// The time the tests schedule for: far ahead of the database clock.
 const LATER: &str = "2099-01-01T00:00:00.000Z";
@@ -92,17 +92,8 @@ fn tick_on<E: Executor>(exec: &E, now: Option<&str>) -> TickReport {
 
 /// [`tick_on`] under `budget`, which the tick keeps.
 fn tick_with<E: Executor>(exec: &E, now: Option<&str>, budget: Budget) -> TickReport {
-    let clock = FnClock(|| 0.0);
     let when = TickTime { day: None, now: now.map(str::to_owned) };
-    let report = block_on(tick::run_on(
-        &Metered::new(exec, &clock),
-        &clock,
-        budget,
-        &crate::support::policy(),
-        tick::Continuation::Off,
-        None,
-        &when,
-    ));
+    let report = TickRun::new(budget, &crate::support::policy()).when(when).run(exec);
     assert!(report.statements <= budget.max_statements, "{report:?}");
     report
 }
@@ -870,17 +861,8 @@ fn the_daily_budget_does_not_stop_scheduled_publishing() {
     data(&api.delete("/schema/collections/old?force=true"));
     let budget = crate::support::budget().with_daily_rows_written(1);
     let on = |day: &str, now: &str| {
-        let clock = FnClock(|| 0.0);
         let when = TickTime { day: Some(day.to_owned()), now: Some(now.to_owned()) };
-        block_on(tick::run_on(
-            &Metered::new(&api.db, &clock),
-            &clock,
-            budget,
-            &crate::support::policy(),
-            tick::Continuation::Off,
-            None,
-            &when,
-        ))
+        TickRun::new(budget, &crate::support::policy()).when(when).run(&api.db)
     };
     on("2098-12-31", JUST_BEFORE);
     let report = on("2098-12-31", LATER);

@@ -264,13 +264,15 @@ fn depends_on(from: &str, to: &str) -> Vec<String> {
     found
 }
 
-/// The layers, from the top: a module names only layers below its own (`usage` and `storage`
-/// share a floor and name each other only as [`the_usage_index_and_the_object_store_keep_apart`]
-/// allows); `lane`, what every lane shares, is the ground floor.
+/// The layers, from the top: a module names only layers below its own. `api` and the console
+/// share a floor (without an import circle, [`no_import_circles_between_the_api_and_the_console_or_between_media_and_uploads`]),
+/// and so do `usage` and `storage` (the object store names no part of the index,
+/// [`the_usage_index_and_the_object_store_keep_apart`]); `lane`, what every lane shares, is the
+/// ground floor.
 const LAYERS: &[&[&str]] = &[
     &["edge"],
     &["settings"],
-    &["api"],
+    &["api", "console"],
     &["tick"],
     &["lifecycle"],
     &["usage", "storage"],

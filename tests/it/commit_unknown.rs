@@ -17,14 +17,14 @@ use media_usage_worker::clock::FnClock;
 use media_usage_worker::exec::fault::{Fault, Faulty};
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::Executor;
-use media_usage_worker::lifecycle::deletion::CleanupBatch;
+use media_usage_worker::lifecycle::deletion::batch::CleanupBatch;
 use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::storage::Storage;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
-use crate::support::{code, data, request, time_passes, Api, ADMIN};
+use crate::support::{code, data, request, time_passes, Api, TickRun, ADMIN};
 
 const HOUR_MS: f64 = 3_600_000.0;
 const T0: f64 = 1_800_000_000_000.0;
@@ -254,9 +254,8 @@ fn small_tick() -> (Budget, BackgroundPolicy) {
 /// One tick through `exec`, with the fixture's object store, on a clock that stands still (what
 /// a tick does then depends on statements only).
 fn tick_on<E: Executor>(api: &Api, exec: &E, (budget, policy): &(Budget, BackgroundPolicy)) -> TickReport {
-    let clock = FnClock(|| 0.0);
     let storage = api.storage.as_ref().map(|s| s as &dyn Storage);
-    block_on(tick::run(&Metered::new(exec, &clock), &clock, *budget, policy, tick::Continuation::Off, storage))
+    TickRun::new(*budget, policy).storage(storage).run(exec)
 }
 
 /// Lets time pass (two days, past the storage sweep's grace) and runs default ticks until one

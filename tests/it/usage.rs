@@ -10,8 +10,8 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
+use media_usage_worker::tick::{self, budget::Budget};
 use media_usage_worker::usage::project::{self, Admission, JobOutcome};
-use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, data, Api, ADMIN};
@@ -1080,7 +1080,7 @@ fn backlog(api: &Api, n: usize) {
     }
 }
 
-fn continuing_tick(api: &Api, budget: Budget, handing_on: Option<&str>) -> tick::TickReport {
+fn continuing_tick(api: &Api, budget: Budget, handing_on: Option<&str>) -> tick::report::TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
     let report = block_on(tick::run(

@@ -1,5 +1,6 @@
-//! The media library's metadata rows (`media`), and the storage sweep's cursor. Stored objects
-//! are reached through [`crate::storage`], never from here.
+//! The media library's metadata rows (`media`) — their writes guarded by the safe delete's rule
+//! included ([`trash_if_unused`], [`delete_if_unused`], [`bulk_trash`], [`purge`]) — and the
+//! storage sweep's cursor. Stored objects are reached through [`crate::storage`], never from here.
 
 use serde::Deserialize;
 

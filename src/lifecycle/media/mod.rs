@@ -21,7 +21,7 @@ use crate::storage::{Storage, StorageError};
 use crate::usage::coverage::{aggregate, CollectionCoverage};
 use crate::usage::extract::Rules;
 
-/// The most entries an [`DeleteOutcome::InUse`] names.
+/// The most entries a [`DeleteOutcome::InUse`] names.
 pub const IN_USE_ENTRIES: u32 = 10;
 
 /// How a single delete removes an item.

@@ -20,22 +20,13 @@ use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport
 use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;
-use crate::support::{code, config, data, now, time_passes, used_in, Api, ADMIN};
+use crate::support::{
+    code, config, data, exec_sql, forge_lease, now, scalar, steal_leases, text_if_any, time_passes, used_in, Api,
+    ADMIN, FAR_AHEAD,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap_or(None)
-}
-
-fn exec_sql(db: &SqliteExecutor, sql: &str) {
-    db.connection().execute_batch(sql).unwrap();
-}
 
 fn media(api: &Api, key: &str) -> String {
     let r = api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
@@ -347,12 +338,12 @@ fn deleting_a_title_field_has_every_entry_projected_again_for_its_display_title(
     let api = Api::new();
     site(&api);
     let titles = || {
-        text(&api.db, "SELECT group_concat(content_title, ',') FROM (SELECT content_title FROM _emdash_media_usage_sources WHERE collection_slug = 'posts' AND source_variant = 'columns' ORDER BY content_title)")
+        text_if_any(&api.db, "SELECT group_concat(content_title, ',') FROM (SELECT content_title FROM _emdash_media_usage_sources WHERE collection_slug = 'posts' AND source_variant = 'columns' ORDER BY content_title)")
     };
     assert_eq!(titles().as_deref(), Some("One,Three,Two,gone"));
     assert_eq!(delete_field(&api, "title").status, 200);
     assert_eq!(
-        text(&api.db, "SELECT rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+        text_if_any(&api.db, "SELECT rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
             .as_deref(),
         Some("")
     );
@@ -428,7 +419,7 @@ fn a_field_of_the_same_slug_added_while_the_walk_runs_keeps_its_own_uses() {
 fn a_content_write_that_read_the_field_before_its_deletion_stores_nothing_in_it() {
     let api = Api::new();
     let m = site(&api);
-    let one = text(&api.db, "SELECT id FROM ec_posts WHERE slug = 'one'").unwrap();
+    let one = text_if_any(&api.db, "SELECT id FROM ec_posts WHERE slug = 'one'").unwrap();
     // The field goes between the write's read of the collection and its statement.
     let hooked = Hooked::new(&api.db).before("UPDATE \"ec_posts\"", |db| {
         let r = call_on(db, "DELETE", "/schema/collections/posts/fields/hero", None);
@@ -439,7 +430,7 @@ fn a_content_write_that_read_the_field_before_its_deletion_stores_nothing_in_it(
     assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
     let column = deleted_columns(&api.db).pop().unwrap();
     assert_eq!(
-        text(&api.db, &format!("SELECT \"{column}\" FROM ec_posts WHERE id = '{one}'")),
+        text_if_any(&api.db, &format!("SELECT \"{column}\" FROM ec_posts WHERE id = '{one}'")),
         Some(m.a.clone()),
         "the column still holds what it held"
     );
@@ -483,7 +474,7 @@ fn an_entry_too_large_to_index_is_queued_again_and_its_media_free_once_the_field
     assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".into()));
     assert_eq!(delete_field(&api, "hero").status, 200);
     assert_eq!(
-        text(&api.db, "SELECT state FROM _emdash_media_usage_work WHERE content_id = 'big'").as_deref(),
+        text_if_any(&api.db, "SELECT state FROM _emdash_media_usage_work WHERE content_id = 'big'").as_deref(),
         Some("pending")
     );
     tick_until_done(&api.db, &default_tick());
@@ -532,7 +523,7 @@ fn a_column_that_cannot_be_dropped_is_retried_then_failed_and_an_operators_repai
     }
     assert_eq!(deletions(&api.db), [("hero".into(), "column".into(), "failed".into())]);
     assert_eq!(
-        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_field_deletions").as_deref(),
+        text_if_any(&api.db, "SELECT last_error_code FROM _emdash_media_usage_field_deletions").as_deref(),
         Some("MEDIA_USAGE_FIELD_DELETION_FAILED")
     );
     assert_eq!(coverage(&api), "complete");
@@ -686,7 +677,7 @@ fn a_holder_whose_lease_is_lost_changes_nothing() {
         let left = occurrences_of(&api.db, "hero");
         let fingerprints =
             scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_fingerprint IS NULL");
-        let row = text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions");
+        let row = text_if_any(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions");
         exec_sql(&api.db, lose);
         let outcome = lane_step(&api.db, 100, &mut held);
         // (Moved on under its own token, as a checkpoint that committed unseen leaves it: the
@@ -703,7 +694,7 @@ fn a_holder_whose_lease_is_lost_changes_nothing() {
         );
         if *what != "moved on" {
             assert_eq!(
-                text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions"),
+                text_if_any(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions"),
                 row,
                 "{what}"
             );
@@ -727,14 +718,14 @@ fn the_column_goes_only_under_a_live_lease_at_column_and_the_row_only_once_the_c
     assert_eq!(deletions(&api.db)[0].1, "column", "the walk ended");
     assert!(held.is_some(), "held at column");
     // Another holder took it over: the drop changes nothing.
-    exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET lease_token = 'someone-else'");
+    steal_leases(&api, "_emdash_media_usage_field_deletions", "TRUE", "someone-else");
     assert!(matches!(lane_step(&api.db, 100, &mut held), Some(StepOutcome::LeaseLost)));
     assert_eq!(deleted_columns(&api.db).len(), 1);
     // The finalisation requires the column gone: with it still there it changes nothing.
     time_passes(&api.db);
     let mut held = None;
     let token = "probe";
-    exec_sql(&api.db, &format!("UPDATE _emdash_media_usage_field_deletions SET state = 'leased', lease_token = '{token}', lease_expires_at = '2999-01-01T00:00:00.000Z'"));
+    forge_lease(&api, "_emdash_media_usage_field_deletions", "TRUE", token, FAR_AHEAD);
     let row: media_usage_worker::repo::field_deletion::FieldDeletion = block_on(
         api.db
             .query_first(media_usage_worker::exec::Statement::new("SELECT * FROM _emdash_media_usage_field_deletions")),
@@ -793,7 +784,8 @@ fn the_end_of_the_walk_completes_coverage_only_when_nothing_else_keeps_it_stale(
         }
         assert!(!deletions(&api.db).iter().any(|d| d.0 == "hero" && d.1 == "occurrences"), "{what}: the walk ended");
         let stored =
-            text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap();
+            text_if_any(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+                .unwrap();
         assert_eq!(stored, *expected, "{what}");
     }
 }
@@ -968,7 +960,7 @@ fn big_collection(api: &Api, n: usize) -> String {
             {"slug": "gallery", "type": "repeater", "subFields": [{"slug": "image", "type": "image"}]}
         ]}),
     ));
-    let id = text(&api.db, "SELECT id FROM _emdash_collections WHERE slug = 'posts'").unwrap();
+    let id = text_if_any(&api.db, "SELECT id FROM _emdash_collections WHERE slug = 'posts'").unwrap();
     exec_sql(
         &api.db,
         &format!(
@@ -1310,13 +1302,14 @@ fn a_repair_run_in_progress_goes_on_through_a_fields_deletion_and_ends_at_a_type
     // A deletion leaves the run to go on: its finalisation waits for the walk.
     assert_eq!(delete_field(&api, "body").status, 200);
     assert_eq!(
-        text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").as_deref(),
+        text_if_any(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+            .as_deref(),
         Some("running")
     );
     // A type change ends it (status stale, so its next step finds it superseded) and asks for a
     // fresh one.
     data(&put_field(&api, "hero", &json!({"type": "file"})));
-    let st = text(
+    let st = text_if_any(
         &api.db,
         "SELECT status || ':' || rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'",
     );

@@ -10,11 +10,9 @@ use media_usage_worker::usage::repair::{self, StepOutcome as RepairStep};
 use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, Api, ADMIN};
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
+use crate::support::{
+    code, data, exec_sql, expire_leases, forge_lease, scalar, steal_leases, Api, ADMIN, FAR_AHEAD, LONG_AGO,
+};
 
 /// Runs ticks until the queue and every repair run are done; a waiting run's barrier is made
 /// due at once instead of after its poll delay.
@@ -29,13 +27,9 @@ fn drain_with(db: &SqliteExecutor, budget: Budget) {
         if scalar(db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") == 0 {
             return;
         }
-        db.connection()
-            .execute_batch(
-                "UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-                 UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-                 UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
-            )
-            .unwrap();
+        exec_sql(db, &format!("UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '{LONG_AGO}'"));
+        expire_leases(db, "_emdash_media_usage_reconciliations", "state = 'leased'");
+        expire_leases(db, "_emdash_media_usage_work", "state = 'leased'");
     }
     panic!("repair runs did not finish");
 }
@@ -445,10 +439,7 @@ fn a_targeted_look_claims_only_that_collections_due_run() {
     // Not due any more (someone took it): nothing.
     let api = Api::new();
     run_at_barrier(&api, 1);
-    api.db
-        .connection()
-        .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'other', lease_expires_at = '2999-01-01T00:00:00.000Z'")
-        .unwrap();
+    forge_lease(&api, "_emdash_media_usage_reconciliations", "TRUE", "other", FAR_AHEAD);
     let claimed = block_on(repair::step_next(&api.db, Some(&collection_id(&api)), &crate::support::rules())).unwrap();
     assert_eq!(claimed, None);
     // A targeted look never takes another collection's run, due or with an expired lease.
@@ -456,10 +447,7 @@ fn a_targeted_look_claims_only_that_collections_due_run() {
     run_at_barrier(&api, 1);
     assert_eq!(block_on(repair::step_next(&api.db, Some("other"), &crate::support::rules())).unwrap(), None);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'pending'"), 1);
-    api.db
-        .connection()
-        .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'dead', lease_expires_at = '2000-01-01T00:00:00.000Z'")
-        .unwrap();
+    forge_lease(&api, "_emdash_media_usage_reconciliations", "TRUE", "dead", LONG_AGO);
     assert_eq!(block_on(repair::step_next(&api.db, Some("other"), &crate::support::rules())).unwrap(), None);
     assert_eq!(
         scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE lease_token = 'dead'"),
@@ -476,7 +464,7 @@ fn a_barrier_whose_lease_was_lost_changes_nothing() {
     let api = Api::new();
     run_at_barrier(&api, 1);
     let run = block_on(repo::claim(&api.db, None)).unwrap().unwrap();
-    api.db.connection().execute_batch("UPDATE _emdash_media_usage_reconciliations SET lease_token = 'thief'").unwrap();
+    steal_leases(&api, "_emdash_media_usage_reconciliations", "TRUE", "thief");
     let before = scalar(
         &api.db,
         "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'leased' AND lease_token = 'thief'",

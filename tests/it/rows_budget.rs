@@ -1,7 +1,7 @@
 //! Rows read and written as budgets (issue 20, items 2 and 3), on SQLite: ticks stay within
 //! their row budgets across a deletion and a repair, the daily budget stops background lanes
 //! until the next UTC day (the day is the tick's, a test clock here). The per-kind cleanup batch
-//! that recovers from failed statements (item 3) is tested in `deletion.rs`.
+//! that recovers from failed statements (item 3) is tested in `deletion/preconditions.rs`.
 
 use futures::executor::block_on;
 use media_usage_worker::clock::FnClock;
@@ -12,24 +12,18 @@ use media_usage_worker::lane::RowCount;
 use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
 use serde_json::json;
 
-use crate::support::{data, Api, ADMIN};
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn exec_sql(db: &SqliteExecutor, sql: &str) {
-    db.connection().execute_batch(sql).unwrap();
-}
+use crate::support::{data, exec_sql, expire_leases, scalar, Api, ADMIN, LONG_AGO};
 
 /// Makes waiting deletions, runs and work rows due and leases expired, as time passing would.
 fn time_passes(db: &SqliteExecutor) {
+    exec_sql(db, &format!("UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '{LONG_AGO}'"));
+    expire_leases(db, "_emdash_media_usage_collection_deletions", "state = 'leased'");
     exec_sql(
         db,
-        "UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-         UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';",
+        &format!(
+            "UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '{LONG_AGO}';
+             UPDATE _emdash_media_usage_work SET next_attempt_at = '{LONG_AGO}';"
+        ),
     );
 }
 

@@ -87,18 +87,92 @@ pub async fn drain<E: Executor, C: Clock>(
 /// Time passes for the queues: dead holders' leases (work, deletions of collections and fields,
 /// repair runs) expire and back-offs end.
 pub fn time_passes(db: &SqliteExecutor) {
-    db.connection()
-        .execute_batch(
-            "UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_field_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_field_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
-        )
-        .unwrap();
+    for table in [
+        "_emdash_media_usage_work",
+        "_emdash_media_usage_collection_deletions",
+        "_emdash_media_usage_reconciliations",
+        "_emdash_media_usage_field_deletions",
+    ] {
+        exec_sql(db, &format!("UPDATE {table} SET next_attempt_at = '{LONG_AGO}'"));
+        expire_leases(db, table, "state = 'leased'");
+    }
+}
+
+/// What the query helpers below read and write: a database, or an API's database.
+pub trait Db {
+    fn sqlite(&self) -> &SqliteExecutor;
+}
+
+impl Db for SqliteExecutor {
+    fn sqlite(&self) -> &SqliteExecutor {
+        self
+    }
+}
+
+impl Db for Api {
+    fn sqlite(&self) -> &SqliteExecutor {
+        &self.db
+    }
+}
+
+impl<T: Db + ?Sized> Db for &T {
+    fn sqlite(&self) -> &SqliteExecutor {
+        (**self).sqlite()
+    }
+}
+
+/// The one integer that `sql` selects (a count, a sum, a flag).
+pub fn scalar(db: &impl Db, sql: &str) -> i64 {
+    db.sqlite().connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// The one text that `sql` selects: `None` when it is NULL (a row must exist).
+pub fn text(db: &impl Db, sql: &str) -> Option<String> {
+    db.sqlite().connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// The text in the first row `sql` selects: `None` when it is NULL or there is no row.
+pub fn text_if_any(db: &impl Db, sql: &str) -> Option<String> {
+    match db.sqlite().connection().query_row(sql, [], |r| r.get(0)) {
+        Err(rusqlite::Error::QueryReturnedNoRows) => None,
+        row => row.unwrap(),
+    }
+}
+
+/// Runs `sql` (one or more statements, no parameters) behind the API, as an operator or an
+/// import would.
+pub fn exec_sql(db: &impl Db, sql: &str) {
+    db.sqlite().connection().execute_batch(sql).unwrap();
+}
+
+/// A time long past: a forged lease that has run out, a back-off that has ended.
+pub const LONG_AGO: &str = "2000-01-01T00:00:00.000Z";
+
+/// A time far ahead: a forged lease that is live.
+pub const FAR_AHEAD: &str = "2999-01-01T00:00:00.000Z";
+
+/// Forges a lease, as a holder's claim leaves it: the rows of queue `table` that `rows` selects
+/// (an SQL condition; `TRUE` for every row) are leased under `token` until `expires`
+/// ([`LONG_AGO`] for a holder that died, [`FAR_AHEAD`] for a live one).
+pub fn forge_lease(db: &impl Db, table: &str, rows: &str, token: &str, expires: &str) {
+    exec_sql(
+        db,
+        &format!(
+            "UPDATE {table} SET state = 'leased', lease_token = '{token}', lease_expires_at = '{expires}' WHERE {rows}"
+        ),
+    );
+}
+
+/// The leases on the rows of queue `table` that `rows` selects run out, as when their holders
+/// die and time passes: state and token stay.
+pub fn expire_leases(db: &impl Db, table: &str, rows: &str) {
+    exec_sql(db, &format!("UPDATE {table} SET lease_expires_at = '{LONG_AGO}' WHERE {rows}"));
+}
+
+/// Someone else takes the leases on the rows of queue `table` that `rows` selects: their token
+/// becomes `thief`'s; state and expiry stay.
+pub fn steal_leases(db: &impl Db, table: &str, rows: &str, thief: &str) {
+    exec_sql(db, &format!("UPDATE {table} SET lease_token = '{thief}' WHERE {rows}"));
 }
 
 /// Calls the API handlers directly, as the edge would.

@@ -2,6 +2,7 @@
 //! leases that guard only their own collection.
 
 use super::*;
+use crate::support::{expire_leases, forge_lease, FAR_AHEAD};
 
 /// A collection of `n` entries, each with a live source of three occurrences and a queued work
 /// row (as an import would leave them), written in a few set-based statements.
@@ -92,10 +93,7 @@ fn a_holder_whose_lease_ran_out_deletes_nothing_even_before_anyone_takes_over() 
     let mut held = None;
     assert_eq!(step(&api.db, b, &mut held), Some(deleted(&[(Rows::Work, 50)], None)));
     // The lease runs out; nobody has claimed the deletion since.
-    exec_sql(
-        &api.db,
-        "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
-    );
+    expire_leases(&api, "_emdash_media_usage_collection_deletions", "TRUE");
     assert_eq!(step(&api.db, b, &mut held), Some(StepOutcome::LeaseLost));
     assert_eq!(
         scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"),
@@ -112,12 +110,7 @@ fn a_lease_guards_only_its_own_collection() {
     let b = deleted_collection(&api, "pages");
     work_rows(&api.db, &b, 3);
     // A holds its deletion under token `t`; a statement built for B with A's token is a no-op.
-    exec_sql(
-        &api.db,
-        &format!(
-            "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE collection_id = '{a}'"
-        ),
-    );
+    forge_lease(&api, "_emdash_media_usage_collection_deletions", &format!("collection_id = '{a}'"), "t", FAR_AHEAD);
     let confused = lease(&b, "t", DeletionPhase::Work, false);
     assert_eq!(block_on(repo::delete_rows(&api.db, &confused, Rows::Work, 50)).unwrap(), 0);
     assert!(!block_on(repo::checkpoint(&api.db, &confused, DeletionPhase::Sources, BATCH, false)).unwrap());

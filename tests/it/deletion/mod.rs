@@ -22,7 +22,7 @@ use media_usage_worker::repo::lease::Failure;
 use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, config, data, now, time_passes, Api, ADMIN};
+use crate::support::{code, config, data, exec_sql, now, scalar, text_if_any, time_passes, Api, ADMIN};
 
 mod budgets;
 mod crash;
@@ -31,25 +31,13 @@ mod preconditions;
 mod races;
 mod request;
 
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap_or(None)
-}
-
-fn exec_sql(db: &SqliteExecutor, sql: &str) {
-    db.connection().execute_batch(sql).unwrap();
-}
-
 fn register_media(api: &Api, key: &str) -> String {
     let r = api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
     data(&r)["item"]["id"].as_str().unwrap().to_owned()
 }
 
 fn collection_id(db: &SqliteExecutor, slug: &str) -> String {
-    text(db, &format!("SELECT id FROM _emdash_collections WHERE slug = '{slug}'")).unwrap()
+    text_if_any(db, &format!("SELECT id FROM _emdash_collections WHERE slug = '{slug}'")).unwrap()
 }
 
 /// Two collections, `posts` (to delete) and `pages` (to keep), each with published entries,
@@ -417,7 +405,7 @@ fn leased_tombstone(db: &SqliteExecutor, id: &str, phase: &str, token: &str, for
 }
 
 fn capture_state(db: &SqliteExecutor) -> String {
-    text(db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap()
+    text_if_any(db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap()
 }
 
 /// Sources or occurrences that belong to no registered collection and no deletion in progress.

@@ -2,6 +2,7 @@
 //! operators, reserved slugs and the per-kind batch.
 
 use super::*;
+use crate::support::{expire_leases, forge_lease, FAR_AHEAD, LONG_AGO};
 
 #[test]
 fn the_fence_and_its_cancel_need_every_precondition() {
@@ -198,12 +199,7 @@ fn a_checkpoint_needs_the_live_lease_of_its_own_deletion_at_its_phase() {
     let id = deleted_collection(&api, "posts");
     let other = deleted_collection(&api, "pages");
     // `posts` is held at `work` by `t`, with nothing left to delete (its exit holds).
-    exec_sql(
-        &api.db,
-        &format!(
-            "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE collection_id = '{id}'"
-        ),
-    );
+    forge_lease(&api, "_emdash_media_usage_collection_deletions", &format!("collection_id = '{id}'"), "t", FAR_AHEAD);
     let before = tombstone_row(&api.db);
     for (what, l) in [
         ("another token", lease(&id, "u", DeletionPhase::Work, false)),
@@ -214,13 +210,13 @@ fn a_checkpoint_needs_the_live_lease_of_its_own_deletion_at_its_phase() {
         assert!(!block_on(repo::checkpoint(&api.db, &l, l.phase, BATCH, true)).unwrap(), "{what}: release");
         assert_eq!(tombstone_row(&api.db), before, "{what}");
     }
-    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE lease_token = 't'");
+    expire_leases(&api, "_emdash_media_usage_collection_deletions", "lease_token = 't'");
     let mine = lease(&id, "t", DeletionPhase::Work, false);
     assert!(
         !block_on(repo::checkpoint(&api.db, &mine, DeletionPhase::Sources, BATCH, false)).unwrap(),
         "an expired lease"
     );
-    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE lease_token = 't'");
+    forge_lease(&api, "_emdash_media_usage_collection_deletions", "lease_token = 't'", "t", FAR_AHEAD);
     assert!(block_on(repo::checkpoint(&api.db, &mine, DeletionPhase::Sources, BATCH, false)).unwrap(), "the holder");
 }
 
@@ -454,22 +450,16 @@ fn a_deletion_whose_holders_keep_dying_fails_visibly_instead_of_looping() {
     let id = deleted_collection(&api, "posts");
     work_rows(&api.db, &id, 3);
     // Five holders claimed it and died without recording anything; the sixth claim gives up.
-    exec_sql(
-        &api.db,
-        "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 'dead', attempt_count = 5,
-           lease_expires_at = '2000-01-01T00:00:00.000Z'",
-    );
+    forge_lease(&api, "_emdash_media_usage_collection_deletions", "TRUE", "dead", LONG_AGO);
+    exec_sql(&api, "UPDATE _emdash_media_usage_collection_deletions SET attempt_count = 5");
     let mut held = None;
     let outcome = step(&api.db, CleanupBatch::Fixed(50), &mut held).unwrap();
     assert!(matches!(outcome, StepOutcome::Failed { terminal: true, .. }), "{outcome:?}");
     assert_eq!(tombstone(&api.db, "posts").map(|t| (t.0, t.2)), Some(("failed".into(), 6)));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 3, "the step did not run");
     // With one attempt left it still runs.
-    exec_sql(
-        &api.db,
-        "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 'dead', attempt_count = 4,
-           lease_expires_at = '2000-01-01T00:00:00.000Z'",
-    );
+    forge_lease(&api, "_emdash_media_usage_collection_deletions", "TRUE", "dead", LONG_AGO);
+    exec_sql(&api, "UPDATE _emdash_media_usage_collection_deletions SET attempt_count = 4");
     assert!(matches!(step(&api.db, CleanupBatch::Fixed(50), &mut held), Some(StepOutcome::Deleted { .. })));
 }
 
@@ -596,10 +586,8 @@ fn finalizing_one_deletion_leaves_another_alone_even_under_the_same_token() {
     for id in [&posts, &pages] {
         exec_sql(&api.db, &format!("DELETE FROM _emdash_media_usage_index_status WHERE collection_id = '{id}'"));
     }
-    exec_sql(
-        &api.db,
-        "UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', phase = 'finalize', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z'",
-    );
+    exec_sql(&api, "UPDATE _emdash_media_usage_collection_deletions SET phase = 'finalize'");
+    forge_lease(&api, "_emdash_media_usage_collection_deletions", "TRUE", "t", FAR_AHEAD);
     assert!(block_on(repo::finalize(&api.db, &lease(&posts, "t", DeletionPhase::Finalize, false))).unwrap());
     assert!(tombstone(&api.db, "posts").is_none());
     assert_eq!(tombstone(&api.db, "pages").map(|t| t.1), Some("finalize".into()));

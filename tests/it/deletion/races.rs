@@ -2,6 +2,7 @@
 //! projections and content writes racing the delete.
 
 use super::*;
+use crate::support::expire_leases;
 
 #[test]
 fn the_fence_tells_content_from_a_lost_race_and_a_forced_fence_never_reports_content() {
@@ -31,10 +32,7 @@ fn the_fence_tells_content_from_a_lost_race_and_a_forced_fence_never_reports_con
     assert_eq!(fence(&lease(&id, "wrong", DeletionPhase::Fence, false)), Fence::Stale);
     assert_eq!(capture_state(&api.db), "active");
     // An expired lease: stale.
-    exec_sql(
-        &api.db,
-        "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
-    );
+    expire_leases(&api, "_emdash_media_usage_collection_deletions", "TRUE");
     assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::Stale);
     // The live holder: fenced, checkpointed to `registry`; every content write is refused now.
     leased_tombstone(&api.db, &id, "fence", "t", false);
@@ -70,10 +68,7 @@ fn the_registry_goes_only_while_fenced_and_the_table_only_under_a_live_lease_at_
     exec_sql(&api.db, &format!("DELETE FROM _emdash_collections WHERE id = '{id}'"));
     // A wrong token, or an expired lease: stale, the table stays, no guard row is left behind.
     assert!(matches!(drop("wrong"), Err(Error::Stale)));
-    exec_sql(
-        &api.db,
-        "UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z'",
-    );
+    expire_leases(&api, "_emdash_media_usage_collection_deletions", "TRUE");
     assert!(matches!(drop("t"), Err(Error::Stale)));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 1);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_batch_guard"), 0);

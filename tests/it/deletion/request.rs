@@ -2,6 +2,7 @@
 //! between phases, and a repeated delete.
 
 use super::*;
+use crate::support::steal_leases;
 
 #[test]
 fn deleting_an_empty_collection_runs_the_front_phases_and_leaves_cleanup_to_ticks() {
@@ -14,7 +15,7 @@ fn deleting_an_empty_collection_runs_the_front_phases_and_leaves_cleanup_to_tick
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections"), 0);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 0);
     assert_eq!(
-        text(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status").as_deref(),
+        text_if_any(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status").as_deref(),
         Some("deleting")
     );
     assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)));
@@ -46,7 +47,7 @@ fn live_content_refuses_without_force_trashed_content_does_not_and_force_deletes
     assert_eq!(dump(&api.db, &id, "posts"), before, "nothing changed");
     assert!(tombstone(&api.db, "posts").is_none());
     assert_eq!(
-        text(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+        text_if_any(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
             .as_deref(),
         Some("active")
     );
@@ -103,7 +104,7 @@ fn a_collection_whose_capture_is_not_active_or_lacks_a_trigger_is_not_deleted() 
         let api = Api::new();
         data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
         if sabotage.starts_with("DROP TRIGGER") {
-            let name = text(
+            let name = text_if_any(
                 &api.db,
                 "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'ec_posts' LIMIT 1",
             )
@@ -135,7 +136,7 @@ fn an_entry_written_between_the_pre_check_and_the_fence_cancels_the_deletion() {
     assert!(tombstone(&api.db, "posts").is_none(), "the tombstone was cancelled");
     assert_eq!(collection_id(&api.db, "posts"), id, "the collection is intact");
     assert_eq!(
-        text(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+        text_if_any(&api.db, "SELECT capture_state FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
             .as_deref(),
         Some("active")
     );
@@ -175,7 +176,7 @@ fn a_request_that_loses_a_front_phase_leaves_it_leased_for_a_tick_to_resume() {
     let id = collection_id(&api.db, "posts");
     // The lease expires and is taken by someone else between the fence and the registry phase.
     let hooked = Hooked::new(&api.db).before("DELETE FROM _emdash_collections", |db| {
-        exec_sql(db, "UPDATE _emdash_media_usage_collection_deletions SET lease_token = 'thief'");
+        steal_leases(db, "_emdash_media_usage_collection_deletions", "TRUE", "thief");
     });
     let r = call_on(&hooked, "DELETE", "/schema/collections/posts");
     hooked.done();
@@ -248,7 +249,7 @@ fn a_registry_row_that_is_not_the_one_being_deleted_is_left_alone() {
     let r = delete(&api, "posts");
     assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
     assert_eq!(
-        text(&api.db, "SELECT collection_id FROM _emdash_media_usage_collection_deletions").as_deref(),
+        text_if_any(&api.db, "SELECT collection_id FROM _emdash_media_usage_collection_deletions").as_deref(),
         Some(id.as_str())
     );
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections WHERE id = 'intruder'"), 1);

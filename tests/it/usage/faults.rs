@@ -2,6 +2,7 @@
 //! projection and the next tick completes it.
 
 use super::*;
+use crate::support::expire_leases;
 
 /// Runs one projection job, running `mutate` on the raw connection right after the job's
 /// load statement (its second statement), to lose a race on purpose.
@@ -99,10 +100,7 @@ fn a_crash_at_every_statement_leaves_old_or_new_and_the_next_tick_completes() {
             crashed_somewhere = true;
         }
         // The isolate "died": its lease expires, and ticks finish the job.
-        api.db
-            .connection()
-            .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased'")
-            .unwrap();
+        expire_leases(&api, "_emdash_media_usage_work", "state = 'leased'");
         drain(&api.db);
         let after = projection(&api.db);
         let mut after_sorted = after.clone();

@@ -2,6 +2,7 @@
 //! cleanly, need every precondition, and resume after a crash at any statement.
 
 use super::*;
+use crate::support::{expire_leases, forge_lease, FAR_AHEAD, LONG_AGO};
 
 fn default_ticks_until_drained(api: &Api) -> u32 {
     let budget = Budget::new(40, 600_000.0);
@@ -215,15 +216,17 @@ fn a_group_takes_back_rows_whose_first_attempt_died_and_nothing_else_leased() {
     // jobs only. q2: first attempt, lease live — nobody's. q3: fresh. q4: a retry — single jobs
     // only. q5: never attempted but leased and expired cannot exist; treat as a dead first attempt
     // only when attempt_count says so (0 here: not a group row, a single job's expired lease).
-    set("UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 1,
-             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q0';
-         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 2,
-             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q1';
-         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'live', attempt_count = 1,
-             lease_expires_at = '2999-01-01T00:00:00.000Z' WHERE content_id = 'q2';
-         UPDATE _emdash_media_usage_work SET state = 'retry', attempt_count = 1 WHERE content_id = 'q4';
-         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 0,
-             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q5';");
+    for (entry, token, attempts, expires) in [
+        ("q0", "dead", 1, LONG_AGO),
+        ("q1", "dead", 2, LONG_AGO),
+        ("q2", "live", 1, FAR_AHEAD),
+        ("q5", "dead", 0, LONG_AGO),
+    ] {
+        let row = format!("content_id = '{entry}'");
+        forge_lease(&api, "_emdash_media_usage_work", &row, token, expires);
+        set(&format!("UPDATE _emdash_media_usage_work SET attempt_count = {attempts} WHERE {row}"));
+    }
+    set("UPDATE _emdash_media_usage_work SET state = 'retry', attempt_count = 1 WHERE content_id = 'q4'");
     let claim = || {
         let rows = block_on(media_usage_worker::repo::work::claim_group(&api.db, "t", 50)).unwrap();
         let mut ids: Vec<String> = rows.iter().map(|r| r.content_id.clone()).collect();
@@ -235,8 +238,8 @@ fn a_group_takes_back_rows_whose_first_attempt_died_and_nothing_else_leased() {
     set("UPDATE _emdash_media_usage_work SET state = 'pending', attempt_count = 0, lease_token = NULL,
              lease_expires_at = NULL WHERE content_id = 'q0';
          DELETE FROM _emdash_media_usage_work WHERE content_id = 'q3';
-         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 1,
-             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q0';");
+         UPDATE _emdash_media_usage_work SET attempt_count = 1 WHERE content_id = 'q0';");
+    forge_lease(&api, "_emdash_media_usage_work", "content_id = 'q0'", "dead", LONG_AGO);
     assert_eq!(claim().0, ["q0"]);
     // No group row left: the single job's claim takes one row that was attempted before.
     let (ids, _) = claim();
@@ -251,10 +254,9 @@ fn no_claim_takes_a_row_of_a_collection_being_deleted() {
     let set = |sql: &str| api.db.connection().execute_batch(sql).unwrap();
     // Every kind of claimable row: fresh (q0), a dead first attempt (q1), a dead later attempt
     // (q2), a due retry (q3).
-    set("UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 1,
-             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q1';
-         UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 'dead', attempt_count = 2,
-             lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE content_id = 'q2';
+    forge_lease(&api, "_emdash_media_usage_work", "content_id IN ('q1', 'q2')", "dead", LONG_AGO);
+    set("UPDATE _emdash_media_usage_work SET attempt_count = 1 WHERE content_id = 'q1';
+         UPDATE _emdash_media_usage_work SET attempt_count = 2 WHERE content_id = 'q2';
          UPDATE _emdash_media_usage_work SET state = 'retry', attempt_count = 1 WHERE content_id = 'q3';
          INSERT INTO _emdash_media_usage_collection_deletions (collection_id, collection_slug, phase)
              SELECT id, slug, 'work' FROM _emdash_collections WHERE slug = 'posts';");
@@ -326,10 +328,7 @@ fn a_crash_at_any_statement_of_a_group_tick_is_resumed_to_the_same_index() {
             None,
         ));
         // Leases held by the dead tick expire; later ticks finish the work.
-        api.db
-            .connection()
-            .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased'")
-            .unwrap();
+        expire_leases(&api, "_emdash_media_usage_work", "state = 'leased'");
         // The dead tick's groups are claimed again as groups, not row by row.
         let ticks = default_ticks_until_drained(&api);
         assert!(ticks <= reference_ticks + 1, "crash at statement {k}: {ticks} ticks after it");

@@ -14,7 +14,7 @@ use media_usage_worker::usage::project::{self, Admission, JobOutcome};
 use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, Api, ADMIN};
+use crate::support::{code, data, scalar, text, Api, ADMIN};
 
 mod continuation;
 mod faults;
@@ -22,14 +22,6 @@ mod groups;
 mod index;
 mod limits;
 mod queue;
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
 
 /// A collection `posts` with a title, an image, a file, Portable Text and a repeater.
 fn setup() -> Api {

@@ -2,6 +2,7 @@
 //! operators list and retry, and leases are claimed once.
 
 use super::*;
+use crate::support::{expire_leases, forge_lease, FAR_AHEAD};
 
 #[test]
 fn the_tick_drains_pending_work_within_its_budget_and_logs_itself() {
@@ -95,10 +96,7 @@ fn operators_list_and_retry_work() {
     let again = data(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": cid, "contentId": id})));
     assert_eq!(again["changed"], false);
     // A live lease refuses with its expiry.
-    api.db
-        .connection()
-        .execute_batch("UPDATE _emdash_media_usage_work SET state = 'leased', lease_token = 't', lease_expires_at = '2999-01-01T00:00:00.000Z'")
-        .unwrap();
+    forge_lease(&api, "_emdash_media_usage_work", "TRUE", "t", FAR_AHEAD);
     let r = api.post("/admin/media-usage/work/retry", &json!({"collectionId": cid, "contentId": id}));
     assert_eq!((r.status, code(&r)), (409, "WORK_LEASE_ACTIVE".into()));
     assert_eq!(r.body_json()["error"]["details"]["leaseExpiresAt"], "2999-01-01T00:00:00.000Z");
@@ -147,10 +145,7 @@ fn a_job_whose_holders_keep_dying_fails_visibly_instead_of_looping() {
         let work = block_on(media_usage_worker::repo::work::claim(&api.db, None)).unwrap().unwrap();
         assert_eq!(work.attempt_count, attempt);
         // The holder dies without recording anything; its lease runs out.
-        api.db
-            .connection()
-            .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z'")
-            .unwrap();
+        expire_leases(&api, "_emdash_media_usage_work", "TRUE");
     }
     let outcome = block_on(project::process_next(&api.db, None, &project::Policy::default())).unwrap();
     assert_eq!(outcome, Some(JobOutcome::Failed { code: "MEDIA_USAGE_PROCESSING_FAILED", terminal: true }));

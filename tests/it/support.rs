@@ -385,3 +385,67 @@ pub fn files_with_extension(dir: &std::path::Path, ext: &str) -> Vec<std::path::
     }
     out
 }
+
+/// The shape of a large collection (`tests/fixtures/large_collection.sql`).
+#[derive(Clone, Copy, Debug)]
+pub struct LargeCollection {
+    /// Entries, each queued for work and with a live source.
+    pub entries: usize,
+    /// Occurrences of media `m` per entry (1 to 3).
+    pub occurrences: usize,
+    /// Entries (from the first) with a draft revision.
+    pub revisions: usize,
+    /// The characters of each revision's body.
+    pub revision_bytes: usize,
+}
+
+impl LargeCollection {
+    /// `entries` entries of `occurrences` occurrences each, no revisions.
+    pub fn new(entries: usize, occurrences: usize) -> LargeCollection {
+        LargeCollection { entries, occurrences, revisions: 0, revision_bytes: 0 }
+    }
+}
+
+/// Creates collection `slug` (one image field `hero`) through the API and seeds it, behind the
+/// API as an import would, with the large-collection fixture of shape `shape`; returns its id.
+pub fn large_collection(api: &Api, slug: &str, shape: LargeCollection) -> String {
+    let r = api.post(
+        "/schema/collections",
+        &serde_json::json!({"slug": slug, "label": slug, "fields": [{"slug": "hero", "type": "image"}]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id: String = api
+        .db
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = ?1", [slug], |r| r.get(0))
+        .unwrap();
+    let count = |n: usize| rusqlite::types::Value::Integer(i64::try_from(n).unwrap());
+    let binds = [
+        rusqlite::types::Value::Text(id.clone()),
+        rusqlite::types::Value::Text(slug.to_owned()),
+        count(1),
+        count(shape.entries),
+        count(shape.occurrences),
+        count(shape.revisions),
+        count(shape.revision_bytes),
+    ];
+    let conn = api.db.connection();
+    for sql in fixture_statements(include_str!("../fixtures/large_collection.sql"), &format!("\"ec_{slug}\"")) {
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let n = stmt.parameter_count();
+        stmt.execute(rusqlite::params_from_iter(&binds[..n])).unwrap();
+    }
+    id
+}
+
+/// The statements of an SQL fixture: its comment lines dropped, `{table}` named, split where a
+/// line ends in `;`.
+pub fn fixture_statements(sql: &str, table: &str) -> Vec<String> {
+    let body: Vec<&str> = sql.lines().filter(|l| !l.trim_start().starts_with("--")).collect();
+    body.join("\n")
+        .replace("{table}", table)
+        .split(";\n")
+        .map(|s| s.trim().trim_end_matches(';').trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}

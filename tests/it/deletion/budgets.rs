@@ -2,37 +2,13 @@
 //! leases that guard only their own collection.
 
 use super::*;
-use crate::support::{expire_leases, forge_lease, FAR_AHEAD};
-
-/// A collection of `n` entries, each with a live source of three occurrences and a queued work
-/// row (as an import would leave them), written in a few set-based statements.
-fn big_collection(api: &Api, n: usize) -> String {
-    data(&api.post(
-        "/schema/collections",
-        &json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "hero", "type": "image"}]}),
-    ));
-    let id = collection_id(&api.db, "posts");
-    exec_sql(
-        &api.db,
-        &format!(
-            "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {n})
-             INSERT INTO ec_posts (id, slug, hero) SELECT printf('e%07d', i), printf('s%07d', i), 'm' FROM seq;
-             INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version, source_completeness)
-               SELECT 'content:{id}:' || id || ':columns', '{id}', 'posts', id, 'columns', 'g', 1, 'complete' FROM ec_posts;
-             WITH k(n) AS (VALUES (0), (1), (2))
-             INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
-               SELECT s.content_id || '-' || k.n, s.source_key, 'g', 'hero', 'hero' || k.n, 'image_field', 'm', 'm'
-               FROM _emdash_media_usage_sources AS s, k;"
-        ),
-    );
-    id
-}
+use crate::support::{expire_leases, forge_lease, large_collection, LargeCollection, FAR_AHEAD};
 
 #[test]
 fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_30_default_ticks_without_a_daily_budget()
 {
     let api = Api::new();
-    let id = big_collection(&api, 100_000);
+    let id = large_collection(&api, "posts", LargeCollection::new(100_000, 3));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 300_000);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 100_000);
     let r = api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None);
@@ -56,7 +32,7 @@ fn a_collection_of_100000_entries_and_300000_occurrences_is_deleted_in_at_most_3
 fn every_tick_of_a_deletion_stays_within_the_smallest_budget_and_the_batch_stays_bounded() {
     for budget in [Budget::new(11, 60_000.0), crate::support::budget()] {
         let api = Api::new();
-        let id = big_collection(&api, 300);
+        let id = large_collection(&api, "posts", LargeCollection::new(300, 3));
         assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
         let mut n = 0;
         while tombstone(&api.db, "posts").is_some() {

@@ -10,6 +10,7 @@ mod deletion;
 mod executor;
 mod field_delete;
 mod file_urls;
+mod fixtures;
 mod lease;
 mod media_access;
 mod media_api;

@@ -6,7 +6,7 @@
 //! collection; and the PUT of a field.
 
 use futures::executor::block_on;
-use media_usage_worker::api::{self, Response};
+use media_usage_worker::api::Response;
 use media_usage_worker::clock::{FnClock, MonotonicClock};
 use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
@@ -21,7 +21,7 @@ use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;
 use crate::support::{
-    code, config, data, exec_sql, forge_lease, now, scalar, steal_leases, text_if_any, time_passes, used_in, Api,
+    call_on_body, code, data, exec_sql, forge_lease, now, scalar, steal_leases, text_if_any, time_passes, used_in, Api,
     ADMIN, FAR_AHEAD,
 };
 
@@ -122,12 +122,6 @@ fn put_field(api: &Api, field: &str, body: &Json) -> Response {
 }
 
 /// Calls the API on any executor (hooked, faulty, metered), as the admin.
-fn call_on<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
-    let body = body.map(|b| b.to_string().into_bytes());
-    let req = crate::support::request(method, path, Some(ADMIN), body.as_deref());
-    now(api::handle(exec, &config(), &req))
-}
-
 /// What a tick may spend, and how it does the work.
 type Tick = (Budget, BackgroundPolicy);
 
@@ -422,10 +416,10 @@ fn a_content_write_that_read_the_field_before_its_deletion_stores_nothing_in_it(
     let one = text_if_any(&api.db, "SELECT id FROM ec_posts WHERE slug = 'one'").unwrap();
     // The field goes between the write's read of the collection and its statement.
     let hooked = Hooked::new(&api.db).before("UPDATE \"ec_posts\"", |db| {
-        let r = call_on(db, "DELETE", "/schema/collections/posts/fields/hero", None);
+        let r = call_on_body(db, "DELETE", "/schema/collections/posts/fields/hero", None);
         assert_eq!(r.status, 200, "{}", r.body);
     });
-    let r = call_on(&hooked, "PUT", &format!("/content/posts/{one}"), Some(&json!({"data": {"hero": m.d}})));
+    let r = call_on_body(&hooked, "PUT", &format!("/content/posts/{one}"), Some(&json!({"data": {"hero": m.d}})));
     hooked.done();
     assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
     let column = deleted_columns(&api.db).pop().unwrap();
@@ -448,7 +442,7 @@ fn a_projection_that_read_the_field_before_its_deletion_cannot_publish_it() {
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state = 'pending'"), 1);
     // The field goes between the job's load and its publish.
     let hooked = Hooked::new(&api.db).before("INSERT INTO _emdash_batch_guard", |db| {
-        let r = call_on(db, "DELETE", "/schema/collections/posts/fields/hero", None);
+        let r = call_on_body(db, "DELETE", "/schema/collections/posts/fields/hero", None);
         assert_eq!(r.status, 200, "{}", r.body);
     });
     let outcome = now(process_next(&hooked, None, &api.config.background.projection)).unwrap();
@@ -862,7 +856,7 @@ fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_the_request_conver
     let fixture = crash_fixture();
     let probe = fixture.snapshot();
     let metered = Metered::new(&probe.db, MonotonicClock::default());
-    assert_eq!(call_on(&metered, "DELETE", "/schema/collections/posts/fields/hero", None).status, 200);
+    assert_eq!(call_on_body(&metered, "DELETE", "/schema/collections/posts/fields/hero", None).status, 200);
     let n = metered.usage().statements;
     assert!(n >= 8, "the request issued {n} statements");
     tick_until_done(&probe.db, &default_tick());
@@ -873,9 +867,14 @@ fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_the_request_conver
             let what = format!("statement {k} of {n} {}", if commit_unknown { "commit-unknown" } else { "crashed" });
             let api = fixture.snapshot();
             let r = if commit_unknown {
-                call_on(&Faulty::commit_unknown(&api.db, k), "DELETE", "/schema/collections/posts/fields/hero", None)
+                call_on_body(
+                    &Faulty::commit_unknown(&api.db, k),
+                    "DELETE",
+                    "/schema/collections/posts/fields/hero",
+                    None,
+                )
             } else {
-                call_on(&Faulty::new(&api.db, Some(k)), "DELETE", "/schema/collections/posts/fields/hero", None)
+                call_on_body(&Faulty::new(&api.db, Some(k)), "DELETE", "/schema/collections/posts/fields/hero", None)
             };
             assert_not_half_deleted(&api, &what);
             if r.status >= 500 {
@@ -985,7 +984,7 @@ fn a_field_of_a_collection_of_100000_entries_is_deleted_within_every_ticks_budge
     big_collection(&api, 100_000);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 300_000);
     let metered = Metered::new(&api.db, MonotonicClock::default());
-    let r = call_on(&metered, "DELETE", "/schema/collections/posts/fields/hero", None);
+    let r = call_on_body(&metered, "DELETE", "/schema/collections/posts/fields/hero", None);
     assert_eq!(r.status, 200, "{}", r.body);
     // The request reads and writes a bounded number of rows whatever the collection holds.
     let usage = metered.usage();

@@ -11,7 +11,8 @@ use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
 use crate::support::{
-    code, data, exec_sql, expire_leases, forge_lease, scalar, steal_leases, Api, ADMIN, FAR_AHEAD, LONG_AGO,
+    code, collection_id, data, exec_sql, expire_leases, forge_lease, scalar, steal_leases, Api, ADMIN, FAR_AHEAD,
+    LONG_AGO,
 };
 
 /// Runs ticks until the queue and every repair run are done; a waiting run's barrier is made
@@ -32,10 +33,6 @@ fn drain_with(db: &SqliteExecutor, budget: Budget) {
         expire_leases(db, "_emdash_media_usage_work", "state = 'leased'");
     }
     panic!("repair runs did not finish");
-}
-
-fn collection_id(api: &Api) -> String {
-    api.db.connection().query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0)).unwrap()
 }
 
 fn status(api: &Api) -> Json {
@@ -149,7 +146,7 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         let api = Api::new();
         stale_collection(&api, 4);
         // A bare run, so the crashed tick below does the run's steps itself.
-        let cid = collection_id(&api);
+        let cid = collection_id(&api, "posts");
         assert_eq!(
             block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
                 .unwrap(),
@@ -201,7 +198,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
         sql.push_str(&format!("INSERT INTO ec_posts (id, slug, hero) VALUES ('e{i:04}', 's{i}', 'm{i}');"));
     }
     lost_write(&api, &sql);
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     let mut orphans = String::new();
     for i in 0..501 {
         orphans.push_str(&format!(
@@ -225,7 +222,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
 fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
     let api = Api::new();
     stale_collection(&api, 2);
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     assert_eq!(
         block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
             .unwrap(),
@@ -256,7 +253,7 @@ fn the_fifth_claim_in_a_row_still_steps_and_the_sixth_gives_up() {
     for (earlier, gives_up) in [(4, false), (5, true)] {
         let api = Api::new();
         stale_collection(&api, 2);
-        let cid = collection_id(&api);
+        let cid = collection_id(&api, "posts");
         block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
             .unwrap();
         api.db
@@ -275,7 +272,7 @@ fn the_fifth_claim_in_a_row_still_steps_and_the_sixth_gives_up() {
 fn a_schema_change_mid_run_ends_the_run_and_leaves_coverage_stale() {
     let api = Api::new();
     stale_collection(&api, 2);
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     assert_eq!(
         block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
             .unwrap(),
@@ -308,7 +305,7 @@ fn a_small_repair_finishes_in_its_request() {
 /// and `n` entries queued for it.
 fn run_at_barrier(api: &Api, n: usize) {
     stale_collection(api, n);
-    let id = collection_id(api);
+    let id = collection_id(api, "posts");
     let rules = crate::support::rules();
     let rules = rules.id();
     api.db
@@ -440,7 +437,8 @@ fn a_targeted_look_claims_only_that_collections_due_run() {
     let api = Api::new();
     run_at_barrier(&api, 1);
     forge_lease(&api, "_emdash_media_usage_reconciliations", "TRUE", "other", FAR_AHEAD);
-    let claimed = block_on(repair::step_next(&api.db, Some(&collection_id(&api)), &crate::support::rules())).unwrap();
+    let claimed =
+        block_on(repair::step_next(&api.db, Some(&collection_id(&api, "posts")), &crate::support::rules())).unwrap();
     assert_eq!(claimed, None);
     // A targeted look never takes another collection's run, due or with an expired lease.
     let api = Api::new();
@@ -454,7 +452,7 @@ fn a_targeted_look_claims_only_that_collections_due_run() {
         1
     );
     // Its own, with an expired lease, it takes over.
-    let own = collection_id(&api);
+    let own = collection_id(&api, "posts");
     assert!(block_on(repair::step_next(&api.db, Some(&own), &crate::support::rules())).unwrap().is_some());
 }
 

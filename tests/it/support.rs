@@ -175,6 +175,22 @@ pub fn steal_leases(db: &impl Db, table: &str, rows: &str, thief: &str) {
     exec_sql(db, &format!("UPDATE {table} SET lease_token = '{thief}' WHERE {rows}"));
 }
 
+/// The id of collection `slug`.
+pub fn collection_id(db: &impl Db, slug: &str) -> String {
+    db.sqlite()
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = ?1", [slug], |r| r.get(0))
+        .unwrap()
+}
+
+/// Calls the API on any executor (a hooked, faulty or metered one) as the admin, with the
+/// native tests' configuration.
+pub fn call_on_body<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
+    let body = body.map(|b| b.to_string().into_bytes());
+    let req = request(method, path, Some(ADMIN), body.as_deref());
+    now(api::handle(exec, &config(), &req))
+}
+
 /// Calls the API handlers directly, as the edge would.
 pub struct Api {
     pub db: SqliteExecutor,
@@ -260,6 +276,12 @@ impl Api {
 
     pub fn delete(&self, path: &str) -> Response {
         self.call("DELETE", path, Some(ADMIN), None)
+    }
+
+    /// Registers an image stored under `key` (by JSON, no upload); returns its id.
+    pub fn register_media(&self, key: &str) -> String {
+        let r = self.post("/media", &serde_json::json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
+        data(&r)["item"]["id"].as_str().unwrap().to_owned()
     }
 
     /// Mints a token with a role and scopes; returns the secret.
@@ -414,11 +436,7 @@ pub fn large_collection(api: &Api, slug: &str, shape: LargeCollection) -> String
         &serde_json::json!({"slug": slug, "label": slug, "fields": [{"slug": "hero", "type": "image"}]}),
     );
     assert_eq!(r.status, 201, "{}", r.body);
-    let id: String = api
-        .db
-        .connection()
-        .query_row("SELECT id FROM _emdash_collections WHERE slug = ?1", [slug], |r| r.get(0))
-        .unwrap();
+    let id = collection_id(api, slug);
     let count = |n: usize| rusqlite::types::Value::Integer(i64::try_from(n).unwrap());
     let binds = [
         rusqlite::types::Value::Text(id.clone()),

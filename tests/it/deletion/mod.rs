@@ -20,9 +20,11 @@ use media_usage_worker::repo::deletion::{self as repo, Batch, Fence, Lease, Rows
 const BATCH: Batch = Batch { rows: 50, kind: 0 };
 use media_usage_worker::repo::lease::Failure;
 use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
-use serde_json::{json, Value as Json};
+use serde_json::json;
 
-use crate::support::{code, config, data, exec_sql, now, scalar, text_if_any, time_passes, Api, ADMIN};
+use crate::support::{
+    call_on_body, code, collection_id, config, data, exec_sql, now, scalar, text_if_any, time_passes, Api, ADMIN,
+};
 
 mod budgets;
 mod crash;
@@ -30,15 +32,6 @@ mod lane;
 mod preconditions;
 mod races;
 mod request;
-
-fn register_media(api: &Api, key: &str) -> String {
-    let r = api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
-    data(&r)["item"]["id"].as_str().unwrap().to_owned()
-}
-
-fn collection_id(db: &SqliteExecutor, slug: &str) -> String {
-    text_if_any(db, &format!("SELECT id FROM _emdash_collections WHERE slug = '{slug}'")).unwrap()
-}
 
 /// Two collections, `posts` (to delete) and `pages` (to keep), each with published entries,
 /// drafts (revisions) and media references, all indexed. Returns the media ids.
@@ -53,7 +46,7 @@ fn site(api: &Api, n_posts: usize) -> Vec<String> {
             ]}),
         ));
     }
-    let media: Vec<String> = (0..3).map(|i| register_media(api, &format!("m{i}.png"))).collect();
+    let media: Vec<String> = (0..3).map(|i| api.register_media(&format!("m{i}.png"))).collect();
     for i in 0..n_posts {
         let r = api.post(
             "/content/posts",
@@ -294,13 +287,6 @@ impl Executor for CutAt<'_> {
 
 fn call_on<E: Executor>(exec: &E, method: &str, path: &str) -> Response {
     call_on_body(exec, method, path, None)
-}
-
-/// Calls the API on any executor (a hooked, faulty or metered one), as the admin.
-fn call_on_body<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
-    let body = body.map(|b| b.to_string().into_bytes());
-    let req = crate::support::request(method, path, Some(ADMIN), body.as_deref());
-    now(api::handle(exec, &config(), &req))
 }
 
 fn step(db: &SqliteExecutor, batch: CleanupBatch, held: &mut Option<Held>) -> Option<StepOutcome> {

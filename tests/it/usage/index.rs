@@ -6,8 +6,8 @@ use super::*;
 #[test]
 fn a_content_write_is_listed_in_used_in_with_its_paths() {
     let api = setup();
-    let m1 = register_media(&api, "m1.jpg");
-    let m2 = register_media(&api, "m2.jpg");
+    let m1 = api.register_media("m1.jpg");
+    let m2 = api.register_media("m2.jpg");
     let id = create(
         &api,
         "hello",
@@ -38,7 +38,7 @@ fn a_content_write_is_listed_in_used_in_with_its_paths() {
 #[test]
 fn used_in_pages_never_split_an_entry() {
     let api = setup();
-    let m = register_media(&api, "shared.jpg");
+    let m = api.register_media("shared.jpg");
     for i in 0..5 {
         create(&api, &format!("e{i}"), "published", json!({"hero": m, "gallery": [{"image": m}]}));
     }
@@ -68,10 +68,10 @@ fn used_in_pages_never_split_an_entry() {
 #[test]
 fn usage_counts_follow_eligibility_and_coverage() {
     let api = setup();
-    let live = register_media(&api, "live.png");
-    let draft_only = register_media(&api, "draft.png");
-    let superseded = register_media(&api, "old.png");
-    let unused = register_media(&api, "unused.png");
+    let live = api.register_media("live.png");
+    let draft_only = api.register_media("draft.png");
+    let superseded = api.register_media("old.png");
+    let unused = api.register_media("unused.png");
     // Published entry whose draft uses another image: both count once.
     let a = create(&api, "a", "published", json!({"hero": live}));
     data(&api.put(&format!("/content/posts/{a}"), &json!({"draft": true, "data": {"hero": draft_only}})));
@@ -98,7 +98,7 @@ fn usage_counts_follow_eligibility_and_coverage() {
 #[test]
 fn publishing_moves_the_draft_projection_to_live() {
     let api = setup();
-    let (m_old, m_new) = (register_media(&api, "old.jpg"), register_media(&api, "new.jpg"));
+    let (m_old, m_new) = (api.register_media("old.jpg"), api.register_media("new.jpg"));
     let id = create(&api, "p", "published", json!({"hero": m_old}));
     data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": m_new}})));
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 2);
@@ -132,12 +132,13 @@ fn an_unchanged_projection_is_a_no_op() {
 #[test]
 fn draft_revision_errors_index_the_columns_and_mark_coverage_partial() {
     let api = setup();
-    let (m1, m2) = (register_media(&api, "1.jpg"), register_media(&api, "2.jpg"));
+    let (m1, m2) = (api.register_media("1.jpg"), api.register_media("2.jpg"));
     let id = create(&api, "d", "published", json!({"hero": m1}));
     data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"hero": m2}})));
     // Corrupt the draft revision behind the API's back, then re-capture the entry.
     api.db.connection().execute_batch("UPDATE revisions SET data = '[1]'").unwrap();
-    let r = api.post("/admin/media-usage/work/retry", &json!({"collectionId": collection_id(&api), "contentId": id}));
+    let r = api
+        .post("/admin/media-usage/work/retry", &json!({"collectionId": collection_id(&api, "posts"), "contentId": id}));
     assert_eq!(data(&r)["changed"], true);
     drain(&api.db);
     let (completeness, err): (String, String) = api
@@ -154,7 +155,10 @@ fn draft_revision_errors_index_the_columns_and_mark_coverage_partial() {
     assert_eq!(coverage(&api), "partial");
     // A different failure of the same draft replaces the recorded code.
     api.db.connection().execute_batch("UPDATE revisions SET entry_id = 'other'").unwrap();
-    data(&api.post("/admin/media-usage/work/retry", &json!({"collectionId": collection_id(&api), "contentId": id})));
+    data(&api.post(
+        "/admin/media-usage/work/retry",
+        &json!({"collectionId": collection_id(&api, "posts"), "contentId": id}),
+    ));
     drain(&api.db);
     assert_eq!(
         text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_sources WHERE source_variant = 'draft_overlay'")
@@ -332,7 +336,7 @@ fn a_file_used_only_in_a_repeater_cannot_be_deleted_safely() {
             {"slug": "downloads", "type": "repeater", "subFields": [{"slug": "label", "type": "string"}, {"slug": "file", "type": "file"}]}
         ]}),
     ));
-    let pdf = register_media(&api, "guide.pdf");
+    let pdf = api.register_media("guide.pdf");
     data(&api.post(
         "/content/docs",
         &json!({"slug": "guide", "status": "published", "data": {"downloads": [{"label": "Guide", "file": {"id": pdf, "mimeType": "application/pdf"}}]}}),

@@ -193,7 +193,7 @@ fn a_change_whose_bound_json_passes_the_byte_bound_fails_without_a_source_row() 
 #[test]
 fn a_500_kb_title_is_indexed_with_a_bounded_display_title() {
     let api = setup();
-    let m = register_media(&api, "hero.png");
+    let m = api.register_media("hero.png");
     let title = "T".repeat(500_000);
     create(&api, "long", "published", json!({"title": title, "hero": m}));
     assert_eq!(coverage(&api), "complete");

@@ -14,7 +14,7 @@ use media_usage_worker::usage::project::{self, Admission, JobOutcome};
 use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, scalar, text, Api, ADMIN};
+use crate::support::{code, collection_id, data, scalar, text, Api, ADMIN};
 
 mod continuation;
 mod faults;
@@ -80,20 +80,11 @@ fn create_past_api(api: &Api, slug: &str, gallery: &Json) -> String {
     slug.to_owned()
 }
 
-fn register_media(api: &Api, key: &str) -> String {
-    let r = api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
-    data(&r)["item"]["id"].as_str().unwrap().to_owned()
-}
-
 /// `posts` with projection jobs admitting at most `max` occurrences per variant.
 fn setup_admitting(max: usize) -> Api {
     let mut api = setup();
     api.config.background = api.config.background.with_admission(Admission { max_occurrences: max });
     api
-}
-
-fn collection_id(api: &Api) -> String {
-    text(&api.db, "SELECT id FROM _emdash_collections WHERE slug = 'posts'").unwrap()
 }
 
 fn drain(db: &SqliteExecutor) -> u32 {

@@ -80,7 +80,7 @@ fn failures_back_off_and_turn_terminal_after_five_attempts() {
 fn operators_list_and_retry_work() {
     let api = setup_admitting(12);
     let id = create_past_api(&api, "w", &gallery(13, "z"));
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     let list = data(&api.get("/admin/media-usage/work?collection=posts&state=failed"));
     assert_eq!(list["items"][0]["contentId"], id.as_str());
     assert!(list["items"][0].get("leaseToken").is_none());
@@ -121,7 +121,7 @@ fn operators_list_and_retry_work() {
 fn a_write_to_a_deleted_collections_queue_is_dropped_as_obsolete() {
     let api = setup();
     let id = create(&api, "o", "published", json!({"hero": "m"}));
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     // A work row that outlived its collection (or whose identity no longer matches).
     api.db
         .connection()
@@ -158,7 +158,7 @@ fn a_live_lease_cannot_be_claimed_twice() {
     let api = setup();
     let id = create(&api, "l", "published", json!({"hero": "m"}));
     api.db.connection().execute_batch(&format!("UPDATE ec_posts SET hero = 'n' WHERE id = '{id}'")).unwrap();
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     let first = block_on(media_usage_worker::repo::work::claim(&api.db, Some((&cid, &id)))).unwrap();
     assert!(first.is_some());
     assert!(block_on(media_usage_worker::repo::work::claim(&api.db, Some((&cid, &id)))).unwrap().is_none());
@@ -170,7 +170,7 @@ fn a_work_row_is_claimed_only_once_due_and_an_expired_lease_only_once_expired() 
     use media_usage_worker::repo::work::claim;
     let api = setup();
     let id = create(&api, "w", "published", json!({"hero": "m"}));
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     let set = |sql: &str| api.db.connection().execute_batch(&format!("{sql} WHERE content_id = '{id}'")).unwrap();
     let claimable = || {
         let any = block_on(claim(&api.db, None)).unwrap();

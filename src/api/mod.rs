@@ -144,11 +144,11 @@ pub struct Config {
     /// `MEDIA_PUBLIC_URL`: where stored media is served, for sitemap image URLs.
     pub media_public_url: Option<String>,
     /// The per-tick budget; a repair request does at most this much work itself.
-    pub tick_budget: crate::usage::tick::Budget,
+    pub tick_budget: crate::tick::budget::Budget,
     /// How background work is done: the cleanup batch a collection deletion starts from, the
     /// reference rules and admission of projections (the after-write one included), the
     /// storage sweep's grace period.
-    pub background: crate::usage::tick::BackgroundPolicy,
+    pub background: crate::tick::lanes::BackgroundPolicy,
     /// An elapsed-time clock (milliseconds) for that budget.
     pub clock: fn() -> f64,
     /// Revisions an entry keeps at most (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`).

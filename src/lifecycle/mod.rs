@@ -24,8 +24,6 @@ pub mod publish;
 pub mod schedule;
 pub mod tables;
 
-pub use deletion::{request as delete, RequestOutcome as DeleteOutcome};
-
 /// Why a collection could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum CreateError {

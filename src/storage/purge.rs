@@ -7,7 +7,7 @@
 
 use super::Storage;
 use crate::exec::{Error, Executor};
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
+use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::repo::media::{self as repo, Trashed};
 
 /// Trashed items examined per step.
@@ -52,20 +52,28 @@ impl<'a> PurgeLane<'a> {
     pub fn new(store: Option<&'a dyn Storage>, days: f64, rules: &'a str) -> PurgeLane<'a> {
         PurgeLane { store, days, rules, after: None, done: false }
     }
+}
+
+impl<E: Executor, K> Lane<E, K> for PurgeLane<'_> {
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
 
     /// The most statements and storage operations one step issues.
-    pub fn reserve(&self) -> u64 {
+    fn reserve(&self) -> u64 {
         STEP_MAX_OPERATIONS
     }
 
     /// The most rows one step reads and writes.
-    pub fn reserve_rows(&self) -> RowCount {
+    fn reserve_rows(&self) -> RowCount {
         STEP_MAX_ROWS
     }
 
     /// Purges the next batch of due items; `None` once none is left in this tick. A batch whose
     /// items are all in use (or were restored) only looked.
-    pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         if self.done {
             return Ok(None);
         }

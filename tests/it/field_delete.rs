@@ -12,17 +12,17 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::Executor;
-use media_usage_worker::lifecycle::deletion::CleanupBatch;
+use media_usage_worker::lifecycle::deletion::batch::CleanupBatch;
 use media_usage_worker::lifecycle::fields::{self, DeleteOutcome, StepOutcome, UpdateOutcome};
 use media_usage_worker::model::ident::Ident;
 use media_usage_worker::model::state::TickOutcome;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;
 use crate::support::{
-    call_on_body, code, data, exec_sql, forge_lease, now, scalar, steal_leases, text_if_any, time_passes, used_in, Api,
-    ADMIN, FAR_AHEAD,
+    call_on_body, code, data, exec_sql, forge_lease, now, scalar, steal_leases, text_if_any, tick_once, time_passes,
+    used_in, Api, ADMIN, FAR_AHEAD,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -136,9 +136,7 @@ fn small_tick() -> Tick {
 
 /// One recorded tick on a clock that stands still, within its budget.
 fn tick_with<E: Executor>(exec: &E, (budget, policy): &Tick) -> TickReport {
-    let clock = FnClock(|| 0.0);
-    let metered = Metered::new(exec, &clock);
-    let report = block_on(tick::run(&metered, &clock, *budget, policy, tick::Continuation::Off, None));
+    let report = tick_once(exec, *budget, policy);
     assert!(report.statements <= budget.max_statements, "a tick issued {} statements", report.statements);
     assert!(report.rows.fits(budget.max_rows), "a tick read and wrote {:?} rows", report.rows);
     report

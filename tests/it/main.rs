@@ -7,6 +7,7 @@ mod api_schema_media_auth;
 mod commit_unknown;
 mod content_ops;
 mod deletion;
+mod docs;
 mod executor;
 mod field_delete;
 mod file_urls;

@@ -2,17 +2,16 @@
 //! coverage under the run token once the queue has drained.
 
 use futures::executor::block_on;
-use media_usage_worker::clock::{FnClock, MonotonicClock};
+use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::fault::Faulty;
-use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::tick::{self, budget::Budget};
 use media_usage_worker::usage::repair::{self, StepOutcome as RepairStep};
-use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
 use crate::support::{
-    code, collection_id, data, exec_sql, expire_leases, forge_lease, scalar, steal_leases, Api, ADMIN, FAR_AHEAD,
-    LONG_AGO,
+    code, collection_id, data, exec_sql, expire_leases, forge_lease, scalar, steal_leases, tick_once, Api, ADMIN,
+    FAR_AHEAD, LONG_AGO,
 };
 
 /// Runs ticks until the queue and every repair run are done; a waiting run's barrier is made
@@ -153,16 +152,7 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
             1
         );
         let faulty = Faulty::new(&api.db, Some(fail_at));
-        let clock = MonotonicClock::default();
-        let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
-        let _ = block_on(tick::run(
-            &metered,
-            &clock,
-            Budget::new(40, 60_000.0),
-            &crate::support::policy(),
-            tick::Continuation::Off,
-            None,
-        ));
+        tick_once(&faulty, Budget::new(40, 60_000.0), &crate::support::policy());
         // The crashed isolate's leases run out; later ticks finish the run.
         drain(&api.db);
         assert_eq!(status(&api)["status"], "complete", "fail_at {fail_at}");
@@ -405,16 +395,8 @@ fn the_barrier_waits_only_as_long_as_the_earliest_unfinished_work() {
     assert_eq!(status(&api)["status"], "partial");
 }
 
-fn one_tick(api: &Api, budget: Budget) -> tick::TickReport {
-    let clock = MonotonicClock::default();
-    block_on(tick::run(
-        &Metered::new(&api.db, &clock),
-        &clock,
-        budget,
-        &crate::support::policy(),
-        tick::Continuation::Off,
-        None,
-    ))
+fn one_tick(api: &Api, budget: Budget) -> tick::report::TickReport {
+    tick_once(&api.db, budget, &crate::support::policy())
 }
 
 #[test]
@@ -498,15 +480,7 @@ fn a_repair_of_10000_entries_finishes_in_at_most_40_default_ticks() {
         // A clock that stands still: the count depends on statements, not on how busy the
         // machine is (the group size also adapts to measured statement time; that rule has its
         // own tests).
-        let clock = FnClock(|| 0.0);
-        let report = block_on(tick::run(
-            &Metered::new(&api.db, &clock),
-            &clock,
-            budget,
-            &crate::support::policy(),
-            tick::Continuation::Off,
-            None,
-        ));
+        let report = tick_once(&api.db, budget, &crate::support::policy());
         assert!(report.statements <= 40, "{report:?}");
         ticks += 1;
         assert!(ticks <= 200, "the repair does not finish");

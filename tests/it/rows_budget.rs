@@ -9,7 +9,7 @@ use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::Executor;
 use media_usage_worker::lane::RowCount;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::json;
 
 use crate::support::{data, exec_sql, expire_leases, large_collection, scalar, Api, LargeCollection, ADMIN, LONG_AGO};
@@ -152,7 +152,7 @@ fn the_daily_budget_stops_background_lanes_until_the_next_utc_day() {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
-    assert!(day.0 <= 15_000 + 2 * tick::LOG_ROWS.written as i64, "the day's writes stay within it: {day:?}");
+    assert!(day.0 <= 15_000 + 2 * tick::budget::LOG_ROWS.written as i64, "the day's writes stay within it: {day:?}");
     let again = tick_on(&api.db, budget, &policy, "2030-01-01");
     assert!(again.daily_spent && again.count("deletedRows") == 0, "a lane the daily budget stopped rests: {again:?}");
     assert_eq!(again.outcome, media_usage_worker::model::state::TickOutcome::Idle, "no continuation is asked for");
@@ -203,7 +203,7 @@ fn the_status_shows_the_days_use_and_when_each_deletion_and_repair_will_finish()
     let daily = &status["daily"];
     assert_eq!((daily["day"].as_str(), daily["budget"].as_u64()), (Some("2030-01-01"), Some(5_000)));
     let written = daily["rowsWritten"].as_u64().unwrap();
-    assert!(written > 4_000 && written <= 5_000 + tick::LOG_ROWS.written, "{daily}");
+    assert!(written > 4_000 && written <= 5_000 + tick::budget::LOG_ROWS.written, "{daily}");
     assert_eq!(daily["remaining"].as_u64(), Some(5_000u64.saturating_sub(written)));
     assert_eq!(daily["ticks"], 1);
     assert_eq!(status["tickBudget"]["maxRowsWritten"], 20_000);
@@ -221,11 +221,11 @@ fn the_status_shows_the_days_use_and_when_each_deletion_and_repair_will_finish()
     let days = (to_write - (5_000 - written.min(5_000))).div_ceil(5_000);
     assert_eq!(estimate["days"].as_u64(), Some(days), "{estimate}");
     assert!(days >= 1);
-    assert_eq!(estimate["finishDay"].as_str(), tick::add_days("2030-01-01", days).as_deref());
+    assert_eq!(estimate["finishDay"].as_str(), tick::budget::add_days("2030-01-01", days).as_deref());
     // Another day has used nothing.
     let other = data(&api.get("/admin/media-usage/status?day=2030-02-01"));
     assert_eq!((other["daily"]["rowsWritten"].as_u64(), other["daily"]["spent"].as_bool()), (Some(0), Some(false)));
-    let fresh = tick::add_days("2030-02-01", to_write.saturating_sub(5_000).div_ceil(5_000));
+    let fresh = tick::budget::add_days("2030-02-01", to_write.saturating_sub(5_000).div_ceil(5_000));
     assert_eq!(other["deletions"][0]["estimate"]["finishDay"].as_str(), fresh.as_deref());
     for bad in ["2030-1-01", "2030-13-01", "yesterday", "2030-01-32"] {
         let r = api.get(&format!("/admin/media-usage/status?day={bad}"));

@@ -3,6 +3,7 @@
 use futures::executor::block_on;
 use media_usage_worker::api::{self, Config, Request, Response};
 use media_usage_worker::clock::Clock;
+use media_usage_worker::clock::FnClock;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor};
@@ -10,8 +11,9 @@ use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::settings::Settings;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::storage::Storage;
+use media_usage_worker::tick::report::TickReport;
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy, Continuation, TickTime};
 use media_usage_worker::usage::extract::Rules;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, Continuation};
 use serde_json::Value as Json;
 
 /// The bootstrap secret (`EMDASH_ADMIN_TOKEN`) of the native tests: at least 32 characters, as
@@ -62,6 +64,61 @@ pub fn policy() -> BackgroundPolicy {
     settings().background()
 }
 
+/// One tick set up in one call: under `budget` and `policy`, with no object store, no
+/// continuation queue and the database's day and time unless said ([`TickRun::storage`],
+/// [`TickRun::continuation`], [`TickRun::when`]), recorded like a cron tick.
+pub struct TickRun<'a> {
+    budget: Budget,
+    policy: &'a BackgroundPolicy,
+    storage: Option<&'a dyn Storage>,
+    continuation: Continuation<'a>,
+    when: TickTime,
+}
+
+impl<'a> TickRun<'a> {
+    pub fn new(budget: Budget, policy: &'a BackgroundPolicy) -> TickRun<'a> {
+        TickRun { budget, policy, storage: None, continuation: Continuation::Off, when: TickTime::database() }
+    }
+
+    /// With the object store `storage` (its sweep is one more lane).
+    pub fn storage(self, storage: Option<&'a dyn Storage>) -> TickRun<'a> {
+        TickRun { storage, ..self }
+    }
+
+    /// With a continuation queue, or not.
+    pub fn continuation(self, continuation: Continuation<'a>) -> TickRun<'a> {
+        TickRun { continuation, ..self }
+    }
+
+    /// At `when` (its day for the daily budget, its time for the schedule lane).
+    pub fn when(self, when: TickTime) -> TickRun<'a> {
+        TickRun { when, ..self }
+    }
+
+    /// Runs it over `exec` on a clock that stands still: what it does depends on statements and
+    /// rows, not on how busy the machine is.
+    pub fn run<E: Executor>(self, exec: &E) -> TickReport {
+        self.run_with(exec, &FnClock(|| 0.0))
+    }
+
+    /// Runs it over `exec` on `clock`.
+    pub fn run_with<E: Executor, C: Clock>(self, exec: &E, clock: &C) -> TickReport {
+        block_on(self.run_async(exec, clock))
+    }
+
+    /// [`TickRun::run_with`], awaited by the caller.
+    pub async fn run_async<E: Executor, C: Clock>(self, exec: &E, clock: &C) -> TickReport {
+        let metered = Metered::new(exec, clock);
+        tick::run_on(&metered, clock, self.budget, self.policy, self.continuation, self.storage, &self.when).await
+    }
+}
+
+/// One tick over `exec` under `budget` and `policy`, on a clock that stands still, with no
+/// object store and no continuation queue ([`TickRun`] for the rest).
+pub fn tick_once<E: Executor>(exec: &E, budget: Budget, policy: &BackgroundPolicy) -> TickReport {
+    TickRun::new(budget, policy).run(exec)
+}
+
 /// Runs ticks (no continuation queue, no object store) until one finds nothing due; at most
 /// `max_ticks`. Returns the number of ticks run; a tick's error is the error.
 pub async fn drain<E: Executor, C: Clock>(
@@ -72,8 +129,7 @@ pub async fn drain<E: Executor, C: Clock>(
     max_ticks: u32,
 ) -> Result<u32, Error> {
     for n in 0..max_ticks {
-        let metered = Metered::new(exec, clock);
-        let report = tick::run(&metered, clock, budget, policy, Continuation::Off, None).await;
+        let report = TickRun::new(budget, policy).run_async(exec, clock).await;
         if let Some(e) = report.error {
             return Err(Error::Backend(e));
         }
@@ -289,6 +345,12 @@ impl Api {
         let r = self.post("/admin/tokens", &serde_json::json!({"name": role, "role": role, "scopes": scopes}));
         assert_eq!(r.status, 201, "{}", r.body);
         r.body_json()["data"]["token"].as_str().unwrap().to_owned()
+    }
+
+    /// One tick under this API's budget and policy, with its store ([`TickRun`]).
+    pub fn tick(&self) -> TickReport {
+        let storage = self.storage.as_ref().map(|s| s as &dyn Storage);
+        TickRun::new(self.config.tick_budget, &self.config.background).storage(storage).run(&self.db)
     }
 
     /// Runs ticks under this API's budget and policy until one finds nothing due (at most 200).

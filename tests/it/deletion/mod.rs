@@ -11,7 +11,7 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
-use media_usage_worker::lifecycle::deletion::{self, CleanupBatch, Held, StepOutcome};
+use media_usage_worker::lifecycle::deletion::{self, batch::CleanupBatch, Held, StepOutcome};
 use media_usage_worker::model::ident::Ident;
 use media_usage_worker::model::state::DeletionPhase;
 use media_usage_worker::repo::deletion::{self as repo, Batch, Fence, Lease, Rows};
@@ -19,7 +19,7 @@ use media_usage_worker::repo::deletion::{self as repo, Batch, Fence, Lease, Rows
 /// A stored cleanup batch: 50 rows of the first kind.
 const BATCH: Batch = Batch { rows: 50, kind: 0 };
 use media_usage_worker::repo::lease::Failure;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::json;
 
 use crate::support::{

@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn continuing_tick(api: &Api, budget: Budget, handing_on: Option<&str>) -> tick::TickReport {
+fn continuing_tick(api: &Api, budget: Budget, handing_on: Option<&str>) -> tick::report::TickReport {
     let clock = MonotonicClock::default();
     let metered = Metered::new(&api.db, &clock);
     let report = block_on(tick::run(

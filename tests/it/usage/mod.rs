@@ -10,8 +10,8 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
+use media_usage_worker::tick::{self, budget::Budget};
 use media_usage_worker::usage::project::{self, Admission, JobOutcome};
-use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
 use crate::support::{code, collection_id, data, scalar, text, Api, ADMIN};

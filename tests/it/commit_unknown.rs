@@ -24,18 +24,10 @@ use media_usage_worker::tick::{budget::Budget, lanes::BackgroundPolicy, report::
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
-use crate::support::{code, data, request, time_passes, Api, TickRun, ADMIN};
+use crate::support::{code, data, exec_sql, request, scalar, time_passes, Api, TickRun, ADMIN};
 
 const HOUR_MS: f64 = 3_600_000.0;
 const T0: f64 = 1_800_000_000_000.0;
-
-fn exec_sql(api: &Api, sql: &str) {
-    api.db.connection().execute_batch(sql).unwrap();
-}
-
-fn scalar(api: &Api, sql: &str) -> i64 {
-    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
 
 fn rows(api: &Api, sql: &str) -> Vec<Vec<Json>> {
     let conn = api.db.connection();

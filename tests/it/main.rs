@@ -11,6 +11,7 @@ mod docs;
 mod executor;
 mod field_delete;
 mod file_urls;
+mod fixtures;
 mod lease;
 mod media_access;
 mod media_api;

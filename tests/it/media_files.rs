@@ -12,7 +12,7 @@ use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::tick;
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, Api, TickRun, ADMIN};
+use crate::support::{code, data, scalar, Api, TickRun, ADMIN};
 
 const HOUR_MS: f64 = 3_600_000.0;
 const T0: f64 = 1_800_000_000_000.0;
@@ -239,15 +239,11 @@ fn refused_uploads_say_why_and_leave_nothing_behind() {
         201
     );
     assert_eq!(objects(&api).len(), 2, "only the accepted uploads stored anything");
-    assert_eq!(scalar_media(&api), 2);
+    assert_eq!(scalar(&api, "SELECT count(*) FROM media"), 2);
     // Without a bucket an upload cannot be stored (JSON registration still works).
     let api = Api::new();
     let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
     assert_eq!((r.status, code(&r).as_str()), (503, "MEDIA_STORAGE_UNAVAILABLE"));
-}
-
-fn scalar_media(api: &Api) -> i64 {
-    api.db.connection().query_row("SELECT count(*) FROM media", [], |r| r.get(0)).unwrap()
 }
 
 fn get_file(

@@ -21,7 +21,7 @@ use media_usage_worker::repo::schema;
 use media_usage_worker::tick::{self, budget::Budget, report::TickReport, TickTime};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, request, Api, TickRun, ADMIN};
+use crate::support::{code, data, exec_sql, request, scalar, Api, TickRun, ADMIN};
 
 /// The time the tests schedule for: far ahead of the database clock.
 const LATER: &str = "2099-01-01T00:00:00.000Z";
@@ -65,14 +65,6 @@ fn unschedule(api: &Api, id: &str) -> Json {
 
 fn item(api: &Api, id: &str) -> Json {
     data(&api.get(&format!("/content/posts/{id}")))["item"].clone()
-}
-
-fn scalar(api: &Api, sql: &str) -> i64 {
-    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn exec_sql(api: &Api, sql: &str) {
-    api.db.connection().execute_batch(sql).unwrap();
 }
 
 /// The schedule index: `(content id, time)` rows in due order.

@@ -143,18 +143,108 @@ pub async fn drain<E: Executor, C: Clock>(
 /// Time passes for the queues: dead holders' leases (work, deletions of collections and fields,
 /// repair runs) expire and back-offs end.
 pub fn time_passes(db: &SqliteExecutor) {
-    db.connection()
-        .execute_batch(
-            "UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_field_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_field_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
-        )
-        .unwrap();
+    for table in [
+        "_emdash_media_usage_work",
+        "_emdash_media_usage_collection_deletions",
+        "_emdash_media_usage_reconciliations",
+        "_emdash_media_usage_field_deletions",
+    ] {
+        exec_sql(db, &format!("UPDATE {table} SET next_attempt_at = '{LONG_AGO}'"));
+        expire_leases(db, table, "state = 'leased'");
+    }
+}
+
+/// What the query helpers below read and write: a database, or an API's database.
+pub trait Db {
+    fn sqlite(&self) -> &SqliteExecutor;
+}
+
+impl Db for SqliteExecutor {
+    fn sqlite(&self) -> &SqliteExecutor {
+        self
+    }
+}
+
+impl Db for Api {
+    fn sqlite(&self) -> &SqliteExecutor {
+        &self.db
+    }
+}
+
+impl<T: Db + ?Sized> Db for &T {
+    fn sqlite(&self) -> &SqliteExecutor {
+        (**self).sqlite()
+    }
+}
+
+/// The one integer that `sql` selects (a count, a sum, a flag).
+pub fn scalar(db: &impl Db, sql: &str) -> i64 {
+    db.sqlite().connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// The one text that `sql` selects: `None` when it is NULL (a row must exist).
+pub fn text(db: &impl Db, sql: &str) -> Option<String> {
+    db.sqlite().connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// The text in the first row `sql` selects: `None` when it is NULL or there is no row.
+pub fn text_if_any(db: &impl Db, sql: &str) -> Option<String> {
+    match db.sqlite().connection().query_row(sql, [], |r| r.get(0)) {
+        Err(rusqlite::Error::QueryReturnedNoRows) => None,
+        row => row.unwrap(),
+    }
+}
+
+/// Runs `sql` (one or more statements, no parameters) behind the API, as an operator or an
+/// import would.
+pub fn exec_sql(db: &impl Db, sql: &str) {
+    db.sqlite().connection().execute_batch(sql).unwrap();
+}
+
+/// A time long past: a forged lease that has run out, a back-off that has ended.
+pub const LONG_AGO: &str = "2000-01-01T00:00:00.000Z";
+
+/// A time far ahead: a forged lease that is live.
+pub const FAR_AHEAD: &str = "2999-01-01T00:00:00.000Z";
+
+/// Forges a lease, as a holder's claim leaves it: the rows of queue `table` that `rows` selects
+/// (an SQL condition; `TRUE` for every row) are leased under `token` until `expires`
+/// ([`LONG_AGO`] for a holder that died, [`FAR_AHEAD`] for a live one).
+pub fn forge_lease(db: &impl Db, table: &str, rows: &str, token: &str, expires: &str) {
+    exec_sql(
+        db,
+        &format!(
+            "UPDATE {table} SET state = 'leased', lease_token = '{token}', lease_expires_at = '{expires}' WHERE {rows}"
+        ),
+    );
+}
+
+/// The leases on the rows of queue `table` that `rows` selects run out, as when their holders
+/// die and time passes: state and token stay.
+pub fn expire_leases(db: &impl Db, table: &str, rows: &str) {
+    exec_sql(db, &format!("UPDATE {table} SET lease_expires_at = '{LONG_AGO}' WHERE {rows}"));
+}
+
+/// Someone else takes the leases on the rows of queue `table` that `rows` selects: their token
+/// becomes `thief`'s; state and expiry stay.
+pub fn steal_leases(db: &impl Db, table: &str, rows: &str, thief: &str) {
+    exec_sql(db, &format!("UPDATE {table} SET lease_token = '{thief}' WHERE {rows}"));
+}
+
+/// The id of collection `slug`.
+pub fn collection_id(db: &impl Db, slug: &str) -> String {
+    db.sqlite()
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = ?1", [slug], |r| r.get(0))
+        .unwrap()
+}
+
+/// Calls the API on any executor (a hooked, faulty or metered one) as the admin, with the
+/// native tests' configuration.
+pub fn call_on_body<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
+    let body = body.map(|b| b.to_string().into_bytes());
+    let req = request(method, path, Some(ADMIN), body.as_deref());
+    now(api::handle(exec, &config(), &req))
 }
 
 /// Calls the API handlers directly, as the edge would.
@@ -242,6 +332,12 @@ impl Api {
 
     pub fn delete(&self, path: &str) -> Response {
         self.call("DELETE", path, Some(ADMIN), None)
+    }
+
+    /// Registers an image stored under `key` (by JSON, no upload); returns its id.
+    pub fn register_media(&self, key: &str) -> String {
+        let r = self.post("/media", &serde_json::json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
+        data(&r)["item"]["id"].as_str().unwrap().to_owned()
     }
 
     /// Mints a token with a role and scopes; returns the secret.
@@ -372,4 +468,64 @@ pub fn files_with_extension(dir: &std::path::Path, ext: &str) -> Vec<std::path::
         }
     }
     out
+}
+
+/// The shape of a large collection (`tests/fixtures/large_collection.sql`).
+#[derive(Clone, Copy, Debug)]
+pub struct LargeCollection {
+    /// Entries, each queued for work and with a live source.
+    pub entries: usize,
+    /// Occurrences of media `m` per entry (1 to 3).
+    pub occurrences: usize,
+    /// Entries (from the first) with a draft revision.
+    pub revisions: usize,
+    /// The characters of each revision's body.
+    pub revision_bytes: usize,
+}
+
+impl LargeCollection {
+    /// `entries` entries of `occurrences` occurrences each, no revisions.
+    pub fn new(entries: usize, occurrences: usize) -> LargeCollection {
+        LargeCollection { entries, occurrences, revisions: 0, revision_bytes: 0 }
+    }
+}
+
+/// Creates collection `slug` (one image field `hero`) through the API and seeds it, behind the
+/// API as an import would, with the large-collection fixture of shape `shape`; returns its id.
+pub fn large_collection(api: &Api, slug: &str, shape: LargeCollection) -> String {
+    let r = api.post(
+        "/schema/collections",
+        &serde_json::json!({"slug": slug, "label": slug, "fields": [{"slug": "hero", "type": "image"}]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = collection_id(api, slug);
+    let count = |n: usize| rusqlite::types::Value::Integer(i64::try_from(n).unwrap());
+    let binds = [
+        rusqlite::types::Value::Text(id.clone()),
+        rusqlite::types::Value::Text(slug.to_owned()),
+        count(1),
+        count(shape.entries),
+        count(shape.occurrences),
+        count(shape.revisions),
+        count(shape.revision_bytes),
+    ];
+    let conn = api.db.connection();
+    for sql in fixture_statements(include_str!("../fixtures/large_collection.sql"), &format!("\"ec_{slug}\"")) {
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let n = stmt.parameter_count();
+        stmt.execute(rusqlite::params_from_iter(&binds[..n])).unwrap();
+    }
+    id
+}
+
+/// The statements of an SQL fixture: its comment lines dropped, `{table}` named, split where a
+/// line ends in `;`.
+pub fn fixture_statements(sql: &str, table: &str) -> Vec<String> {
+    let body: Vec<&str> = sql.lines().filter(|l| !l.trim_start().starts_with("--")).collect();
+    body.join("\n")
+        .replace("{table}", table)
+        .split(";\n")
+        .map(|s| s.trim().trim_end_matches(';').trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }

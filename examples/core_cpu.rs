@@ -16,8 +16,8 @@ use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::settings::Settings;
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy};
 use media_usage_worker::usage::extract::{extract, Library, Rules};
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget};
 use serde_json::{json, Value as Json};
 
 const ADMIN: &str = "core-bench-admin-token-0123456789abcdef";

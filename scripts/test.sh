@@ -8,7 +8,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$ROOT/scripts/setup.sh"
 cd "$ROOT"
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s (at %ds)\n' "$*" "$SECONDS"; }
+trap 'printf "\n==> npm test: %ds\n" "$SECONDS"' EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -20,6 +21,14 @@ step "cargo test (native)"
 cargo test --locked
 step "worker-build --release"
 worker-build --release
+step "wrangler deploy --dry-run (bundle, bindings and compatibility flags checked offline)"
+# The Workers Free plan takes a worker of at most 3 MiB compressed (Paid: 10 MiB).
+MEDIA_USAGE_BUILT=1 npx wrangler deploy --dry-run --outdir build/dry-run >build/dry-run.log 2>&1 \
+  || { cat build/dry-run.log; exit 1; }
+grep -E 'Total Upload|env\.(DB|MEDIA_BUCKET) ' build/dry-run.log
+gzip_kib=$(sed -nE 's/.*gzip: ([0-9.]+) KiB.*/\1/p' build/dry-run.log)
+[ -n "$gzip_kib" ] || { echo "no bundle size in the dry run's output"; exit 1; }
+awk -v k="$gzip_kib" 'BEGIN { if (k > 3072) { print "the bundle is " k " KiB gzipped: over the Free plan'"'"'s 3 MiB"; exit 1 } }'
 step "node --test tests/workerd/"
 # The suite reaches workers, ticks, D1 and R2 by HTTP only (see tests/workerd/harness.mjs): no
 # binding proxy, whose synchronous calls were seen paired with the wrong reply under load.

@@ -33,6 +33,7 @@ pub mod repo;
 pub mod settings;
 pub mod sql;
 pub mod storage;
+pub mod tick;
 pub mod usage;
 
 #[cfg(target_arch = "wasm32")]

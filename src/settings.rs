@@ -18,13 +18,14 @@ use std::fmt;
 use crate::api::{self, upload::UploadRules};
 use crate::lane::adaptive::DEFAULT_TARGET_MS;
 use crate::lane::RowCount;
-use crate::lifecycle::deletion::{CleanupBatch, MAX_BATCH_ROWS};
+use crate::lifecycle::deletion::batch::{CleanupBatch, MAX_BATCH_ROWS};
 use crate::model::auth::bootstrap_hash;
 use crate::repo::content::MIN_MAX_REVISIONS;
 use crate::storage::inspect::Allowlist;
+use crate::tick::budget::{self, Budget, MIN_TICK_STATEMENTS};
+use crate::tick::lanes::BackgroundPolicy;
 use crate::usage::extract::Rules;
 use crate::usage::project::{self, Admission, Policy};
-use crate::usage::tick::{self, BackgroundPolicy, Budget, MIN_TICK_STATEMENTS};
 
 /// A variable holding a whole number, with a default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,7 +232,7 @@ pub const DAILY_ROWS_WRITTEN: Count = Count {
 /// the continuation and the log write ([`Settings::budget`] raises them further when the
 /// admission limit is higher).
 pub const MIN_TICK_ROWS: RowCount =
-    Admission::DEFAULT.job_max_rows().plus(tick::CONTINUATION_ROWS).plus(tick::LOG_ROWS);
+    Admission::DEFAULT.job_max_rows().plus(budget::CONTINUATION_ROWS).plus(budget::LOG_ROWS);
 
 pub const CLEANUP_BATCH_ROWS: OptionalCount = OptionalCount {
     name: "MEDIA_USAGE_CLEANUP_BATCH_ROWS",
@@ -573,7 +574,7 @@ impl Settings {
     /// need (a higher `MEDIA_USAGE_MAX_OCCURRENCES_PER_ENTRY` raises them), so the work lane can
     /// always run.
     pub fn budget(&self) -> Budget {
-        let least = self.projection().admission.job_max_rows().plus(tick::CONTINUATION_ROWS).plus(tick::LOG_ROWS);
+        let least = self.projection().admission.job_max_rows().plus(budget::CONTINUATION_ROWS).plus(budget::LOG_ROWS);
         let rows =
             RowCount::new(self.tick_max_rows.written.max(least.written), self.tick_max_rows.read.max(least.read));
         Budget::new(self.tick_max_statements, self.tick_max_ms)

@@ -1,18 +1,18 @@
-//! `/media/**`: the media library's metadata, where its files are served ([`file_url`]), and
-//! `GET`/`HEAD /media/file/{key}` (the stored bytes, cacheable for a year). Uploads are
+//! `/media/**`: the media library's metadata and where its files are served ([`file_url`]); what
+//! becomes of an item (trash, delete, restore) is decided by [`crate::lifecycle::media`] and
+//! answered here. The stored bytes are [`media_file`](super::media_file)'s, uploads
 //! [`upload`](super::upload)'s.
 
 use serde_json::{json, Value as Json};
 
 use super::error::ApiError;
 use super::input::{self, json_body, Issues, Obj};
-use super::{Ctx, Reply, Request, Response};
+use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor};
+use crate::lifecycle::media::{self, BulkOutcome, DeleteOutcome, KeptObject, Removal, RestoreOutcome};
 use crate::model::auth::{Principal, Role};
 use crate::model::state::CoverageStatus;
-use crate::repo::media::{self as repo, Media, MetadataUpdate, NewMedia, Purged};
-use crate::repo::reads::{self as usage_repo, SafeDelete};
-use crate::storage::{serve, valid_key};
+use crate::repo::media::{self as repo, Media, MetadataUpdate, NewMedia};
 use crate::usage::sitemap::encode_segment;
 
 /// The URL a stored file is served at: under `MEDIA_PUBLIC_URL` when set, else the file route
@@ -79,14 +79,15 @@ fn only_own<'c, E>(ctx: &'c Ctx<'_, E>) -> Option<&'c str> {
 /// 403 when the caller may change only its own media and `m` is not one of them (an item without
 /// an author is nobody's own).
 fn check_owner<E>(ctx: &Ctx<'_, E>, m: &Media) -> Result<(), ApiError> {
-    match only_own(ctx) {
-        Some(me) if m.author_id.as_deref() != Some(me) => Err(ApiError::new(
-            403,
-            "FORBIDDEN",
-            "Only editors and admins may change media uploaded or registered by someone else",
-        )),
-        _ => Ok(()),
+    if media::may_change(m, only_own(ctx)) {
+        Ok(())
+    } else {
+        Err(not_own())
     }
+}
+
+fn not_own() -> ApiError {
+    ApiError::new(403, "FORBIDDEN", "Only editors and admins may change media uploaded or registered by someone else")
 }
 
 /// The most rows a filtered list page examines (a page may then hold fewer items than asked,
@@ -380,120 +381,61 @@ fn mime_filters(raw: &str, issues: &mut Issues) -> Option<Vec<String>> {
 /// that object is left alone. Retried (the item already in the trash, or already deleted), it
 /// answers as the first time, or 404 once the item is gone.
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
-    let not_found = || ApiError::not_found("Media not found");
     let force = input::query_flag(req, "force");
-    let done = || Ok((200, json!({"deleted": true, "id": id})));
-    if input::query_flag(req, "permanent") {
-        let deleted = if force {
-            repo::delete(ctx.exec, id).await?.ok_or_else(not_found)?
-        } else {
-            unless_in_use(ctx, id, Removal::Delete).await?.ok_or_else(not_found)?
-        };
-        forget_object(ctx, &deleted).await;
-        return done();
+    let removal = if input::query_flag(req, "permanent") {
+        Removal::Permanent { force }
+    } else {
+        Removal::Trash { force, only_own: only_own(ctx) }
+    };
+    let rules = &ctx.config.background.projection.rules;
+    let outcome = media::delete(ctx.exec, ctx.storage, rules, id, removal).await?;
+    // The row is gone: an object left behind is logged, not answered.
+    if let DeleteOutcome::Deleted { kept: Some(KeptObject { key, error }) } = &outcome {
+        ctx.log(format!("the object {key} of a deleted media row stays until the storage sweep: {error}"));
     }
-    let media = repo::get(ctx.exec, id).await?.ok_or_else(not_found)?;
-    // The ownership read here cannot be made stale by anything that happens before the move: an
-    // item's author is written once, on insert, and never changed (a trigger refuses it,
-    // migration 0019), and a media id is never reused, so this row is the caller's for as long
-    // as it exists. The move itself carries the same condition all the same (`media/trash.sql`),
-    // so it holds at the instant of the write whatever came between.
-    check_owner(ctx, &media)?;
-    if media.deleted_at.is_some() {
-        return done();
-    }
-    if force {
-        repo::trash(ctx.exec, id).await?;
-        return done();
-    }
-    unless_in_use(ctx, id, Removal::Trash).await?;
-    done()
+    delete_answer(id, outcome)
 }
 
-/// What [`unless_in_use`] does with an item nothing uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Removal {
-    /// Moves it to the trash (one guarded batch).
-    Trash,
-    /// Deletes its row for good (one statement that carries the rule).
-    Delete,
-}
-
-/// Moves the media to the trash, or deletes its row, if nothing uses it and coverage proves it —
-/// checked by the statement that does it, at that instant: otherwise 409 `MEDIA_IN_USE` naming
-/// the entries, or 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`; 404 when there is no such media. The
-/// row deleted, if it was deleted (`None` for the trash, or when it was in the trash already).
-async fn unless_in_use<E: Executor>(ctx: &Ctx<'_, E>, id: &str, removal: Removal) -> Result<Option<Purged>, ApiError> {
-    let not_found = || ApiError::not_found("Media not found");
-    let rules = ctx.config.background.projection.rules.id();
-    // Two tries: if the rule refused but the re-check finds neither a reference nor incomplete
-    // coverage, what blocked it went away in between; try once more rather than guess a reason.
-    for _ in 0..2 {
-        match removal {
-            Removal::Delete => {
-                if let Some(deleted) = repo::delete_if_unused(ctx.exec, id, rules).await? {
-                    return Ok(Some(deleted));
-                }
-                // Refused, or gone (a retry whose first try committed unseen).
-                if repo::get(ctx.exec, id).await?.is_none() {
-                    return Err(not_found());
-                }
-            }
-            Removal::Trash => match usage_repo::trash_media_if_unused(ctx.exec, id, rules, only_own(ctx)).await? {
-                SafeDelete::Trashed => return Ok(None),
-                // Gone, in the trash already (a retry whose first try committed unseen), or not
-                // the caller's.
-                SafeDelete::Missing => {
-                    return match repo::get(ctx.exec, id).await? {
-                        Some(m) => check_owner(ctx, &m).and_then(|()| match m.deleted_at {
-                            Some(_) => Ok(None),
-                            None => Err(ApiError::conflict("The media item changed while it was deleted; retry")),
-                        }),
-                        None => Err(not_found()),
-                    };
-                }
-                SafeDelete::Refused => {}
-            },
-        }
-        refusal(ctx, id).await?;
-    }
-    Err(coverage_incomplete(CoverageStatus::Complete))
-}
-
-/// Why the safe delete's rule refused the media: 409 `MEDIA_IN_USE` naming the entries that use
-/// it, else 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`; `Ok` when neither holds any longer.
-async fn refusal<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<(), ApiError> {
-    let entries = usage_repo::entries_using_media(ctx.exec, id, 10).await?;
-    if let Some(count) = entries.first().map(|e| e.total).filter(|n| *n > 0) {
-        let list: Vec<Json> = entries
-            .iter()
-            .map(|e| {
-                json!({
-                    "collection": e.collection_slug,
-                    "contentId": e.content_id,
-                    "slug": e.content_slug,
-                    "indexed": e.indexed != 0,
+/// What `DELETE /media/{id}` answers for each outcome.
+fn delete_answer(id: &str, outcome: DeleteOutcome) -> Result<Reply, ApiError> {
+    match outcome {
+        DeleteOutcome::Trashed | DeleteOutcome::Deleted { .. } => Ok((200, json!({"deleted": true, "id": id}))),
+        DeleteOutcome::NotFound => Err(ApiError::not_found("Media not found")),
+        DeleteOutcome::NotOwn => Err(not_own()),
+        DeleteOutcome::InUse { count, entries } => {
+            let list: Vec<Json> = entries
+                .iter()
+                .map(|e| {
+                    json!({
+                        "collection": e.collection_slug,
+                        "contentId": e.content_id,
+                        "slug": e.content_slug,
+                        "indexed": e.indexed != 0,
+                    })
                 })
-            })
-            .collect();
-        return Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
-            .with_details(json!({"count": count, "entries": list})));
+                .collect();
+            Err(ApiError::new(409, "MEDIA_IN_USE", format!("Media is used by {count} entries"))
+                .with_details(json!({"count": count, "entries": list})))
+        }
+        DeleteOutcome::CoverageIncomplete { status } => Err(coverage_incomplete(status)),
+        DeleteOutcome::Changed => Err(ApiError::conflict("The media item changed while it was deleted; retry")),
     }
-    let (status, _) = super::usage::coverage(ctx).await?;
-    if status != CoverageStatus::Complete {
-        return Err(coverage_incomplete(status));
-    }
-    Ok(())
 }
 
 /// `POST /media/{id}/restore`: brings the item back from the trash (the same id and URL; its file
 /// is served again). An item not in the trash answers as it is.
 pub async fn restore<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
-    let m = match repo::restore(ctx.exec, id).await? {
-        Some(m) => m,
-        None => repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?,
-    };
-    Ok((200, json!({"item": media_json(&m, ctx.config.media_public_url.as_deref())})))
+    restore_answer(media::restore(ctx.exec, id).await?, ctx.config.media_public_url.as_deref())
+}
+
+/// What `POST /media/{id}/restore` answers for each outcome.
+fn restore_answer(outcome: RestoreOutcome, public_url: Option<&str>) -> Result<Reply, ApiError> {
+    match outcome {
+        RestoreOutcome::Restored(m) | RestoreOutcome::NotInTrash(m) => {
+            Ok((200, json!({"item": media_json(&m, public_url)})))
+        }
+        RestoreOutcome::NotFound => Err(ApiError::not_found("Media not found")),
+    }
 }
 
 /// `POST /media/bulk-delete {ids}`: moves to the trash, in one statement, each item (at most
@@ -525,56 +467,25 @@ pub async fn bulk_delete<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result
     }
     issues.finish()?;
     let rules = ctx.config.background.projection.rules.id();
-    let moved = repo::bulk_trash(ctx.exec, &ids, rules).await?;
-    let rest: Vec<String> = ids.iter().filter(|id| !moved.contains(id)).cloned().collect();
-    let statuses = if rest.is_empty() { Vec::new() } else { repo::bulk_status(ctx.exec, &rest, BULK_ENTRIES).await? };
-    let items: Vec<Json> = ids
-        .iter()
-        .map(|id| {
-            if moved.contains(id) {
-                return json!({"id": id, "status": "trashed"});
-            }
-            let Some(s) = statuses.iter().find(|s| &s.id == id) else {
-                return json!({"id": id, "status": "not_found"});
-            };
-            let entries: Vec<Json> = serde_json::from_str::<Vec<(String, String, Option<String>)>>(&s.entries)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(collection, content_id, slug)| json!({"collection": collection, "contentId": content_id, "slug": slug}))
-                .collect();
-            match (s.found != 0, s.trashed != 0) {
-                (false, _) => json!({"id": id, "status": "not_found"}),
-                (true, true) => json!({"id": id, "status": "trashed"}),
-                (true, false) if !entries.is_empty() || s.unindexed_use != 0 => {
-                    json!({"id": id, "status": "in_use", "entries": entries})
-                }
-                (true, false) => json!({"id": id, "status": "coverage_incomplete"}),
-            }
-        })
-        .collect();
+    let outcomes = media::bulk_trash(ctx.exec, rules, &ids, BULK_ENTRIES).await?;
+    let items: Vec<Json> = outcomes.into_iter().map(|(id, outcome)| bulk_item(&id, outcome)).collect();
     let trashed = items.iter().filter(|i| i["status"] == "trashed").count();
     Ok((200, json!({"items": items, "trashed": trashed})))
 }
 
-/// Deletes a deleted row's stored object, if an object store is bound and this worker stored it.
-/// A failure is logged, not answered: the row is gone, and the storage sweep reclaims objects it
-/// stored that no uploaded row names.
-async fn forget_object<E: Executor>(ctx: &Ctx<'_, E>, deleted: &Purged) {
-    let Some(storage) = ctx.storage else { return };
-    // Whether this worker stored the object is read from the row the delete returned, not from
-    // the object: only an upload sets `content_hash`, and an upload's key is one the worker made
-    // up (a new random id) and stored the object under itself, while a JSON registration names a
-    // key of the client's choosing (perhaps another application's file in the same bucket). So
-    // the row alone is sound, and it costs no storage operation, where checking the object's
-    // marker would cost a head (and the head and the delete would still not be atomic). A marked
-    // object a JSON row happens to name is not deleted here either: the storage sweep takes it
-    // (no uploaded row names it).
-    if !deleted.uploaded() {
-        return;
-    }
-    let key = &deleted.storage_key;
-    if let Err(e) = storage.delete(std::slice::from_ref(key)).await {
-        ctx.log(format!("the object {key} of a deleted media row stays until the storage sweep: {e}"));
+/// What `POST /media/bulk-delete` answers for one id.
+fn bulk_item(id: &str, outcome: BulkOutcome) -> Json {
+    match outcome {
+        BulkOutcome::Trashed => json!({"id": id, "status": "trashed"}),
+        BulkOutcome::InUse { entries } => {
+            let entries: Vec<Json> = entries
+                .into_iter()
+                .map(|e| json!({"collection": e.collection, "contentId": e.content_id, "slug": e.slug}))
+                .collect();
+            json!({"id": id, "status": "in_use", "entries": entries})
+        }
+        BulkOutcome::CoverageIncomplete => json!({"id": id, "status": "coverage_incomplete"}),
+        BulkOutcome::NotFound => json!({"id": id, "status": "not_found"}),
     }
 }
 
@@ -585,58 +496,6 @@ fn coverage_incomplete(status: CoverageStatus) -> ApiError {
         "The media usage index cannot prove this media unused; retry when coverage is complete",
     )
     .with_details(json!({"coverage": {"status": status}}))
-}
-
-/// `GET /media/file/{key}` (public): the stored bytes with their type, entity tag and a year of
-/// caching; `If-None-Match` → 304, `Range` → 206 (416 when it cannot be served). `HEAD` answers
-/// exactly as `GET` would, `Content-Length` included, without reading the object.
-///
-/// An object is served only while an uploaded media row (`content_hash` set: this worker stored
-/// the object, under a key it chose) names its key and that row is outside the trash. Whatever
-/// else the bucket holds is 404: another application's file, an object a client named by a JSON
-/// registration (a JSON row never makes an object servable, even one this worker once stored), the
-/// file of an item in the trash, and the object of one deleted (its delete still to come, or
-/// failed and waiting for the storage sweep). One statement on the unique index of storage keys
-/// decides; an object uploaded before the storage marker existed is served by the same rule.
-pub async fn file<E: Executor>(ctx: &Ctx<'_, E>, key: &str, req: &Request) -> Result<Response, ApiError> {
-    let not_found = || ApiError::not_found("No stored file has this key");
-    let storage = ctx.storage.ok_or_else(not_found)?;
-    // The route gives the key decoded, slashes included; a key R2 would refuse is simply absent.
-    if !valid_key(key) {
-        return Err(not_found());
-    }
-    let object = storage
-        .head(key)
-        .await
-        .map_err(|e| ApiError::internal(format!("reading {key}: {e}")))?
-        .ok_or_else(not_found)?;
-    // One statement on the unique index of storage keys.
-    if !repo::key_served(ctx.exec, key).await? {
-        return Err(not_found());
-    }
-    let plan = serve::plan(&object, req.if_none_match.as_deref(), req.range.as_deref());
-    let mut headers = plan.headers;
-    let body = if req.method == "HEAD" {
-        // The length the `GET` would send: the edge has it set from the body there (the bytes
-        // served; an empty body for a 416; none at all for a 304).
-        let length = match plan.body {
-            Some((_, length)) => Some(length),
-            None if plan.status == 304 => None,
-            None => Some(0),
-        };
-        if let Some(length) = length {
-            headers.push(("content-length", length.to_string()));
-        }
-        None
-    } else {
-        plan.body.map(|(offset, length)| (key.to_owned(), offset, length))
-    };
-    Ok(Response {
-        no_store: false,
-        headers,
-        object: body,
-        ..Response::raw(plan.status, "application/octet-stream", String::new())
-    })
 }
 
 /// `type/subtype`, each starting with a letter or digit and made of RFC 6838 token characters.
@@ -650,7 +509,110 @@ fn is_mime_type(m: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{file_url, is_mime_type};
+    use serde_json::json;
+
+    use super::{bulk_item, delete_answer, file_url, is_mime_type, restore_answer};
+    use crate::lifecycle::media::{BulkOutcome, DeleteOutcome, EntryRef, KeptObject, RestoreOutcome};
+    use crate::model::state::CoverageStatus;
+    use crate::repo::media::Media;
+    use crate::repo::reads::UsingEntry;
+    use crate::storage::StorageError;
+
+    /// The status and code (`None` for a success) an answer has.
+    fn status_and_code(answer: &Result<super::Reply, super::ApiError>) -> (u16, Option<&'static str>) {
+        match answer {
+            Ok((status, _)) => (*status, None),
+            Err(e) => (e.status, Some(e.code)),
+        }
+    }
+
+    #[test]
+    fn each_delete_outcome_has_its_documented_answer() {
+        let entry = UsingEntry {
+            collection_slug: "posts".into(),
+            content_id: "p1".into(),
+            content_slug: Some("hello".into()),
+            indexed: 0,
+            total: 3,
+        };
+        let kept = KeptObject { key: "k".into(), error: StorageError("down".into()) };
+        let cases = [
+            (DeleteOutcome::Trashed, (200, None)),
+            (DeleteOutcome::Deleted { kept: None }, (200, None)),
+            (DeleteOutcome::Deleted { kept: Some(kept) }, (200, None)),
+            (DeleteOutcome::NotFound, (404, Some("NOT_FOUND"))),
+            (DeleteOutcome::NotOwn, (403, Some("FORBIDDEN"))),
+            (DeleteOutcome::InUse { count: 3, entries: vec![entry] }, (409, Some("MEDIA_IN_USE"))),
+            (
+                DeleteOutcome::CoverageIncomplete { status: CoverageStatus::Running },
+                (409, Some("MEDIA_USAGE_COVERAGE_INCOMPLETE")),
+            ),
+            (DeleteOutcome::Changed, (409, Some("CONFLICT"))),
+        ];
+        for (outcome, expected) in cases {
+            let name = format!("{outcome:?}");
+            let answer = delete_answer("m1", outcome);
+            assert_eq!(status_and_code(&answer), expected, "{name}");
+            match answer {
+                Ok((_, body)) => assert_eq!(body, json!({"deleted": true, "id": "m1"}), "{name}"),
+                Err(e) if e.code == "MEDIA_IN_USE" => assert_eq!(
+                    e.details,
+                    Some(json!({"count": 3, "entries": [
+                        {"collection": "posts", "contentId": "p1", "slug": "hello", "indexed": false}
+                    ]}))
+                ),
+                Err(e) if e.code == "MEDIA_USAGE_COVERAGE_INCOMPLETE" => {
+                    assert_eq!(e.details, Some(json!({"coverage": {"status": "running"}})));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+
+    #[test]
+    fn each_restore_outcome_has_its_documented_answer() {
+        let m = Media {
+            id: "m1".into(),
+            filename: "a.png".into(),
+            mime_type: "image/png".into(),
+            size: None,
+            width: None,
+            height: None,
+            alt: None,
+            caption: None,
+            storage_key: "a.png".into(),
+            status: "ready".into(),
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            content_hash: None,
+            deleted_at: None,
+            author_id: None,
+        };
+        for outcome in [RestoreOutcome::Restored(m.clone()), RestoreOutcome::NotInTrash(m.clone())] {
+            let (status, body) = restore_answer(outcome, None).unwrap();
+            assert_eq!((status, body["item"]["id"].clone()), (200, json!("m1")));
+        }
+        let answer = restore_answer(RestoreOutcome::NotFound, None);
+        assert_eq!(status_and_code(&answer), (404, Some("NOT_FOUND")));
+    }
+
+    #[test]
+    fn each_bulk_outcome_has_its_documented_status() {
+        let entry = EntryRef { collection: "posts".into(), content_id: "p1".into(), slug: None };
+        assert_eq!(bulk_item("a", BulkOutcome::Trashed), json!({"id": "a", "status": "trashed"}));
+        assert_eq!(
+            bulk_item("a", BulkOutcome::InUse { entries: vec![entry] }),
+            json!({"id": "a", "status": "in_use", "entries": [{"collection": "posts", "contentId": "p1", "slug": null}]})
+        );
+        assert_eq!(
+            bulk_item("a", BulkOutcome::InUse { entries: vec![] }),
+            json!({"id": "a", "status": "in_use", "entries": []})
+        );
+        assert_eq!(
+            bulk_item("a", BulkOutcome::CoverageIncomplete),
+            json!({"id": "a", "status": "coverage_incomplete"})
+        );
+        assert_eq!(bulk_item("a", BulkOutcome::NotFound), json!({"id": "a", "status": "not_found"}));
+    }
 
     #[test]
     fn mime_types_are_ascii_tokens() {

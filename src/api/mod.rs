@@ -10,6 +10,7 @@ pub mod deletions;
 pub mod error;
 pub mod input;
 pub mod media;
+pub mod media_file;
 pub mod queue;
 pub mod routes;
 pub mod schema;
@@ -145,11 +146,11 @@ pub struct Config {
     /// `MEDIA_PUBLIC_URL`: where stored media is served, for sitemap image URLs.
     pub media_public_url: Option<String>,
     /// The per-tick budget; a repair request does at most this much work itself.
-    pub tick_budget: crate::usage::tick::Budget,
+    pub tick_budget: crate::tick::budget::Budget,
     /// How background work is done: the cleanup batch a collection deletion starts from, the
     /// reference rules and admission of projections (the after-write one included), the
     /// storage sweep's grace period.
-    pub background: crate::usage::tick::BackgroundPolicy,
+    pub background: crate::tick::lanes::BackgroundPolicy,
     /// An elapsed-time clock (milliseconds) for that budget.
     pub clock: fn() -> f64,
     /// Revisions an entry keeps at most (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`).
@@ -347,7 +348,7 @@ async fn dispatch<E: Executor>(
             upload::upload(&ctx, req, body.unwrap_or_else(|| upload::buffered(req))).await?
         }
         Op::CreateMedia => media::create(&ctx, req).await?,
-        Op::MediaFile => return media::file(&ctx, p(0), req).await,
+        Op::MediaFile => return media_file::get(&ctx, p(0), req).await,
         Op::GetMedia => media::get(&ctx, p(0), req).await?,
         Op::UpdateMedia => media::update(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,

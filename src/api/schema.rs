@@ -7,8 +7,9 @@ use super::input::{json_body, query_flag, Issues, Obj};
 use super::{Ctx, Reply, Request};
 use crate::exec::Executor;
 use crate::ids;
+use crate::lifecycle::deletion::front::{self, RequestOutcome};
 use crate::lifecycle::fields::{DeleteOutcome as FieldDeleteOutcome, UpdateOutcome as FieldUpdateOutcome};
-use crate::lifecycle::{self, AddFieldError, CreateError, DeleteOutcome};
+use crate::lifecycle::{self, AddFieldError, CreateError};
 use crate::model::collection::Collection;
 use crate::model::field::{Field, FieldMeta, FieldType, SubField, MAX_FIELDS, MAX_SUB_FIELDS, SYSTEM_COLUMNS};
 use crate::model::ident::{Ident, MAX_FIELD_SLUG};
@@ -269,17 +270,17 @@ pub async fn add_field<E: Executor>(ctx: &Ctx<'_, E>, slug: &str, req: &Request)
 pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, raw: &str, req: &Request) -> Result<Reply, ApiError> {
     let slug = parse_slug(raw, "slug")?;
     let force = query_flag(req, "force");
-    match lifecycle::delete(ctx.exec, &slug, force, ctx.config.background.cleanup).await? {
-        DeleteOutcome::Deleted { collection_id } => {
+    match front::request(ctx.exec, &slug, force, ctx.config.background.cleanup).await? {
+        RequestOutcome::Deleted { collection_id } => {
             Ok((200, json!({"deleted": true, "slug": slug.as_str(), "collectionId": collection_id})))
         }
-        DeleteOutcome::NotFound => Err(ApiError::collection_not_found(slug.as_str())),
-        DeleteOutcome::HasContent => Err(ApiError::new(
+        RequestOutcome::NotFound => Err(ApiError::collection_not_found(slug.as_str())),
+        RequestOutcome::HasContent => Err(ApiError::new(
             400,
             "COLLECTION_HAS_CONTENT",
             format!("Collection '{slug}' has entries that are not in the trash; trash them or pass force=true"),
         )),
-        DeleteOutcome::InProgress { tombstone: t, lease_live } => Err(ApiError::conflict(if lease_live {
+        RequestOutcome::InProgress { tombstone: t, lease_live } => Err(ApiError::conflict(if lease_live {
             format!("Collection '{slug}' is being deleted by another request (phase {})", t.phase)
         } else {
             format!(
@@ -294,15 +295,15 @@ pub async fn delete<E: Executor>(ctx: &Ctx<'_, E>, raw: &str, req: &Request) -> 
             "nextAttemptAt": t.lease.next_attempt_at,
             "leaseExpiresAt": t.lease.lease_expires_at,
         }))),
-        DeleteOutcome::IdentityConflict => Err(ApiError::conflict(format!(
+        RequestOutcome::IdentityConflict => Err(ApiError::conflict(format!(
             "A collection registered as '{slug}' is not the one whose deletion is in progress"
         ))),
-        DeleteOutcome::CaptureInactive => Err(ApiError::new(
+        RequestOutcome::CaptureInactive => Err(ApiError::new(
             409,
             "MEDIA_USAGE_CAPTURE_INACTIVE",
             format!("Collection '{slug}' is not actively indexed, so its writes cannot be fenced for deletion"),
         )),
-        DeleteOutcome::Interrupted { phase } => Err(ApiError::conflict(format!(
+        RequestOutcome::Interrupted { phase } => Err(ApiError::conflict(format!(
             "The deletion of collection '{slug}' lost its lease at phase {phase}; the cron tick resumes it"
         ))
         .with_details(json!({"phase": phase}))),

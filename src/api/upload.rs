@@ -5,7 +5,7 @@
 //! when its bytes are stored already, else stored under a new key and then registered. A refused
 //! or deduplicated upload leaves no object behind: nothing is stored before the checks pass, and
 //! an object whose row cannot be written is deleted before the response. The stored file is
-//! served by [`media::file`](super::media::file).
+//! served by [`media_file::get`](super::media_file::get).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};

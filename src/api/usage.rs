@@ -10,7 +10,7 @@ use super::{Ctx, Reply, Request};
 use crate::clock::FnClock;
 use crate::exec::meter::Metered;
 use crate::exec::Executor;
-use crate::lifecycle::deletion::declared_row_cost;
+use crate::lifecycle::deletion::lane::DeletionLane;
 use crate::model::auth::Role;
 use crate::model::collection::Collection;
 use crate::model::state::{CaptureState, CoverageStatus, QueueState};
@@ -20,11 +20,11 @@ use crate::repo::media as media_repo;
 use crate::repo::reads::{self, UsageRow};
 use crate::repo::repair as repair_repo;
 use crate::repo::work::{self, WorkRow};
+use crate::tick;
 use crate::usage::coverage::{aggregate, CollectionCoverage};
 use crate::usage::extract::ReferenceType;
 use crate::usage::project;
-use crate::usage::repair;
-use crate::usage::tick;
+use crate::usage::repair::RepairLane;
 
 /// Projects the entry a request just wrote, so "Used in" is current when the response returns.
 /// A failure here never fails the write: the work row stays queued for the cron tick.
@@ -90,7 +90,6 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     let mut deletions = Vec::new();
     for t in crate::repo::deletion::in_progress(ctx.exec, 100).await? {
         let left = crate::repo::deletion::remaining(ctx.exec, &t, STATUS_COUNT_CAP).await?;
-        let rows_to_write: u64 = left.iter().map(|(kind, n)| n * declared_row_cost(*kind).written).sum();
         deletions.push(json!({
             "collection": t.collection_slug,
             "collectionId": t.collection_id,
@@ -101,7 +100,7 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "leaseExpiresAt": t.lease.lease_expires_at,
             "lastErrorCode": t.lease.last_error_code,
             "rowsLeft": left.iter().map(|(_, n)| n).sum::<u64>(),
-            "estimate": estimate(rows_to_write),
+            "estimate": estimate(DeletionLane::rows_to_write(&left)),
         }));
     }
     let field_deletions: Vec<Json> = crate::repo::field_deletion::in_progress(ctx.exec, 100)
@@ -125,8 +124,6 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     let mut repairs = Vec::new();
     for run in repair_repo::list_runs(ctx.exec, STATUS_RUNS).await? {
         let left = repair_repo::remaining(ctx.exec, &run, STATUS_COUNT_CAP).await?;
-        let entry = project::GROUP_ENTRY_ROWS.written;
-        let rows_to_write = left.entries * (entry + repair::PAGE_ENTRY_ROWS.written) + left.queued * entry;
         repairs.push(json!({
             "collection": run.collection_slug,
             "collectionId": run.collection_id,
@@ -136,7 +133,7 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "nextAttemptAt": run.next_attempt_at,
             "entriesLeft": left.entries,
             "queuedLeft": left.queued,
-            "estimate": estimate(rows_to_write),
+            "estimate": estimate(RepairLane::rows_to_write(&left)),
         }));
     }
     let tick_budget = json!({

@@ -15,7 +15,7 @@ use crate::exec::fault::Faulty;
 use crate::exec::meter::Metered;
 use crate::settings::{Reported, Settings};
 use crate::storage::Storage;
-use crate::usage::tick::{self, Continuation, TickTime};
+use crate::tick::{self, Continuation, TickTime};
 
 /// The optional queue binding (producer and consumer) that carries continuation ticks.
 const CONTINUE_BINDING: &str = "MEDIA_USAGE_CONTINUE";

@@ -193,7 +193,7 @@ pub enum Error {
     /// The database reported a transient failure (D1: the network connection was lost, the
     /// storage object was reset): the statement, or the whole batch, may or may not have been
     /// committed. D1 retries read-only queries itself; a write is never retried by D1, and this
-    /// crate retries none within an invocation (README, "Errors and retries").
+    /// crate retries none within an invocation (docs/errors-and-retries.md).
     #[error("transient database error; the write may have been committed: {0}")]
     Transient(String),
     /// A row did not have the shape the caller expected.

@@ -1,9 +1,10 @@
 //! What the tick's lanes share. A lane is a kind of background work advanced one bounded step at
 //! a time; its state and its step live with the work itself (`usage::project::WorkLane`,
-//! `lifecycle::deletion::DeletionLane`, `usage::repair::RepairLane`,
-//! `storage::sweep::StorageLane`), and `usage::tick` only rotates them within a budget. Every
-//! step gets a [`Ctx`] and answers `Result<Option<LaneStep>, exec::Error>`: `None` when nothing
-//! of its kind is due. [`adaptive`] sizes the lanes' batches. Pure: this module names no layer.
+//! `lifecycle::deletion::lane::DeletionLane`, `usage::repair::RepairLane`,
+//! `storage::sweep::StorageLane`), each implementing [`Lane`], and `tick` only rotates them
+//! within a budget. Every step gets a [`Ctx`] and answers `Result<Option<LaneStep>, _>`: `None`
+//! when nothing of its kind is due. [`adaptive`] sizes the lanes' batches. Pure: this module
+//! names no layer.
 
 pub mod adaptive;
 
@@ -183,6 +184,48 @@ impl LaneStep {
     /// A step that only looked.
     pub fn looked() -> LaneStep {
         LaneStep { progressed: false, ..LaneStep::progress() }
+    }
+}
+
+/// A kind of background work the tick runs one bounded step at a time, over the executor `E`
+/// and the elapsed-time clock `K`. A lane writes its name, its reserves and its step; the rest
+/// has defaults for a lane that holds nothing between steps and that the daily budget stops.
+#[allow(async_fn_in_trait)] // Single-threaded on workerd and in native tests; no Send bound.
+pub trait Lane<E, K> {
+    /// What a step fails with (the executor's error).
+    type Error;
+
+    /// Its name in the tick log.
+    fn name(&self) -> &'static str;
+
+    /// The most statements its next step issues.
+    fn reserve(&self) -> u64;
+
+    /// The most rows its next step reads and writes at its smallest: a lane sizes its batches to
+    /// the room it is given beyond that.
+    fn reserve_rows(&self) -> RowCount;
+
+    /// Whether the daily budget of background rows stops it (by default, yes).
+    fn daily(&self) -> bool {
+        true
+    }
+
+    /// Statements finishing the lane will cost when the tick ends (releasing what it holds).
+    fn release_cost(&self) -> u64 {
+        0
+    }
+
+    /// Rows finishing the lane will cost when the tick ends.
+    fn release_rows(&self) -> RowCount {
+        RowCount::default()
+    }
+
+    /// Runs one step; `None` when the lane has nothing due.
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Self::Error>;
+
+    /// Releases what the lane holds (the tick is over).
+    async fn finish(&mut self, _exec: &E) -> Result<(), Self::Error> {
+        Ok(())
     }
 }
 

@@ -30,7 +30,7 @@ use crate::clock::Clock;
 use crate::exec::guard::guarded_batch;
 use crate::exec::{Error, Executor};
 use crate::ids;
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
+use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::model::collection::Collection;
 use crate::model::field::{deleted_column_name, Field};
 use crate::model::ident::Ident;
@@ -43,7 +43,7 @@ use crate::sql::Fragment;
 use crate::usage::backoff::Attempts;
 use crate::usage::extract::extraction_fields;
 
-use super::deletion::CleanupBatch;
+use super::deletion::batch::CleanupBatch;
 
 /// The error code recorded on a field deletion whose step failed.
 pub const FAILURE_CODE: &str = "MEDIA_USAGE_FIELD_DELETION_FAILED";
@@ -461,21 +461,29 @@ impl FieldLane {
     pub fn new(batch: CleanupBatch) -> FieldLane {
         FieldLane { batch, held: None }
     }
+}
+
+impl<E: Executor, K: Clock> Lane<E, K> for FieldLane {
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
 
     /// The most statements one step issues.
-    pub fn reserve(&self) -> u64 {
+    fn reserve(&self) -> u64 {
         STEP_MAX_STATEMENTS
     }
 
     /// The most rows one step reads and writes at its smallest: its fixed statements and one
     /// occurrence of a window (its windows are sized to the rows it is given; a column's drop
     /// waits for a tick with room for it).
-    pub fn reserve_rows(&self) -> RowCount {
+    fn reserve_rows(&self) -> RowCount {
         STEP_FIXED_ROWS.plus(WINDOW_ROW_COST)
     }
 
     /// Statements [`FieldLane::finish`] will cost: releasing the deletion it holds.
-    pub fn release_cost(&self) -> u64 {
+    fn release_cost(&self) -> u64 {
         if self.held.is_some() {
             RELEASE_STATEMENTS
         } else {
@@ -484,7 +492,7 @@ impl FieldLane {
     }
 
     /// Rows [`FieldLane::finish`] will cost.
-    pub fn release_rows(&self) -> RowCount {
+    fn release_rows(&self) -> RowCount {
         if self.held.is_some() {
             RELEASE_ROWS
         } else {
@@ -494,7 +502,7 @@ impl FieldLane {
 
     /// Advances the held deletion, or the next due one, by one step ([`step_within`]); `None`
     /// when nothing is held and nothing is due.
-    pub async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         let Some(outcome) = step_within(ctx.exec, ctx.clock, self.batch, &mut self.held, ctx.rows, ctx.spent).await?
         else {
             return Ok(None);
@@ -517,7 +525,7 @@ impl FieldLane {
     }
 
     /// Releases the deletion it holds (the tick is over).
-    pub async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
+    async fn finish(&mut self, exec: &E) -> Result<(), Error> {
         if let Some(h) = self.held.take() {
             release(exec, &h).await?;
         }

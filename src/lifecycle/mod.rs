@@ -20,11 +20,10 @@ use crate::usage::extract::is_extraction_field;
 
 pub mod deletion;
 pub mod fields;
+pub mod media;
 pub mod publish;
 pub mod schedule;
 pub mod tables;
-
-pub use deletion::{request as delete, RequestOutcome as DeleteOutcome};
 
 /// Why a collection could not be created.
 #[derive(Debug, thiserror::Error)]

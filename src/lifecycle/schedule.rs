@@ -20,7 +20,7 @@ use serde_json::Value as Json;
 
 use super::publish;
 use crate::exec::{Error, Executor};
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
+use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::model::ident::Ident;
 use crate::repo::content;
 use crate::repo::schedule::{self as repo, Due};
@@ -83,21 +83,35 @@ impl<'a> ScheduleLane<'a> {
     pub fn new(policy: &'a Policy, now: Option<String>) -> ScheduleLane<'a> {
         ScheduleLane { policy, now, after: None, done: false }
     }
+}
+
+impl<E: Executor, K> Lane<E, K> for ScheduleLane<'_> {
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    /// Not stopped by the daily budget: its publishes are editors' content writes at the time
+    /// they chose.
+    fn daily(&self) -> bool {
+        false
+    }
 
     /// The most statements one step issues.
-    pub fn reserve(&self) -> u64 {
+    fn reserve(&self) -> u64 {
         STEP_MAX_STATEMENTS
     }
 
     /// The most rows one step reads and writes: [`STEP_ROWS`], and the media lookup of a draft at
     /// the admission limit.
-    pub fn reserve_rows(&self) -> RowCount {
+    fn reserve_rows(&self) -> RowCount {
         STEP_ROWS.plus(RowCount::new(0, self.policy.admission.max_occurrences as u64 * OCCURRENCE_ROWS.read))
     }
 
     /// Publishes the next due entry (or drops its index row); `None` once nothing more is due in
     /// this tick.
-    pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         if self.done {
             return Ok(None);
         }
@@ -125,7 +139,7 @@ impl<'a> ScheduleLane<'a> {
         };
         let publication = match publish::prepare(ctx.exec, &c, &row, self.policy).await? {
             Ok(p) => p,
-            Err(refusal) => return Self::refused(ctx, &due, &refusal.message()).await,
+            Err(refusal) => return refused(ctx, &due, &refusal.message()).await,
         };
         let version = publish::row_version(&row);
         match repo::publish_due(ctx.exec, &c, &due, version, self.now.as_deref(), publication).await {
@@ -135,20 +149,20 @@ impl<'a> ScheduleLane<'a> {
             }
             // The entry moved on since it was read: the next tick looks at it again.
             Ok(None) => Ok(Some(LaneStep::looked())),
-            Err(e) if refused_for_good(&e) => Self::refused(ctx, &due, &e.to_string()).await,
+            Err(e) if refused_for_good(&e) => refused(ctx, &due, &e.to_string()).await,
             Err(e) => Err(e),
         }
     }
+}
 
-    /// A due publish the entry's state refuses: its index row goes (the same publish would be
-    /// refused again at every tick), and the refusal is the tick's error.
-    async fn refused<E: Executor, K>(ctx: &mut Ctx<'_, E, K>, due: &Due, why: &str) -> Result<Option<LaneStep>, Error> {
-        repo::forget(ctx.exec, due).await?;
-        ctx.count(SCHEDULE_FAILURES, 1);
-        let failure = format!(
-            "{}/{} was not published at its scheduled time {}: {why}",
-            due.collection_slug, due.content_id, due.scheduled_at
-        );
-        Ok(Some(LaneStep { failure: Some(failure), ..LaneStep::progress() }))
-    }
+/// A due publish the entry's state refuses: its index row goes (the same publish would be
+/// refused again at every tick), and the refusal is the tick's error.
+async fn refused<E: Executor, K>(ctx: &mut Ctx<'_, E, K>, due: &Due, why: &str) -> Result<Option<LaneStep>, Error> {
+    repo::forget(ctx.exec, due).await?;
+    ctx.count(SCHEDULE_FAILURES, 1);
+    let failure = format!(
+        "{}/{} was not published at its scheduled time {}: {why}",
+        due.collection_slug, due.content_id, due.scheduled_at
+    );
+    Ok(Some(LaneStep { failure: Some(failure), ..LaneStep::progress() }))
 }

@@ -10,7 +10,7 @@
 //! per table.
 
 use crate::exec::{Error, Executor};
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
+use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::model::ident::Ident;
 use crate::repo::schema;
 
@@ -49,21 +49,29 @@ impl TablesLane {
     pub fn new() -> TablesLane {
         TablesLane::default()
     }
+}
+
+impl<E: Executor, K> Lane<E, K> for TablesLane {
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
 
     /// The most statements one step issues.
-    pub fn reserve(&self) -> u64 {
+    fn reserve(&self) -> u64 {
         schema::UPGRADE_STEP_STATEMENTS
     }
 
     /// The rows one step costs before its upgrade: the registry lookup and the table's bound.
-    pub fn reserve_rows(&self) -> RowCount {
+    fn reserve_rows(&self) -> RowCount {
         LOOKUP_ROWS
     }
 
     /// Upgrades the next outdated table; `None` when every table is current. A collection
     /// deleted between the lookup and the upgrade fails the step (its table is gone); the next
     /// tick no longer finds it.
-    pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         if self.done {
             return Ok(None);
         }

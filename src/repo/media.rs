@@ -1,9 +1,11 @@
-//! The media library's metadata rows (`media`), and the storage sweep's cursor. Stored objects
-//! are reached through [`crate::storage`], never from here.
+//! The media library's metadata rows (`media`) — their writes guarded by the safe delete's rule
+//! included ([`trash_if_unused`], [`delete_if_unused`], [`bulk_trash`], [`purge`]) — and the
+//! storage sweep's cursor. Stored objects are reached through [`crate::storage`], never from here.
 
 use serde::Deserialize;
 
 use super::{lease, uses};
+use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::ids;
 use crate::sql::Fragment;
@@ -30,6 +32,7 @@ const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql")
 const ENQUEUE_LINKING: &str = include_str!("../sql/media/enqueue_linking.sql");
 const STALE_WHILE_QUEUED: &str = include_str!("../sql/media/stale_while_queued.sql");
 const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
+const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
 
 /// `template` with the safe delete's rule (`{unused_and_proven}`: the item `media_id` is not in
 /// use and coverage proves it, under the deployed reference rules bound as parameter `rules`)
@@ -190,6 +193,38 @@ pub async fn trash<E: Executor>(exec: &E, id: &str) -> Result<(), Error> {
 /// `only_own`'s (below editor: the caller's own items; `None`: any item).
 pub fn trash_statement(id: &str, only_own: Option<&str>) -> Statement {
     Statement::new(TRASH).bind(id).bind(only_own)
+}
+
+/// How a safe move to the trash ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SafeTrash {
+    /// Moved to the trash.
+    Trashed,
+    /// No such media row, it is in the trash already, or it is not the caller's to delete.
+    Missing,
+    /// A current occurrence references it, or coverage cannot prove it unused.
+    Refused,
+}
+
+/// Moves a media item to the trash only if, at that instant, no current occurrence references it
+/// and every collection's coverage is complete under the deployed reference rules (`rules_id`):
+/// the check and the move are one guarded batch. The move takes only an item of `only_own`'s
+/// (below editor: the caller's own; `None`: any), else it is [`SafeTrash::Missing`].
+pub async fn trash_if_unused<E: Executor>(
+    exec: &E,
+    media_id: &str,
+    rules_id: &str,
+    only_own: Option<&str>,
+) -> Result<SafeTrash, Error> {
+    // ?1 is the guard's own row; the rule reads the item at ?2 and the rules at ?3.
+    let sql = render_unused_and_proven(GUARD_MEDIA_UNUSED, &Fragment::parameter(2), 3);
+    let guard = Guard::new(sql).bind(media_id).bind(rules_id);
+    match guarded_batch(exec, guard, vec![trash_statement(media_id, only_own)]).await {
+        Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeTrash::Trashed),
+        Ok(_) => Ok(SafeTrash::Missing),
+        Err(Error::Stale) => Ok(SafeTrash::Refused),
+        Err(e) => Err(e),
+    }
 }
 
 /// What a metadata update sets (`None`: kept as it is).

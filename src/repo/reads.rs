@@ -1,16 +1,16 @@
-//! The read paths: "Used in" pages, usage counts, and the safe media delete, all starting from
-//! the occurrences' media index through the `_emdash_media_usage_current` and `…_eligible` views.
+//! The read paths: "Used in" pages, usage counts, and the entries that keep a media item from its
+//! delete, all starting from the occurrences' media index through the
+//! `_emdash_media_usage_current` and `…_eligible` views. Nothing here writes; the safe delete's
+//! move to the trash is [`crate::repo::media::trash_if_unused`].
 
 use serde::Deserialize;
 
-use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Statement};
 use crate::repo::uses;
 use crate::sql::Fragment;
 
 const USAGE_PAGE: &str = include_str!("../sql/usage/usage_page.sql");
 const COUNT_ENTRIES: &str = include_str!("../sql/usage/count_entries.sql");
-const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
 const UNINDEXED_USERS: &str = include_str!("../sql/usage/unindexed_users.sql");
 const MEDIA_USAGE_ENTRIES: &str = include_str!("../sql/usage/media_usage_entries.sql");
 
@@ -57,38 +57,6 @@ pub async fn count_entries<E: Executor>(exec: &E, media_ids: &[String]) -> Resul
         .query(Statement::new(uses::render(COUNT_ENTRIES, &Fragment::row_column("j", "value"), &[])).bind(ids))
         .await?;
     Ok(rows.into_iter().map(|r| (r.media_id, r.n)).collect())
-}
-
-/// How a safe media delete ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SafeDelete {
-    /// Moved to the trash.
-    Trashed,
-    /// No such media row, it is in the trash already, or it is not the caller's to delete.
-    Missing,
-    /// A current occurrence references it, or coverage cannot prove it unused.
-    Refused,
-}
-
-/// Moves a media item to the trash only if, at that instant, no current occurrence references it
-/// and every collection's coverage is complete under the deployed reference rules (`rules_id`):
-/// the check and the move are one guarded batch. The move takes only an item of `only_own`'s
-/// (below editor: the caller's own; `None`: any), else it is [`SafeDelete::Missing`].
-pub async fn trash_media_if_unused<E: Executor>(
-    exec: &E,
-    media_id: &str,
-    rules_id: &str,
-    only_own: Option<&str>,
-) -> Result<SafeDelete, Error> {
-    // ?1 is the guard's own row; the rule reads the item at ?2 and the rules at ?3.
-    let sql = crate::repo::media::render_unused_and_proven(GUARD_MEDIA_UNUSED, &Fragment::parameter(2), 3);
-    let guard = Guard::new(sql).bind(media_id).bind(rules_id);
-    match guarded_batch(exec, guard, vec![crate::repo::media::trash_statement(media_id, only_own)]).await {
-        Ok(outcomes) if outcomes.first().is_some_and(|o| o.changes > 0) => Ok(SafeDelete::Trashed),
-        Ok(_) => Ok(SafeDelete::Missing),
-        Err(Error::Stale) => Ok(SafeDelete::Refused),
-        Err(e) => Err(e),
-    }
 }
 
 /// An entry whose current projection references a media item.

@@ -9,7 +9,6 @@
 pub mod inspect;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod memory;
-pub mod purge;
 pub mod serve;
 pub mod sweep;
 pub mod upload;
@@ -33,7 +32,7 @@ pub struct StoredObject {
 
 /// The custom metadata entry (name, value) every object this worker stores carries, so that it
 /// can tell its own objects from others in a shared bucket: the storage sweep deletes only marked
-/// objects and the file route serves only them (see `api::media::file` for the one exception).
+/// objects and the file route serves only them (see `api::media_file::get` for the one exception).
 /// Objects stored by versions before the marker have none.
 pub const MARKER: (&str, &str) = ("emdash-media-worker", "1");
 

@@ -10,7 +10,7 @@
 
 use super::{Storage, StorageError};
 use crate::exec::{Error, Executor};
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
+use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::repo::media as repo;
 
 /// Objects listed per step.
@@ -92,20 +92,28 @@ impl<'a> StorageLane<'a> {
     pub fn new(store: &'a dyn Storage, grace_ms: f64) -> StorageLane<'a> {
         StorageLane { store, grace_ms, pass_done: false }
     }
+}
+
+impl<E: Executor, K> Lane<E, K> for StorageLane<'_> {
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
 
     /// The most statements and storage operations one step issues.
-    pub fn reserve(&self) -> u64 {
+    fn reserve(&self) -> u64 {
         STEP_MAX_OPERATIONS
     }
 
     /// The most rows one step reads and writes.
-    pub fn reserve_rows(&self) -> RowCount {
+    fn reserve_rows(&self) -> RowCount {
         STEP_MAX_ROWS
     }
 
     /// Sweeps the next page ([`step`]); `None` once the pass is done. A page that deleted
     /// nothing only looked (not progress); the lane goes on until the pass ends.
-    pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         if self.pass_done {
             return Ok(None);
         }

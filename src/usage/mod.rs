@@ -1,6 +1,6 @@
 //! The media usage index: extraction of media references from content (pure), projection
-//! fingerprints, snapshots, coverage aggregation, the projection job, repair and the cron tick
-//! (which also runs the collection-deletion lane of [`crate::lifecycle::deletion`]).
+//! fingerprints, snapshots, coverage aggregation, the projection job and repair (the work and
+//! repair lanes the tick runs).
 
 pub mod admission;
 pub mod backoff;
@@ -11,4 +11,3 @@ pub mod project;
 pub mod repair;
 pub mod sitemap;
 pub mod snapshot;
-pub mod tick;

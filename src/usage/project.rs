@@ -19,7 +19,7 @@ use super::extract::Rules;
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::lane::adaptive::AdaptiveBatch;
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
+use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::model::ident::Ident;
 use crate::repo::projection::{self, BoundRows, LoadedEntry, ObservedEntry, Publish};
 use crate::repo::work::{self, WorkRow};
@@ -302,16 +302,29 @@ impl<'a> WorkLane<'a> {
     pub fn new(policy: &'a Policy, groups: AdaptiveBatch) -> WorkLane<'a> {
         WorkLane { policy, groups, group: groups.start, entry_rows: GROUP_ENTRY_ROWS }
     }
+}
+
+impl<E: Executor, K: Clock> Lane<E, K> for WorkLane<'_> {
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    /// Not stopped by the daily budget: it projects what content writes queued.
+    fn daily(&self) -> bool {
+        false
+    }
 
     /// The most statements one step issues: a single job's (a group runs only with more room).
-    pub fn reserve(&self) -> u64 {
+    fn reserve(&self) -> u64 {
         JOB_MAX_STATEMENTS
     }
 
     /// The most rows its smallest step reads and writes: a group of two at what its entries
     /// cost so far, or a single job's worst case under the admission limit if that is less. A
     /// step that finds room for neither does nothing and says so (`LaneStep::out_of_room`).
-    pub fn reserve_rows(&self) -> RowCount {
+    fn reserve_rows(&self) -> RowCount {
         let pair = GROUP_FIXED_ROWS.plus(self.entry_rows).plus(self.entry_rows);
         let job = self.policy.admission.job_max_rows();
         if pair.fits(job) {
@@ -323,7 +336,7 @@ impl<'a> WorkLane<'a> {
 
     /// Runs the next group job, or single job once a group no longer fits `ctx.room`; `None`
     /// when no work is due.
-    pub async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         // Fresh work goes in groups while a group fits (the group claim takes one retry, expired
         // lease or handed-back row as a single job when nothing fresh is due); once a group no
         // longer fits, single jobs.

@@ -9,11 +9,12 @@
 
 use super::backoff::Attempts;
 use super::extract::Rules;
+use super::project::GROUP_ENTRY_ROWS;
 use crate::exec::{Error, Executor};
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
+use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::model::ident::Ident;
 use crate::model::state::RepairPhase;
-use crate::repo::repair::{self as repo, Advance, Barrier, Run};
+use crate::repo::repair::{self as repo, Advance, Barrier, Remaining, Run};
 
 /// Entries queued per scan step (one JSON parameter; one statement).
 pub const PAGE_SIZE: u32 = 500;
@@ -207,8 +208,23 @@ impl<'a> RepairLane<'a> {
         RepairLane { rules, barrier: None }
     }
 
+    /// The rows a run with `left` still writes: each entry left to scan is paged and then
+    /// projected, each queued entry projected, at a group entry's assumed cost.
+    pub fn rows_to_write(left: &Remaining) -> u64 {
+        let entry = GROUP_ENTRY_ROWS.written;
+        left.entries * (entry + PAGE_ENTRY_ROWS.written) + left.queued * entry
+    }
+}
+
+impl<E: Executor, K> Lane<E, K> for RepairLane<'_> {
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
     /// The most statements its next step issues (fewer for a run known to be at its barrier).
-    pub fn reserve(&self) -> u64 {
+    fn reserve(&self) -> u64 {
         match self.barrier {
             Some(_) => BARRIER_STEP_STATEMENTS,
             None => STEP_MAX_STATEMENTS,
@@ -217,13 +233,13 @@ impl<'a> RepairLane<'a> {
 
     /// The most rows one step reads and writes at its smallest (a page of one entry); its pages
     /// are sized to the rows it is given.
-    pub fn reserve_rows(&self) -> RowCount {
+    fn reserve_rows(&self) -> RowCount {
         STEP_FIXED_ROWS.plus(PAGE_ENTRY_ROWS)
     }
 
     /// Advances the next due run by one step ([`step_next`]), its page sized to the rows left;
     /// `None` when none is due.
-    pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         let only = self.barrier.take();
         let page = ctx.rows.minus(STEP_FIXED_ROWS).items(PAGE_ENTRY_ROWS, PAGE_SIZE);
         let Some(step) = step_next_sized(ctx.exec, only.as_deref(), self.rules, page).await? else {

@@ -14,6 +14,7 @@ import { gzipSync } from "node:zlib";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startWorker } from "../workerd/harness.mjs";
+import { largeCollection } from "../workerd/helpers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
@@ -266,16 +267,9 @@ const richData = (i) => ({
 // 4. Deleting a collection of N entries and 3N occurrences, vs plain bulk SQL on the same rows.
 {
   const entries = n(100_000, 100);
-  const seed = async (slug) => {
-    ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "hero", type: "image" }] }), 201);
-    const cid = await collectionId(slug);
-    await fill(`INSERT INTO "ec_${slug}" (id, slug, status, deleted_at) SELECT 'd' || i, 'd' || i, 'draft', '2026-01-01T00:00:00.000Z' FROM c`, entries);
-    await fill(`INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, source_completeness)
-      SELECT 'content:' || ?1 || ':d' || i || ':columns', ?1, '${slug}', 'd' || i, 'columns', 'g', 'complete' FROM c`, entries, [cid]);
-    await fill(`INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
-      SELECT '${slug}' || i, 'content:' || ?1 || ':d' || (i / 3) || ':columns', 'g', 'hero', 'hero[' || (i % 3) || ']', 'image_field', 'x' || i, 'x' || i FROM c`, 3 * entries, [cid]);
-    return cid;
-  };
+  // The large-collection fixture: N entries, each queued for work, with a live source of three
+  // occurrences.
+  const seed = async (slug) => (await largeCollection(w, { slug, entries, occurrences: 3, chunk: 20_000 })).id;
   // The copy for plain SQL is seeded after the deletion: its entries queue 100,000 jobs, which
   // would share the deletion's ticks.
   await seed("bench_gone");

@@ -18,6 +18,7 @@ import { chromium } from "playwright-core";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, scheduledOn, png } from "../workerd/harness.mjs";
+import { postsSite } from "../workerd/helpers.mjs";
 
 /** axe-core's browser build, evaluated in each page checked (by the test driver, not a script
  * tag: the console's policy refuses inline scripts, and it must). */
@@ -83,27 +84,15 @@ before(async () => {
   db = new ProbeDb(mf);
   for (const s of migrationStatements()) await db.prepare(s).run();
 
-  // Posts use a hero image: three of them use "hero.png", none uses "spare.png". One entry,
-  // saved behind the API (which refuses more gallery images than this worker admits per entry,
-  // 2), has image ids so large that even their list does not fit one bound value: its job fails
-  // for good and the collection's coverage is partial.
-  await data("POST", "/schema/collections", {
-    slug: "posts",
-    label: "Posts",
-    fields: [
-      { slug: "title", type: "string" },
-      { slug: "hero", type: "image" },
-      { slug: "gallery", type: "repeater", subFields: [{ slug: "image", type: "image" }] },
-    ],
-  });
-  const hero = await upload("hero.png", "image/png", png(48, 32, 11));
-  const spare = await upload("spare.png", "image/png", png(24, 24, 12));
+  // The posts site (tests/fixtures/posts_site.json), its images uploaded: three posts use
+  // "hero.png", none uses "spare.png". One entry, saved behind the API (which refuses more
+  // gallery images than this worker admits per entry, 2), has image ids so large that even their
+  // list does not fit one bound value: its job fails for good and the collection's coverage is
+  // partial.
+  const { hero, spare } = await postsSite(data, (m) => upload(m.filename, m.mimeType, png(m.width, m.height, m.seed)));
   seeded.hero = hero.id;
   seeded.heroUrl = hero.url;
   seeded.spare = spare.id;
-  for (const [slug, title] of [["spring-sale", "Spring sale"], ["team-photo", "Our team"], ["launch", "Launch day"]]) {
-    await data("POST", "/content/posts", { slug, status: "published", data: { title, hero: hero.id } });
-  }
   const gallery = Array.from({ length: 8 }, (_, i) => ({ image: `${i}${"g".repeat(200_000)}` }));
   seeded.broken = "too-many";
   await sql("INSERT INTO ec_posts (id, slug, status, title, gallery) VALUES (?1, ?1, 'published', 'Too many', ?2)", seeded.broken, JSON.stringify(gallery));

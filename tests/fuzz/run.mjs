@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb } from "../workerd/harness.mjs";
+import { postsSite } from "../workerd/helpers.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, "../..");
@@ -55,17 +56,8 @@ const api = async (method, p, body) => {
   });
   return res.json();
 };
-await api("POST", "/schema/collections", {
-  slug: "posts",
-  label: "Posts",
-  fields: [
-    { slug: "title", type: "string" },
-    { slug: "hero", type: "image" },
-    { slug: "gallery", type: "repeater", subFields: [{ slug: "image", type: "image" }] },
-  ],
-});
-const media = await api("POST", "/media", { filename: "a.jpg", mimeType: "image/jpeg", storageKey: "uploads/a.jpg" });
-await api("POST", "/content/posts", { slug: "hello", status: "published", data: { title: "Hello", hero: media.data.item.id } });
+// The posts site (tests/fixtures/posts_site.json), its images registered by key.
+await postsSite(api, async (m) => (await api("POST", "/media", { filename: m.filename, mimeType: m.mimeType, storageKey: `uploads/${m.filename}` })).data.item);
 
 // Every check is enabled by default (none is named here: a check named on the command line
 // would override the per-operation settings of schemathesis.toml).

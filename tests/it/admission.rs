@@ -7,11 +7,7 @@
 use media_usage_worker::usage::project::Admission;
 use serde_json::json;
 
-use crate::support::{code, data, Api, ADMIN};
-
-fn scalar(api: &Api, sql: &str) -> i64 {
-    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
+use crate::support::{code, data, scalar, Api, ADMIN};
 
 /// `posts` (a title, a hero image and a JSON field), admitting `max` references per variant.
 fn setup(max: usize) -> Api {

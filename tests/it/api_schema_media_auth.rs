@@ -3,11 +3,7 @@
 use media_usage_worker::api::Response;
 use serde_json::json;
 
-use crate::support::{code, data, now, Api, ADMIN};
-
-fn scalar(api: &Api, sql: &str) -> i64 {
-    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
+use crate::support::{code, data, expire_leases, now, scalar, Api, ADMIN};
 
 #[test]
 fn collections_are_created_with_their_table_and_refuse_duplicates() {
@@ -421,10 +417,7 @@ fn a_job_whose_table_is_dropped_before_its_publish_stays_within_its_statements_a
     // Its work row stays leased (a deletion would delete it); once the lease expires, the next
     // claim's load finds the collection gone and drops it.
     assert_eq!(scalar(&api, "SELECT count(*) FROM _emdash_media_usage_work WHERE state = 'leased'"), 1);
-    api.db
-        .connection()
-        .execute_batch("UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z'")
-        .unwrap();
+    expire_leases(&api, "_emdash_media_usage_work", "TRUE");
     assert_eq!(now(process_next(&api.db, None, &policy)).unwrap(), Some(JobOutcome::Obsolete));
     assert_eq!(scalar(&api, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
 }

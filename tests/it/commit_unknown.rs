@@ -17,25 +17,17 @@ use media_usage_worker::clock::FnClock;
 use media_usage_worker::exec::fault::{Fault, Faulty};
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::Executor;
-use media_usage_worker::lifecycle::deletion::CleanupBatch;
+use media_usage_worker::lifecycle::deletion::batch::CleanupBatch;
 use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::storage::Storage;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
-use crate::support::{code, data, request, time_passes, Api, ADMIN};
+use crate::support::{code, data, exec_sql, request, scalar, time_passes, Api, TickRun, ADMIN};
 
 const HOUR_MS: f64 = 3_600_000.0;
 const T0: f64 = 1_800_000_000_000.0;
-
-fn exec_sql(api: &Api, sql: &str) {
-    api.db.connection().execute_batch(sql).unwrap();
-}
-
-fn scalar(api: &Api, sql: &str) -> i64 {
-    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
 
 fn rows(api: &Api, sql: &str) -> Vec<Vec<Json>> {
     let conn = api.db.connection();
@@ -247,16 +239,15 @@ fn assert_index_is_a_projection_from_scratch(api: &Api, what: &str) {
 /// and every kind of step is cut somewhere; cleanup two rows at a time.
 fn small_tick() -> (Budget, BackgroundPolicy) {
     // 14 statements: the smallest budget at which the probes of eight lanes still leave the
-    // storage sweep a step (at 12 the sweep never gets one: see the README, "Cost and quotas").
+    // storage sweep a step (at 12 the sweep never gets one: see docs/cost-and-quotas.md).
     (Budget::new(14, 60_000.0), crate::support::policy().with_cleanup(CleanupBatch::Fixed(2)))
 }
 
 /// One tick through `exec`, with the fixture's object store, on a clock that stands still (what
 /// a tick does then depends on statements only).
 fn tick_on<E: Executor>(api: &Api, exec: &E, (budget, policy): &(Budget, BackgroundPolicy)) -> TickReport {
-    let clock = FnClock(|| 0.0);
     let storage = api.storage.as_ref().map(|s| s as &dyn Storage);
-    block_on(tick::run(&Metered::new(exec, &clock), &clock, *budget, policy, tick::Continuation::Off, storage))
+    TickRun::new(*budget, policy).storage(storage).run(exec)
 }
 
 /// Lets time pass (two days, past the storage sweep's grace) and runs default ticks until one
@@ -379,7 +370,7 @@ struct Write {
     /// The answer without a fault.
     ok: u16,
     /// What the client's retry of the same request may answer after a 5xx, besides `ok`, and
-    /// what it then knows (README, "Errors and retries").
+    /// what it then knows (docs/errors-and-retries.md).
     retry_answers: &'static [(u16, &'static str)],
     /// What the client does with the retry's answer beyond reading it (e.g. revoking a token it
     /// can never learn the secret of).
@@ -452,7 +443,7 @@ fn revoke_lost_mints(api: &Api, retry: &Response) {
 
 /// A create that makes its slug cannot tell its retry from a second create: after a 5xx the
 /// retry may have made a second entry of the same title (its slug `…-1`). The client keeps the
-/// earlier one and deletes the one its retry made (README, "Errors and retries").
+/// earlier one and deletes the one its retry made (docs/errors-and-retries.md).
 fn delete_retry_twin(api: &Api, retry: &Response) {
     let item = &data(retry)["item"];
     let title = item["data"]["title"].as_str().unwrap();

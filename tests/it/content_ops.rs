@@ -9,13 +9,9 @@ use media_usage_worker::usage::project::Admission;
 use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;
-use crate::support::{code, data, now, request, used_in, Api, ADMIN};
+use crate::support::{code, data, now, request, scalar, text, used_in, Api, ADMIN};
 
 const SCOPES: &[&str] = &["content:read", "content:write"];
-
-fn scalar(api: &Api, sql: &str) -> i64 {
-    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
 
 /// `posts` with a title, a hero image and a gallery; `people` with a name.
 fn setup() -> Api {
@@ -507,16 +503,12 @@ fn translations_list_the_groups_entries_outside_the_trash_by_locale() {
     assert_eq!(rest["nextCursor"], Json::Null);
     // An entry without a group is a group of its own; one in the trash is not found.
     api.db.connection().execute("UPDATE ec_posts SET translation_group = NULL WHERE slug = 'other'", []).unwrap();
-    let other = scalar_text(&api, "SELECT id FROM ec_posts WHERE slug = 'other'");
+    let other = text(&api, "SELECT id FROM ec_posts WHERE slug = 'other'").unwrap();
     let alone = data(&api.get(&format!("/content/posts/{other}/translations")));
     assert_eq!(alone["translationGroup"], other.as_str());
     assert_eq!(alone["translations"].as_array().unwrap().len(), 1);
     assert_eq!(api.get(&format!("/content/posts/{}/translations", id(&trashed))).status, 404);
     assert_eq!(code(&api.get(&format!("/content/posts/{}/translations?cursor=%%%", ids[0]))), "INVALID_CURSOR");
-}
-
-fn scalar_text(api: &Api, sql: &str) -> String {
-    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
 #[test]

@@ -6,36 +6,27 @@
 //! collection; and the PUT of a field.
 
 use futures::executor::block_on;
-use media_usage_worker::api::{self, Response};
+use media_usage_worker::api::Response;
 use media_usage_worker::clock::{FnClock, MonotonicClock};
 use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::Executor;
-use media_usage_worker::lifecycle::deletion::CleanupBatch;
+use media_usage_worker::lifecycle::deletion::batch::CleanupBatch;
 use media_usage_worker::lifecycle::fields::{self, DeleteOutcome, StepOutcome, UpdateOutcome};
 use media_usage_worker::model::ident::Ident;
 use media_usage_worker::model::state::TickOutcome;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;
-use crate::support::{code, config, data, now, time_passes, used_in, Api, ADMIN};
+use crate::support::{
+    call_on_body, code, data, exec_sql, forge_lease, now, scalar, steal_leases, text_if_any, tick_once, time_passes,
+    used_in, Api, ADMIN, FAR_AHEAD,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures.
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap_or(None)
-}
-
-fn exec_sql(db: &SqliteExecutor, sql: &str) {
-    db.connection().execute_batch(sql).unwrap();
-}
 
 fn media(api: &Api, key: &str) -> String {
     let r = api.post("/media", &json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
@@ -131,12 +122,6 @@ fn put_field(api: &Api, field: &str, body: &Json) -> Response {
 }
 
 /// Calls the API on any executor (hooked, faulty, metered), as the admin.
-fn call_on<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
-    let body = body.map(|b| b.to_string().into_bytes());
-    let req = crate::support::request(method, path, Some(ADMIN), body.as_deref());
-    now(api::handle(exec, &config(), &req))
-}
-
 /// What a tick may spend, and how it does the work.
 type Tick = (Budget, BackgroundPolicy);
 
@@ -151,9 +136,7 @@ fn small_tick() -> Tick {
 
 /// One recorded tick on a clock that stands still, within its budget.
 fn tick_with<E: Executor>(exec: &E, (budget, policy): &Tick) -> TickReport {
-    let clock = FnClock(|| 0.0);
-    let metered = Metered::new(exec, &clock);
-    let report = block_on(tick::run(&metered, &clock, *budget, policy, tick::Continuation::Off, None));
+    let report = tick_once(exec, *budget, policy);
     assert!(report.statements <= budget.max_statements, "a tick issued {} statements", report.statements);
     assert!(report.rows.fits(budget.max_rows), "a tick read and wrote {:?} rows", report.rows);
     report
@@ -347,12 +330,12 @@ fn deleting_a_title_field_has_every_entry_projected_again_for_its_display_title(
     let api = Api::new();
     site(&api);
     let titles = || {
-        text(&api.db, "SELECT group_concat(content_title, ',') FROM (SELECT content_title FROM _emdash_media_usage_sources WHERE collection_slug = 'posts' AND source_variant = 'columns' ORDER BY content_title)")
+        text_if_any(&api.db, "SELECT group_concat(content_title, ',') FROM (SELECT content_title FROM _emdash_media_usage_sources WHERE collection_slug = 'posts' AND source_variant = 'columns' ORDER BY content_title)")
     };
     assert_eq!(titles().as_deref(), Some("One,Three,Two,gone"));
     assert_eq!(delete_field(&api, "title").status, 200);
     assert_eq!(
-        text(&api.db, "SELECT rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+        text_if_any(&api.db, "SELECT rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
             .as_deref(),
         Some("")
     );
@@ -428,18 +411,18 @@ fn a_field_of_the_same_slug_added_while_the_walk_runs_keeps_its_own_uses() {
 fn a_content_write_that_read_the_field_before_its_deletion_stores_nothing_in_it() {
     let api = Api::new();
     let m = site(&api);
-    let one = text(&api.db, "SELECT id FROM ec_posts WHERE slug = 'one'").unwrap();
+    let one = text_if_any(&api.db, "SELECT id FROM ec_posts WHERE slug = 'one'").unwrap();
     // The field goes between the write's read of the collection and its statement.
     let hooked = Hooked::new(&api.db).before("UPDATE \"ec_posts\"", |db| {
-        let r = call_on(db, "DELETE", "/schema/collections/posts/fields/hero", None);
+        let r = call_on_body(db, "DELETE", "/schema/collections/posts/fields/hero", None);
         assert_eq!(r.status, 200, "{}", r.body);
     });
-    let r = call_on(&hooked, "PUT", &format!("/content/posts/{one}"), Some(&json!({"data": {"hero": m.d}})));
+    let r = call_on_body(&hooked, "PUT", &format!("/content/posts/{one}"), Some(&json!({"data": {"hero": m.d}})));
     hooked.done();
     assert_eq!((r.status, code(&r)), (409, "CONFLICT".into()), "{}", r.body);
     let column = deleted_columns(&api.db).pop().unwrap();
     assert_eq!(
-        text(&api.db, &format!("SELECT \"{column}\" FROM ec_posts WHERE id = '{one}'")),
+        text_if_any(&api.db, &format!("SELECT \"{column}\" FROM ec_posts WHERE id = '{one}'")),
         Some(m.a.clone()),
         "the column still holds what it held"
     );
@@ -457,7 +440,7 @@ fn a_projection_that_read_the_field_before_its_deletion_cannot_publish_it() {
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state = 'pending'"), 1);
     // The field goes between the job's load and its publish.
     let hooked = Hooked::new(&api.db).before("INSERT INTO _emdash_batch_guard", |db| {
-        let r = call_on(db, "DELETE", "/schema/collections/posts/fields/hero", None);
+        let r = call_on_body(db, "DELETE", "/schema/collections/posts/fields/hero", None);
         assert_eq!(r.status, 200, "{}", r.body);
     });
     let outcome = now(process_next(&hooked, None, &api.config.background.projection)).unwrap();
@@ -483,7 +466,7 @@ fn an_entry_too_large_to_index_is_queued_again_and_its_media_free_once_the_field
     assert_eq!((r.status, code(&r)), (409, "MEDIA_IN_USE".into()));
     assert_eq!(delete_field(&api, "hero").status, 200);
     assert_eq!(
-        text(&api.db, "SELECT state FROM _emdash_media_usage_work WHERE content_id = 'big'").as_deref(),
+        text_if_any(&api.db, "SELECT state FROM _emdash_media_usage_work WHERE content_id = 'big'").as_deref(),
         Some("pending")
     );
     tick_until_done(&api.db, &default_tick());
@@ -532,7 +515,7 @@ fn a_column_that_cannot_be_dropped_is_retried_then_failed_and_an_operators_repai
     }
     assert_eq!(deletions(&api.db), [("hero".into(), "column".into(), "failed".into())]);
     assert_eq!(
-        text(&api.db, "SELECT last_error_code FROM _emdash_media_usage_field_deletions").as_deref(),
+        text_if_any(&api.db, "SELECT last_error_code FROM _emdash_media_usage_field_deletions").as_deref(),
         Some("MEDIA_USAGE_FIELD_DELETION_FAILED")
     );
     assert_eq!(coverage(&api), "complete");
@@ -686,7 +669,7 @@ fn a_holder_whose_lease_is_lost_changes_nothing() {
         let left = occurrences_of(&api.db, "hero");
         let fingerprints =
             scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_fingerprint IS NULL");
-        let row = text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions");
+        let row = text_if_any(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions");
         exec_sql(&api.db, lose);
         let outcome = lane_step(&api.db, 100, &mut held);
         // (Moved on under its own token, as a checkpoint that committed unseen leaves it: the
@@ -703,7 +686,7 @@ fn a_holder_whose_lease_is_lost_changes_nothing() {
         );
         if *what != "moved on" {
             assert_eq!(
-                text(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions"),
+                text_if_any(&api.db, "SELECT cursor_key || cursor_id FROM _emdash_media_usage_field_deletions"),
                 row,
                 "{what}"
             );
@@ -727,14 +710,14 @@ fn the_column_goes_only_under_a_live_lease_at_column_and_the_row_only_once_the_c
     assert_eq!(deletions(&api.db)[0].1, "column", "the walk ended");
     assert!(held.is_some(), "held at column");
     // Another holder took it over: the drop changes nothing.
-    exec_sql(&api.db, "UPDATE _emdash_media_usage_field_deletions SET lease_token = 'someone-else'");
+    steal_leases(&api, "_emdash_media_usage_field_deletions", "TRUE", "someone-else");
     assert!(matches!(lane_step(&api.db, 100, &mut held), Some(StepOutcome::LeaseLost)));
     assert_eq!(deleted_columns(&api.db).len(), 1);
     // The finalisation requires the column gone: with it still there it changes nothing.
     time_passes(&api.db);
     let mut held = None;
     let token = "probe";
-    exec_sql(&api.db, &format!("UPDATE _emdash_media_usage_field_deletions SET state = 'leased', lease_token = '{token}', lease_expires_at = '2999-01-01T00:00:00.000Z'"));
+    forge_lease(&api, "_emdash_media_usage_field_deletions", "TRUE", token, FAR_AHEAD);
     let row: media_usage_worker::repo::field_deletion::FieldDeletion = block_on(
         api.db
             .query_first(media_usage_worker::exec::Statement::new("SELECT * FROM _emdash_media_usage_field_deletions")),
@@ -793,7 +776,8 @@ fn the_end_of_the_walk_completes_coverage_only_when_nothing_else_keeps_it_stale(
         }
         assert!(!deletions(&api.db).iter().any(|d| d.0 == "hero" && d.1 == "occurrences"), "{what}: the walk ended");
         let stored =
-            text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").unwrap();
+            text_if_any(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+                .unwrap();
         assert_eq!(stored, *expected, "{what}");
     }
 }
@@ -870,7 +854,7 @@ fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_the_request_conver
     let fixture = crash_fixture();
     let probe = fixture.snapshot();
     let metered = Metered::new(&probe.db, MonotonicClock::default());
-    assert_eq!(call_on(&metered, "DELETE", "/schema/collections/posts/fields/hero", None).status, 200);
+    assert_eq!(call_on_body(&metered, "DELETE", "/schema/collections/posts/fields/hero", None).status, 200);
     let n = metered.usage().statements;
     assert!(n >= 8, "the request issued {n} statements");
     tick_until_done(&probe.db, &default_tick());
@@ -881,9 +865,14 @@ fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_the_request_conver
             let what = format!("statement {k} of {n} {}", if commit_unknown { "commit-unknown" } else { "crashed" });
             let api = fixture.snapshot();
             let r = if commit_unknown {
-                call_on(&Faulty::commit_unknown(&api.db, k), "DELETE", "/schema/collections/posts/fields/hero", None)
+                call_on_body(
+                    &Faulty::commit_unknown(&api.db, k),
+                    "DELETE",
+                    "/schema/collections/posts/fields/hero",
+                    None,
+                )
             } else {
-                call_on(&Faulty::new(&api.db, Some(k)), "DELETE", "/schema/collections/posts/fields/hero", None)
+                call_on_body(&Faulty::new(&api.db, Some(k)), "DELETE", "/schema/collections/posts/fields/hero", None)
             };
             assert_not_half_deleted(&api, &what);
             if r.status >= 500 {
@@ -968,7 +957,7 @@ fn big_collection(api: &Api, n: usize) -> String {
             {"slug": "gallery", "type": "repeater", "subFields": [{"slug": "image", "type": "image"}]}
         ]}),
     ));
-    let id = text(&api.db, "SELECT id FROM _emdash_collections WHERE slug = 'posts'").unwrap();
+    let id = text_if_any(&api.db, "SELECT id FROM _emdash_collections WHERE slug = 'posts'").unwrap();
     exec_sql(
         &api.db,
         &format!(
@@ -993,7 +982,7 @@ fn a_field_of_a_collection_of_100000_entries_is_deleted_within_every_ticks_budge
     big_collection(&api, 100_000);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 300_000);
     let metered = Metered::new(&api.db, MonotonicClock::default());
-    let r = call_on(&metered, "DELETE", "/schema/collections/posts/fields/hero", None);
+    let r = call_on_body(&metered, "DELETE", "/schema/collections/posts/fields/hero", None);
     assert_eq!(r.status, 200, "{}", r.body);
     // The request reads and writes a bounded number of rows whatever the collection holds.
     let usage = metered.usage();
@@ -1310,13 +1299,14 @@ fn a_repair_run_in_progress_goes_on_through_a_fields_deletion_and_ends_at_a_type
     // A deletion leaves the run to go on: its finalisation waits for the walk.
     assert_eq!(delete_field(&api, "body").status, 200);
     assert_eq!(
-        text(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'").as_deref(),
+        text_if_any(&api.db, "SELECT status FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'")
+            .as_deref(),
         Some("running")
     );
     // A type change ends it (status stale, so its next step finds it superseded) and asks for a
     // fresh one.
     data(&put_field(&api, "hero", &json!({"type": "file"})));
-    let st = text(
+    let st = text_if_any(
         &api.db,
         "SELECT status || ':' || rules_version FROM _emdash_media_usage_index_status WHERE scope_key = 'posts'",
     );

@@ -9,15 +9,7 @@ use media_usage_worker::repo::lease::{self, Failure};
 use media_usage_worker::repo::{capture, continuation, deletion, repair, work};
 use serde_json::json;
 
-use crate::support::Api;
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
+use crate::support::{exec_sql, expire_leases, scalar, text, Api, LONG_AGO};
 
 /// Whole seconds from `from` to `to` (two timestamp columns) in the one row of `table`.
 fn seconds(db: &SqliteExecutor, table: &str, from: &str, to: &str) -> i64 {
@@ -44,12 +36,8 @@ const TOMBSTONES: &str = "_emdash_media_usage_collection_deletions";
 
 /// Lets the work row's lease (or backoff) run out.
 fn expire(db: &SqliteExecutor, table: &str) {
-    db.connection()
-        .execute_batch(&format!(
-            "UPDATE {table} SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE {table} SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';"
-        ))
-        .unwrap();
+    exec_sql(db, &format!("UPDATE {table} SET next_attempt_at = '{LONG_AGO}'"));
+    expire_leases(db, table, "state = 'leased'");
 }
 
 #[test]

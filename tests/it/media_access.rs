@@ -4,13 +4,10 @@
 //! storage sweep, only while an uploaded row names it — never because a JSON registration names
 //! its key.
 
-use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
-use media_usage_worker::storage::Storage;
-use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
@@ -165,17 +162,7 @@ fn file_status(api: &Api, key: &str) -> u16 {
 fn sweep_after(api: &Api, hours: f64) -> u64 {
     let store = api.storage.as_ref().unwrap();
     store.now_ms.set(store.now_ms.get() + hours * HOUR_MS);
-    let clock = MonotonicClock::default();
-    let mut deleted = 0;
-    for _ in 0..5 {
-        let metered = Metered::new(&api.db, &clock);
-        let policy = &api.config.background;
-        let storage = Some(store as &dyn Storage);
-        let report =
-            block_on(tick::run(&metered, &clock, api.config.tick_budget, policy, tick::Continuation::Off, storage));
-        deleted += report.count("objectsDeleted");
-    }
-    deleted
+    (0..5).map(|_| api.tick().count("objectsDeleted")).sum()
 }
 
 #[test]

@@ -9,10 +9,10 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::Executor;
 use media_usage_worker::storage::memory::MemoryStorage;
-use media_usage_worker::usage::tick;
+use media_usage_worker::tick;
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, Api, ADMIN};
+use crate::support::{code, data, scalar, Api, TickRun, ADMIN};
 
 const HOUR_MS: f64 = 3_600_000.0;
 const T0: f64 = 1_800_000_000_000.0;
@@ -239,15 +239,11 @@ fn refused_uploads_say_why_and_leave_nothing_behind() {
         201
     );
     assert_eq!(objects(&api).len(), 2, "only the accepted uploads stored anything");
-    assert_eq!(scalar_media(&api), 2);
+    assert_eq!(scalar(&api, "SELECT count(*) FROM media"), 2);
     // Without a bucket an upload cannot be stored (JSON registration still works).
     let api = Api::new();
     let r = upload(&api, &[("file", Some("a.png"), Some("image/png"), &png(1, 1, 0))]);
     assert_eq!((r.status, code(&r).as_str()), (503, "MEDIA_STORAGE_UNAVAILABLE"));
-}
-
-fn scalar_media(api: &Api) -> i64 {
-    api.db.connection().query_row("SELECT count(*) FROM media", [], |r| r.get(0)).unwrap()
 }
 
 fn get_file(
@@ -295,18 +291,15 @@ fn stored_files_are_served_publicly_with_caching_and_ranges() {
     assert_eq!(r.status, 200);
 }
 
-fn tick(api: &Api, grace_hours: f64) -> tick::TickReport {
+fn tick(api: &Api, grace_hours: f64) -> tick::report::TickReport {
     tick_on(&api.db, api, grace_hours)
 }
 
 /// [`tick`] with its statements going through `exec`.
-fn tick_on<E: Executor>(exec: &E, api: &Api, grace_hours: f64) -> tick::TickReport {
-    let clock = MonotonicClock::default();
-    let metered = Metered::new(exec, &clock);
+fn tick_on<E: Executor>(exec: &E, api: &Api, grace_hours: f64) -> tick::report::TickReport {
     let policy = crate::support::policy().with_storage_grace_ms(grace_hours * HOUR_MS);
     let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
-    let budget = crate::support::budget();
-    let report = block_on(tick::run(&metered, &clock, budget, &policy, tick::Continuation::Off, storage));
+    let report = TickRun::new(crate::support::budget(), &policy).storage(storage).run(exec);
     assert!(report.statements + report.count("storageOperations") <= 40, "{report:?}");
     report
 }
@@ -437,11 +430,10 @@ fn a_sweep_that_only_looks_is_not_progress_and_never_asks_for_a_continuation() {
         let key = format!("{i:012x}{i:020x}.png");
         put_raw(store, &key, bytes, "image/png");
     }
-    let clock = MonotonicClock::default();
-    let metered = Metered::new(&api.db, &clock);
     let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
     let on = tick::Continuation::On { handing_on: None };
-    let r = block_on(tick::run(&metered, &clock, crate::support::budget(), &crate::support::policy(), on, storage));
+    let policy = crate::support::policy();
+    let r = TickRun::new(crate::support::budget(), &policy).storage(storage).continuation(on).run(&api.db);
     assert!(r.count("storageOperations") >= 5, "it listed page after page: {r:?}");
     assert_eq!(r.count("objectsDeleted"), 0);
     assert_eq!(r.outcome, media_usage_worker::model::state::TickOutcome::Idle, "{r:?}");

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use media_usage_worker::api::media::{LIST_WINDOW, USAGE_COUNT_CAP};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, Api};
+use crate::support::{code, data, exec_sql, Api};
 
 fn setup() -> Api {
     let api = Api::new();
@@ -18,10 +18,6 @@ fn setup() -> Api {
     ]);
     data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts", "fields": fields})));
     api
-}
-
-fn exec_sql(api: &Api, sql: &str) {
-    api.db.connection().execute_batch(sql).unwrap();
 }
 
 /// Registers a media item by JSON under the file name `filename`; its id.

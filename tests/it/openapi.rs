@@ -9,7 +9,7 @@ use media_usage_worker::api::routes::{access, Access, Route, ROUTES};
 use media_usage_worker::api::{Request, OPENAPI_JSON};
 use media_usage_worker::model::auth::{Role, Scope};
 use media_usage_worker::model::field::{FieldType, MAX_FIELDS, MAX_SUB_FIELDS, SYSTEM_COLUMNS};
-use media_usage_worker::usage::tick::Lane;
+use media_usage_worker::tick::lanes;
 use serde_json::Value as Json;
 
 const METHODS: &[&str] = &["get", "put", "post", "delete", "options", "head", "patch", "trace"];
@@ -313,7 +313,7 @@ fn enums_and_limits_match_the_model() {
 fn every_tick_log_counter_of_every_lane_is_documented() {
     let doc = doc();
     let props = doc["components"]["schemas"]["TickDetails"]["properties"].as_object().expect("TickDetails properties");
-    let counters: BTreeSet<&str> = Lane::COUNTERS.iter().copied().flatten().map(|c| c.name).collect();
+    let counters: BTreeSet<&str> = lanes::COUNTERS.iter().copied().flatten().map(|c| c.name).collect();
     for name in &counters {
         assert_eq!(props.get(*name).map(|p| &p["type"]), Some(&Json::from("integer")), "TickDetails.{name}");
     }

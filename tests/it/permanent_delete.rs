@@ -4,12 +4,9 @@
 //! starts using the item; then the client's retry of the same request: an item in use is never
 //! removed, row or object. Without the content write the retry completes, leaving neither.
 
-use futures::executor::block_on;
-use media_usage_worker::clock::{FnClock, MonotonicClock};
+use media_usage_worker::clock::FnClock;
 use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::Metered;
-use media_usage_worker::storage::Storage;
-use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
@@ -49,12 +46,8 @@ fn objects(api: &Api) -> Vec<String> {
 fn sweep(api: &Api) {
     let store = api.storage.as_ref().unwrap();
     store.now_ms.set(store.now_ms.get() + 48.0 * HOUR_MS);
-    let clock = MonotonicClock::default();
     for _ in 0..5 {
-        let metered = Metered::new(&api.db, &clock);
-        let storage = Some(store as &dyn Storage);
-        let policy = &api.config.background;
-        block_on(tick::run(&metered, &clock, api.config.tick_budget, policy, tick::Continuation::Off, storage));
+        api.tick();
     }
 }
 

@@ -2,13 +2,12 @@
 //! publish compares exactly the source signature its load read.
 
 use futures::executor::block_on;
-use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::model::source::{source_key, Variant};
 use media_usage_worker::usage::project::{self, JobOutcome};
 use serde_json::json;
 
 use crate::deletion::Hooked;
-use crate::support::{data, db, Api};
+use crate::support::{data, db, scalar, Api};
 
 /// An entry's source keys as the projection statements build them (`{entry_source_keys}`).
 const ENTRY_SOURCE_KEYS: &str = include_str!("../../src/sql/usage/entry_source_keys.sql");
@@ -28,10 +27,6 @@ fn the_source_keys_sql_builds_are_the_source_keys_rust_builds() {
             .collect();
         assert_eq!(built, rust, "{collection_id:?} / {content_id:?}");
     }
-}
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
 /// An entry with both sources stored (live columns and a draft overlay), and a change to it

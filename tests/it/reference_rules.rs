@@ -5,21 +5,12 @@
 use futures::executor::block_on;
 use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::meter::Metered;
-use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::repo::lease;
 use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::project::{self, JobOutcome, JOB_MAX_STATEMENTS};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, query_plan as plan, used_in, Api, ADMIN};
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
+use crate::support::{code, data, query_plan as plan, scalar, text, used_in, Api, ADMIN};
 
 const FIELDS: &str = r#"[
   {"slug": "title", "type": "string"},

@@ -2,19 +2,17 @@
 //! coverage under the run token once the queue has drained.
 
 use futures::executor::block_on;
-use media_usage_worker::clock::{FnClock, MonotonicClock};
+use media_usage_worker::clock::MonotonicClock;
 use media_usage_worker::exec::fault::Faulty;
-use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::tick::{self, budget::Budget};
 use media_usage_worker::usage::repair::{self, StepOutcome as RepairStep};
-use media_usage_worker::usage::tick::{self, Budget};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, Api, ADMIN};
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
+use crate::support::{
+    code, collection_id, data, exec_sql, expire_leases, forge_lease, scalar, steal_leases, tick_once, Api, ADMIN,
+    FAR_AHEAD, LONG_AGO,
+};
 
 /// Runs ticks until the queue and every repair run are done; a waiting run's barrier is made
 /// due at once instead of after its poll delay.
@@ -29,19 +27,11 @@ fn drain_with(db: &SqliteExecutor, budget: Budget) {
         if scalar(db, "SELECT count(*) FROM _emdash_media_usage_reconciliations") == 0 {
             return;
         }
-        db.connection()
-            .execute_batch(
-                "UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-                 UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-                 UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
-            )
-            .unwrap();
+        exec_sql(db, &format!("UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '{LONG_AGO}'"));
+        expire_leases(db, "_emdash_media_usage_reconciliations", "state = 'leased'");
+        expire_leases(db, "_emdash_media_usage_work", "state = 'leased'");
     }
     panic!("repair runs did not finish");
-}
-
-fn collection_id(api: &Api) -> String {
-    api.db.connection().query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0)).unwrap()
 }
 
 fn status(api: &Api) -> Json {
@@ -155,23 +145,14 @@ fn a_crash_at_any_statement_of_a_repair_tick_is_resumed() {
         let api = Api::new();
         stale_collection(&api, 4);
         // A bare run, so the crashed tick below does the run's steps itself.
-        let cid = collection_id(&api);
+        let cid = collection_id(&api, "posts");
         assert_eq!(
             block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
                 .unwrap(),
             1
         );
         let faulty = Faulty::new(&api.db, Some(fail_at));
-        let clock = MonotonicClock::default();
-        let metered = media_usage_worker::exec::meter::Metered::new(&faulty, &clock);
-        let _ = block_on(tick::run(
-            &metered,
-            &clock,
-            Budget::new(40, 60_000.0),
-            &crate::support::policy(),
-            tick::Continuation::Off,
-            None,
-        ));
+        tick_once(&faulty, Budget::new(40, 60_000.0), &crate::support::policy());
         // The crashed isolate's leases run out; later ticks finish the run.
         drain(&api.db);
         assert_eq!(status(&api)["status"], "complete", "fail_at {fail_at}");
@@ -207,7 +188,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
         sql.push_str(&format!("INSERT INTO ec_posts (id, slug, hero) VALUES ('e{i:04}', 's{i}', 'm{i}');"));
     }
     lost_write(&api, &sql);
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     let mut orphans = String::new();
     for i in 0..501 {
         orphans.push_str(&format!(
@@ -231,7 +212,7 @@ fn scans_and_orphan_passes_page_past_their_page_size() {
 fn a_run_that_keeps_failing_ends_failed_instead_of_retrying_forever() {
     let api = Api::new();
     stale_collection(&api, 2);
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     assert_eq!(
         block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
             .unwrap(),
@@ -262,7 +243,7 @@ fn the_fifth_claim_in_a_row_still_steps_and_the_sixth_gives_up() {
     for (earlier, gives_up) in [(4, false), (5, true)] {
         let api = Api::new();
         stale_collection(&api, 2);
-        let cid = collection_id(&api);
+        let cid = collection_id(&api, "posts");
         block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
             .unwrap();
         api.db
@@ -281,7 +262,7 @@ fn the_fifth_claim_in_a_row_still_steps_and_the_sixth_gives_up() {
 fn a_schema_change_mid_run_ends_the_run_and_leaves_coverage_stale() {
     let api = Api::new();
     stale_collection(&api, 2);
-    let cid = collection_id(&api);
+    let cid = collection_id(&api, "posts");
     assert_eq!(
         block_on(media_usage_worker::repo::repair::begin(&api.db, &[cid.as_str()], crate::support::rules().id()))
             .unwrap(),
@@ -314,7 +295,7 @@ fn a_small_repair_finishes_in_its_request() {
 /// and `n` entries queued for it.
 fn run_at_barrier(api: &Api, n: usize) {
     stale_collection(api, n);
-    let id = collection_id(api);
+    let id = collection_id(api, "posts");
     let rules = crate::support::rules();
     let rules = rules.id();
     api.db
@@ -414,16 +395,8 @@ fn the_barrier_waits_only_as_long_as_the_earliest_unfinished_work() {
     assert_eq!(status(&api)["status"], "partial");
 }
 
-fn one_tick(api: &Api, budget: Budget) -> tick::TickReport {
-    let clock = MonotonicClock::default();
-    block_on(tick::run(
-        &Metered::new(&api.db, &clock),
-        &clock,
-        budget,
-        &crate::support::policy(),
-        tick::Continuation::Off,
-        None,
-    ))
+fn one_tick(api: &Api, budget: Budget) -> tick::report::TickReport {
+    tick_once(&api.db, budget, &crate::support::policy())
 }
 
 #[test]
@@ -445,28 +418,23 @@ fn a_targeted_look_claims_only_that_collections_due_run() {
     // Not due any more (someone took it): nothing.
     let api = Api::new();
     run_at_barrier(&api, 1);
-    api.db
-        .connection()
-        .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'other', lease_expires_at = '2999-01-01T00:00:00.000Z'")
-        .unwrap();
-    let claimed = block_on(repair::step_next(&api.db, Some(&collection_id(&api)), &crate::support::rules())).unwrap();
+    forge_lease(&api, "_emdash_media_usage_reconciliations", "TRUE", "other", FAR_AHEAD);
+    let claimed =
+        block_on(repair::step_next(&api.db, Some(&collection_id(&api, "posts")), &crate::support::rules())).unwrap();
     assert_eq!(claimed, None);
     // A targeted look never takes another collection's run, due or with an expired lease.
     let api = Api::new();
     run_at_barrier(&api, 1);
     assert_eq!(block_on(repair::step_next(&api.db, Some("other"), &crate::support::rules())).unwrap(), None);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'pending'"), 1);
-    api.db
-        .connection()
-        .execute_batch("UPDATE _emdash_media_usage_reconciliations SET state = 'leased', lease_token = 'dead', lease_expires_at = '2000-01-01T00:00:00.000Z'")
-        .unwrap();
+    forge_lease(&api, "_emdash_media_usage_reconciliations", "TRUE", "dead", LONG_AGO);
     assert_eq!(block_on(repair::step_next(&api.db, Some("other"), &crate::support::rules())).unwrap(), None);
     assert_eq!(
         scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE lease_token = 'dead'"),
         1
     );
     // Its own, with an expired lease, it takes over.
-    let own = collection_id(&api);
+    let own = collection_id(&api, "posts");
     assert!(block_on(repair::step_next(&api.db, Some(&own), &crate::support::rules())).unwrap().is_some());
 }
 
@@ -476,7 +444,7 @@ fn a_barrier_whose_lease_was_lost_changes_nothing() {
     let api = Api::new();
     run_at_barrier(&api, 1);
     let run = block_on(repo::claim(&api.db, None)).unwrap().unwrap();
-    api.db.connection().execute_batch("UPDATE _emdash_media_usage_reconciliations SET lease_token = 'thief'").unwrap();
+    steal_leases(&api, "_emdash_media_usage_reconciliations", "TRUE", "thief");
     let before = scalar(
         &api.db,
         "SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state = 'leased' AND lease_token = 'thief'",
@@ -512,15 +480,7 @@ fn a_repair_of_10000_entries_finishes_in_at_most_40_default_ticks() {
         // A clock that stands still: the count depends on statements, not on how busy the
         // machine is (the group size also adapts to measured statement time; that rule has its
         // own tests).
-        let clock = FnClock(|| 0.0);
-        let report = block_on(tick::run(
-            &Metered::new(&api.db, &clock),
-            &clock,
-            budget,
-            &crate::support::policy(),
-            tick::Continuation::Off,
-            None,
-        ));
+        let report = tick_once(&api.db, budget, &crate::support::policy());
         assert!(report.statements <= 40, "{report:?}");
         ticks += 1;
         assert!(ticks <= 200, "the repair does not finish");

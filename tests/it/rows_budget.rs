@@ -1,7 +1,7 @@
 //! Rows read and written as budgets (issue 20, items 2 and 3), on SQLite: ticks stay within
 //! their row budgets across a deletion and a repair, the daily budget stops background lanes
 //! until the next UTC day (the day is the tick's, a test clock here). The per-kind cleanup batch
-//! that recovers from failed statements (item 3) is tested in `deletion.rs`.
+//! that recovers from failed statements (item 3) is tested in `deletion/preconditions.rs`.
 
 use futures::executor::block_on;
 use media_usage_worker::clock::FnClock;
@@ -9,27 +9,21 @@ use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::Executor;
 use media_usage_worker::lane::RowCount;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, TickReport};
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy, report::TickReport};
 use serde_json::json;
 
-use crate::support::{data, Api, ADMIN};
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn exec_sql(db: &SqliteExecutor, sql: &str) {
-    db.connection().execute_batch(sql).unwrap();
-}
+use crate::support::{data, exec_sql, expire_leases, large_collection, scalar, Api, LargeCollection, ADMIN, LONG_AGO};
 
 /// Makes waiting deletions, runs and work rows due and leases expired, as time passing would.
 fn time_passes(db: &SqliteExecutor) {
+    exec_sql(db, &format!("UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '{LONG_AGO}'"));
+    expire_leases(db, "_emdash_media_usage_collection_deletions", "state = 'leased'");
     exec_sql(
         db,
-        "UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-         UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-         UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';",
+        &format!(
+            "UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '{LONG_AGO}';
+             UPDATE _emdash_media_usage_work SET next_attempt_at = '{LONG_AGO}';"
+        ),
     );
 }
 
@@ -60,41 +54,6 @@ fn tick_on<E: Executor>(exec: &E, budget: Budget, policy: &BackgroundPolicy, day
     report
 }
 
-/// A collection `posts` of `n` entries with an image each, indexed (sources and occurrences), and
-/// each entry queued for work by its capture trigger; its first `revisions` entries have a
-/// revision of `revision_bytes` each.
-fn collection(api: &Api, n: usize, revisions: usize, revision_bytes: usize) -> String {
-    data(&api.post(
-        "/schema/collections",
-        &json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "hero", "type": "image"}]}),
-    ));
-    let id: String = api
-        .db
-        .connection()
-        .query_row("SELECT id FROM _emdash_collections WHERE slug = 'posts'", [], |r| r.get(0))
-        .unwrap();
-    exec_sql(
-        &api.db,
-        &format!(
-            "WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < {n})
-             INSERT INTO ec_posts (id, slug, hero) SELECT printf('e%07d', i), printf('s%07d', i), 'm' FROM seq;
-             INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version, source_completeness)
-               SELECT 'content:{id}:' || id || ':columns', '{id}', 'posts', id, 'columns', 'g', 1, 'complete' FROM ec_posts;
-             INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
-               SELECT s.content_id, s.source_key, 'g', 'hero', 'hero', 'image_field', 'm', 'm' FROM _emdash_media_usage_sources AS s;"
-        ),
-    );
-    exec_sql(
-        &api.db,
-        &format!(
-            "INSERT INTO revisions (id, collection, entry_id, data)
-             SELECT 'r' || id, 'posts', id, json_object('body', printf('%.{revision_bytes}c', 'x'))
-             FROM ec_posts ORDER BY id LIMIT {revisions};"
-        ),
-    );
-    id
-}
-
 /// A collection `docs` of `n` entries written behind the API (nothing queued), as an import does.
 fn imported_docs(api: &Api, n: usize) {
     data(&api.post(
@@ -118,7 +77,7 @@ fn deletion_left(db: &SqliteExecutor) -> i64 {
 #[test]
 fn ticks_stay_within_their_row_budgets_across_a_deletion_and_a_repair() {
     let api = Api::new();
-    collection(&api, 20_000, 0, 0);
+    large_collection(&api, "posts", LargeCollection::new(20_000, 1));
     assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
     // The smallest row budget there is (one projection job at the default admission limit).
     let settings = crate::support::settings_with(&[
@@ -169,7 +128,7 @@ fn ticks_stay_within_their_row_budgets_across_a_deletion_and_a_repair() {
 #[test]
 fn the_daily_budget_stops_background_lanes_until_the_next_utc_day() {
     let api = Api::new();
-    collection(&api, 6_000, 0, 0);
+    large_collection(&api, "posts", LargeCollection::new(6_000, 1));
     assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
     let budget = crate::support::budget().with_daily_rows_written(15_000);
     let policy = crate::support::policy();
@@ -193,7 +152,7 @@ fn the_daily_budget_stops_background_lanes_until_the_next_utc_day() {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
-    assert!(day.0 <= 15_000 + 2 * tick::LOG_ROWS.written as i64, "the day's writes stay within it: {day:?}");
+    assert!(day.0 <= 15_000 + 2 * tick::budget::LOG_ROWS.written as i64, "the day's writes stay within it: {day:?}");
     let again = tick_on(&api.db, budget, &policy, "2030-01-01");
     assert!(again.daily_spent && again.count("deletedRows") == 0, "a lane the daily budget stopped rests: {again:?}");
     assert_eq!(again.outcome, media_usage_worker::model::state::TickOutcome::Idle, "no continuation is asked for");
@@ -235,7 +194,7 @@ fn the_daily_budget_stops_background_lanes_until_the_next_utc_day() {
 #[test]
 fn the_status_shows_the_days_use_and_when_each_deletion_and_repair_will_finish() {
     let api = Api::new();
-    collection(&api, 3_000, 0, 0);
+    large_collection(&api, "posts", LargeCollection::new(3_000, 1));
     assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
     let budget = crate::support::budget().with_daily_rows_written(5_000);
     tick_on(&api.db, budget, &crate::support::policy(), "2030-01-01");
@@ -244,7 +203,7 @@ fn the_status_shows_the_days_use_and_when_each_deletion_and_repair_will_finish()
     let daily = &status["daily"];
     assert_eq!((daily["day"].as_str(), daily["budget"].as_u64()), (Some("2030-01-01"), Some(5_000)));
     let written = daily["rowsWritten"].as_u64().unwrap();
-    assert!(written > 4_000 && written <= 5_000 + tick::LOG_ROWS.written, "{daily}");
+    assert!(written > 4_000 && written <= 5_000 + tick::budget::LOG_ROWS.written, "{daily}");
     assert_eq!(daily["remaining"].as_u64(), Some(5_000u64.saturating_sub(written)));
     assert_eq!(daily["ticks"], 1);
     assert_eq!(status["tickBudget"]["maxRowsWritten"], 20_000);
@@ -262,11 +221,11 @@ fn the_status_shows_the_days_use_and_when_each_deletion_and_repair_will_finish()
     let days = (to_write - (5_000 - written.min(5_000))).div_ceil(5_000);
     assert_eq!(estimate["days"].as_u64(), Some(days), "{estimate}");
     assert!(days >= 1);
-    assert_eq!(estimate["finishDay"].as_str(), tick::add_days("2030-01-01", days).as_deref());
+    assert_eq!(estimate["finishDay"].as_str(), tick::budget::add_days("2030-01-01", days).as_deref());
     // Another day has used nothing.
     let other = data(&api.get("/admin/media-usage/status?day=2030-02-01"));
     assert_eq!((other["daily"]["rowsWritten"].as_u64(), other["daily"]["spent"].as_bool()), (Some(0), Some(false)));
-    let fresh = tick::add_days("2030-02-01", to_write.saturating_sub(5_000).div_ceil(5_000));
+    let fresh = tick::budget::add_days("2030-02-01", to_write.saturating_sub(5_000).div_ceil(5_000));
     assert_eq!(other["deletions"][0]["estimate"]["finishDay"].as_str(), fresh.as_deref());
     for bad in ["2030-1-01", "2030-13-01", "yesterday", "2030-01-32"] {
         let r = api.get(&format!("/admin/media-usage/status?day={bad}"));

@@ -9,11 +9,11 @@ use media_usage_worker::exec::fault::Faulty;
 use media_usage_worker::exec::meter::{Metered, Usage};
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::repo::schema::TABLE_REVISION;
-use media_usage_worker::usage::tick::{self, TickReport};
+use media_usage_worker::tick::report::TickReport;
 use serde_json::json;
 
 use crate::sql_files::product_statements;
-use crate::support::{budget, data, policy, query_plan, Api, ADMIN};
+use crate::support::{budget, data, exec_sql, policy, query_plan, scalar, tick_once, Api, ADMIN};
 
 /// Entries in the large second collection.
 const BIG: u32 = 20_000;
@@ -86,13 +86,7 @@ fn a_draft_save_that_prunes_revisions_reads_a_bounded_number_of_rows_beside_a_la
 }
 
 fn tick_on<E: media_usage_worker::exec::Executor>(exec: &E) -> TickReport {
-    let clock = MonotonicClock::default();
-    let metered = Metered::new(exec, &clock);
-    block_on(tick::run(&metered, &clock, budget(), &policy(), tick::Continuation::Off, None))
-}
-
-fn exec_sql(db: &SqliteExecutor, sql: &str) {
-    db.connection().execute_batch(sql).unwrap();
+    tick_once(exec, budget(), &policy())
 }
 
 /// Queues projection work for every entry of `posts`, as a write whose projection was deferred.
@@ -214,10 +208,6 @@ fn a_crash_or_a_commit_reported_as_failed_at_any_statement_of_a_table_upgrade_is
         }
         assert!(n > 2, "the {kind} reached the upgrade");
     }
-}
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
 /// The scans some statements do, each bounded by something other than content, with the reason.

@@ -12,16 +12,16 @@ use media_usage_worker::exec::fault::{Fault, Faulty};
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
-use media_usage_worker::lane::RowCount;
+use media_usage_worker::lane::{Lane, RowCount};
 use media_usage_worker::lifecycle::schedule::ScheduleLane;
 use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::repo::content::Publication;
 use media_usage_worker::repo::schedule::{self as repo, Due};
 use media_usage_worker::repo::schema;
-use media_usage_worker::usage::tick::{self, Budget, TickReport, TickTime};
+use media_usage_worker::tick::{self, budget::Budget, report::TickReport, TickTime};
 use serde_json::{json, Value as Json};
 
-use crate::support::{code, data, request, Api, ADMIN};
+use crate::support::{code, data, exec_sql, request, scalar, Api, TickRun, ADMIN};
 
 /// The time the tests schedule for: far ahead of the database clock.
 const LATER: &str = "2099-01-01T00:00:00.000Z";
@@ -67,14 +67,6 @@ fn item(api: &Api, id: &str) -> Json {
     data(&api.get(&format!("/content/posts/{id}")))["item"].clone()
 }
 
-fn scalar(api: &Api, sql: &str) -> i64 {
-    api.db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn exec_sql(api: &Api, sql: &str) {
-    api.db.connection().execute_batch(sql).unwrap();
-}
-
 /// The schedule index: `(content id, time)` rows in due order.
 fn index(api: &Api) -> Vec<(String, String)> {
     let conn = api.db.connection();
@@ -92,17 +84,8 @@ fn tick_on<E: Executor>(exec: &E, now: Option<&str>) -> TickReport {
 
 /// [`tick_on`] under `budget`, which the tick keeps.
 fn tick_with<E: Executor>(exec: &E, now: Option<&str>, budget: Budget) -> TickReport {
-    let clock = FnClock(|| 0.0);
     let when = TickTime { day: None, now: now.map(str::to_owned) };
-    let report = block_on(tick::run_on(
-        &Metered::new(exec, &clock),
-        &clock,
-        budget,
-        &crate::support::policy(),
-        tick::Continuation::Off,
-        None,
-        &when,
-    ));
+    let report = TickRun::new(budget, &crate::support::policy()).when(when).run(exec);
     assert!(report.statements <= budget.max_statements, "{report:?}");
     report
 }
@@ -780,7 +763,7 @@ fn a_tick_of_the_smallest_budget_publishes_one_step_at_a_time_within_it() {
             id
         })
         .collect();
-    let smallest = Budget::new(tick::MIN_TICK_STATEMENTS, 60_000.0);
+    let smallest = Budget::new(tick::budget::MIN_TICK_STATEMENTS, 60_000.0);
     let mut published = 0;
     for _ in 0..20 {
         // `tick_with` asserts every tick kept its budget.
@@ -794,27 +777,34 @@ fn a_tick_of_the_smallest_budget_publishes_one_step_at_a_time_within_it() {
     assert!(ids.iter().all(|id| item(&api, id)["data"]["title"] == "Draft"));
 }
 
+/// The schedule lane's statement and row reserves, as a tick over the test database sees them.
+fn reserves(lane: &ScheduleLane<'_>) -> (u64, RowCount) {
+    type Over<'a> = Metered<&'a SqliteExecutor, &'a FnClock>;
+    (Lane::<Over<'_>, FnClock>::reserve(lane), Lane::<Over<'_>, FnClock>::reserve_rows(lane))
+}
+
 #[test]
 fn a_step_runs_only_while_its_rows_fit_what_the_tick_has_left() {
     let api = setup();
     let id = entry(&api, "a", "draft", json!({}));
     schedule(&api, &id, LATER);
     let policy = crate::support::policy();
-    let reserve = ScheduleLane::new(&policy.projection, None).reserve_rows();
+    let (_, reserve) = reserves(&ScheduleLane::new(&policy.projection, None));
     assert!(reserve.fits(RowCount::new(100, 5_000)) && !reserve.fits(RowCount::new(100, 4_000)), "{reserve:?}");
     let rows = |written: u64, read: u64| Budget::new(40, 60_000.0).with_rows(RowCount::new(written, read));
     let unlimited = u64::MAX;
-    let short_of_reads = tick_with(&api.db, Some(LATER), rows(unlimited, tick::LOG_ROWS.read + reserve.read - 1));
+    let short_of_reads =
+        tick_with(&api.db, Some(LATER), rows(unlimited, tick::budget::LOG_ROWS.read + reserve.read - 1));
     assert_eq!(short_of_reads.count("scheduledPublished"), 0, "{short_of_reads:?}");
     let short_of_writes =
-        tick_with(&api.db, Some(LATER), rows(tick::LOG_ROWS.written + reserve.written - 1, unlimited));
+        tick_with(&api.db, Some(LATER), rows(tick::budget::LOG_ROWS.written + reserve.written - 1, unlimited));
     assert_eq!(short_of_writes.count("scheduledPublished"), 0, "{short_of_writes:?}");
     assert_eq!(index(&api).len(), 1);
     // With room for it (and what the tick's other lanes looked at), it is published.
     let room = tick_with(
         &api.db,
         Some(LATER),
-        rows(tick::LOG_ROWS.written + reserve.written + 100, tick::LOG_ROWS.read + reserve.read + 500),
+        rows(tick::budget::LOG_ROWS.written + reserve.written + 100, tick::budget::LOG_ROWS.read + reserve.read + 500),
     );
     assert_eq!(room.count("scheduledPublished"), 1, "{room:?}");
 }
@@ -838,8 +828,8 @@ fn a_step_reads_and_writes_no_more_rows_than_its_lane_declares() {
     let mut ctx = media_usage_worker::lane::Ctx {
         exec: &metered,
         clock: &clock,
-        room: lane.reserve(),
-        rows: lane.reserve_rows(),
+        room: reserves(&lane).0,
+        rows: reserves(&lane).1,
         spent: &spent,
         counts: &mut counts,
     };
@@ -848,7 +838,7 @@ fn a_step_reads_and_writes_no_more_rows_than_its_lane_declares() {
     assert_eq!(counts.get("scheduledPublished"), 1);
     let used = spent();
     let usage = metered.usage();
-    assert!(usage.statements <= lane.reserve(), "{usage:?}");
+    assert!(usage.statements <= reserves(&lane).0, "{usage:?}");
     assert!(used.fits(media_usage_worker::lifecycle::schedule::STEP_ROWS), "{used:?}");
 }
 
@@ -863,17 +853,8 @@ fn the_daily_budget_does_not_stop_scheduled_publishing() {
     data(&api.delete("/schema/collections/old?force=true"));
     let budget = crate::support::budget().with_daily_rows_written(1);
     let on = |day: &str, now: &str| {
-        let clock = FnClock(|| 0.0);
         let when = TickTime { day: Some(day.to_owned()), now: Some(now.to_owned()) };
-        block_on(tick::run_on(
-            &Metered::new(&api.db, &clock),
-            &clock,
-            budget,
-            &crate::support::policy(),
-            tick::Continuation::Off,
-            None,
-            &when,
-        ))
+        TickRun::new(budget, &crate::support::policy()).when(when).run(&api.db)
     };
     on("2098-12-31", JUST_BEFORE);
     let report = on("2098-12-31", LATER);

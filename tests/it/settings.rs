@@ -7,13 +7,13 @@ use std::fs;
 use std::path::Path;
 
 use media_usage_worker::lane::RowCount;
-use media_usage_worker::lifecycle::deletion::CleanupBatch;
+use media_usage_worker::lifecycle::deletion::batch::CleanupBatch;
 use media_usage_worker::model::auth::hash_token;
 use media_usage_worker::settings::{Bounds, Reported, Setting, SettingWarning, Settings, TABLE};
 use media_usage_worker::storage::inspect::Allowlist;
+use media_usage_worker::tick::budget::Budget;
 use media_usage_worker::usage::extract::Rules;
 use media_usage_worker::usage::project::{self, Admission};
-use media_usage_worker::usage::tick::Budget;
 
 /// The settings of an environment that sets `vars` only.
 fn parse(vars: &[(&str, &str)]) -> (Settings, Vec<SettingWarning>) {

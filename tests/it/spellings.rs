@@ -3,12 +3,7 @@
 //! its path, the safe delete refuses, and the purge keeps the row and the object. Look-alikes
 //! cost nothing: no occurrence, and the item is deleted and purged as if nothing named it.
 
-use futures::executor::block_on;
-use media_usage_worker::clock::MonotonicClock;
-use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::storage::memory::MemoryStorage;
-use media_usage_worker::storage::Storage;
-use media_usage_worker::usage::tick;
 use serde_json::{json, Value as Json};
 
 use crate::media_files::{form, png};
@@ -41,18 +36,8 @@ fn upload(api: &Api, salt: u8) -> (String, String) {
 
 /// Runs ticks (with the bucket) until one finds nothing due.
 fn drain(api: &Api) {
-    let clock = MonotonicClock::default();
-    let storage = api.storage.as_ref().map(|s| s as &dyn Storage);
     for _ in 0..50 {
-        let metered = Metered::new(&api.db, &clock);
-        let report = block_on(tick::run(
-            &metered,
-            &clock,
-            api.config.tick_budget,
-            &api.config.background,
-            tick::Continuation::Off,
-            storage,
-        ));
+        let report = api.tick();
         assert_eq!(report.error, None);
         if report.outcome == media_usage_worker::model::state::TickOutcome::Idle {
             return;

@@ -3,6 +3,7 @@
 use futures::executor::block_on;
 use media_usage_worker::api::{self, Config, Request, Response};
 use media_usage_worker::clock::Clock;
+use media_usage_worker::clock::FnClock;
 use media_usage_worker::exec::meter::Metered;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor};
@@ -10,8 +11,9 @@ use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::settings::Settings;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::storage::Storage;
+use media_usage_worker::tick::report::TickReport;
+use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy, Continuation, TickTime};
 use media_usage_worker::usage::extract::Rules;
-use media_usage_worker::usage::tick::{self, BackgroundPolicy, Budget, Continuation};
 use serde_json::Value as Json;
 
 /// The bootstrap secret (`EMDASH_ADMIN_TOKEN`) of the native tests: at least 32 characters, as
@@ -62,6 +64,61 @@ pub fn policy() -> BackgroundPolicy {
     settings().background()
 }
 
+/// One tick set up in one call: under `budget` and `policy`, with no object store, no
+/// continuation queue and the database's day and time unless said ([`TickRun::storage`],
+/// [`TickRun::continuation`], [`TickRun::when`]), recorded like a cron tick.
+pub struct TickRun<'a> {
+    budget: Budget,
+    policy: &'a BackgroundPolicy,
+    storage: Option<&'a dyn Storage>,
+    continuation: Continuation<'a>,
+    when: TickTime,
+}
+
+impl<'a> TickRun<'a> {
+    pub fn new(budget: Budget, policy: &'a BackgroundPolicy) -> TickRun<'a> {
+        TickRun { budget, policy, storage: None, continuation: Continuation::Off, when: TickTime::database() }
+    }
+
+    /// With the object store `storage` (its sweep is one more lane).
+    pub fn storage(self, storage: Option<&'a dyn Storage>) -> TickRun<'a> {
+        TickRun { storage, ..self }
+    }
+
+    /// With a continuation queue, or not.
+    pub fn continuation(self, continuation: Continuation<'a>) -> TickRun<'a> {
+        TickRun { continuation, ..self }
+    }
+
+    /// At `when` (its day for the daily budget, its time for the schedule lane).
+    pub fn when(self, when: TickTime) -> TickRun<'a> {
+        TickRun { when, ..self }
+    }
+
+    /// Runs it over `exec` on a clock that stands still: what it does depends on statements and
+    /// rows, not on how busy the machine is.
+    pub fn run<E: Executor>(self, exec: &E) -> TickReport {
+        self.run_with(exec, &FnClock(|| 0.0))
+    }
+
+    /// Runs it over `exec` on `clock`.
+    pub fn run_with<E: Executor, C: Clock>(self, exec: &E, clock: &C) -> TickReport {
+        block_on(self.run_async(exec, clock))
+    }
+
+    /// [`TickRun::run_with`], awaited by the caller.
+    pub async fn run_async<E: Executor, C: Clock>(self, exec: &E, clock: &C) -> TickReport {
+        let metered = Metered::new(exec, clock);
+        tick::run_on(&metered, clock, self.budget, self.policy, self.continuation, self.storage, &self.when).await
+    }
+}
+
+/// One tick over `exec` under `budget` and `policy`, on a clock that stands still, with no
+/// object store and no continuation queue ([`TickRun`] for the rest).
+pub fn tick_once<E: Executor>(exec: &E, budget: Budget, policy: &BackgroundPolicy) -> TickReport {
+    TickRun::new(budget, policy).run(exec)
+}
+
 /// Runs ticks (no continuation queue, no object store) until one finds nothing due; at most
 /// `max_ticks`. Returns the number of ticks run; a tick's error is the error.
 pub async fn drain<E: Executor, C: Clock>(
@@ -72,8 +129,7 @@ pub async fn drain<E: Executor, C: Clock>(
     max_ticks: u32,
 ) -> Result<u32, Error> {
     for n in 0..max_ticks {
-        let metered = Metered::new(exec, clock);
-        let report = tick::run(&metered, clock, budget, policy, Continuation::Off, None).await;
+        let report = TickRun::new(budget, policy).run_async(exec, clock).await;
         if let Some(e) = report.error {
             return Err(Error::Backend(e));
         }
@@ -87,18 +143,108 @@ pub async fn drain<E: Executor, C: Clock>(
 /// Time passes for the queues: dead holders' leases (work, deletions of collections and fields,
 /// repair runs) expire and back-offs end.
 pub fn time_passes(db: &SqliteExecutor) {
-    db.connection()
-        .execute_batch(
-            "UPDATE _emdash_media_usage_work SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_work SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_collection_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_collection_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_reconciliations SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_reconciliations SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';
-             UPDATE _emdash_media_usage_field_deletions SET next_attempt_at = '2000-01-01T00:00:00.000Z';
-             UPDATE _emdash_media_usage_field_deletions SET lease_expires_at = '2000-01-01T00:00:00.000Z' WHERE state = 'leased';",
-        )
-        .unwrap();
+    for table in [
+        "_emdash_media_usage_work",
+        "_emdash_media_usage_collection_deletions",
+        "_emdash_media_usage_reconciliations",
+        "_emdash_media_usage_field_deletions",
+    ] {
+        exec_sql(db, &format!("UPDATE {table} SET next_attempt_at = '{LONG_AGO}'"));
+        expire_leases(db, table, "state = 'leased'");
+    }
+}
+
+/// What the query helpers below read and write: a database, or an API's database.
+pub trait Db {
+    fn sqlite(&self) -> &SqliteExecutor;
+}
+
+impl Db for SqliteExecutor {
+    fn sqlite(&self) -> &SqliteExecutor {
+        self
+    }
+}
+
+impl Db for Api {
+    fn sqlite(&self) -> &SqliteExecutor {
+        &self.db
+    }
+}
+
+impl<T: Db + ?Sized> Db for &T {
+    fn sqlite(&self) -> &SqliteExecutor {
+        (**self).sqlite()
+    }
+}
+
+/// The one integer that `sql` selects (a count, a sum, a flag).
+pub fn scalar(db: &impl Db, sql: &str) -> i64 {
+    db.sqlite().connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// The one text that `sql` selects: `None` when it is NULL (a row must exist).
+pub fn text(db: &impl Db, sql: &str) -> Option<String> {
+    db.sqlite().connection().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+/// The text in the first row `sql` selects: `None` when it is NULL or there is no row.
+pub fn text_if_any(db: &impl Db, sql: &str) -> Option<String> {
+    match db.sqlite().connection().query_row(sql, [], |r| r.get(0)) {
+        Err(rusqlite::Error::QueryReturnedNoRows) => None,
+        row => row.unwrap(),
+    }
+}
+
+/// Runs `sql` (one or more statements, no parameters) behind the API, as an operator or an
+/// import would.
+pub fn exec_sql(db: &impl Db, sql: &str) {
+    db.sqlite().connection().execute_batch(sql).unwrap();
+}
+
+/// A time long past: a forged lease that has run out, a back-off that has ended.
+pub const LONG_AGO: &str = "2000-01-01T00:00:00.000Z";
+
+/// A time far ahead: a forged lease that is live.
+pub const FAR_AHEAD: &str = "2999-01-01T00:00:00.000Z";
+
+/// Forges a lease, as a holder's claim leaves it: the rows of queue `table` that `rows` selects
+/// (an SQL condition; `TRUE` for every row) are leased under `token` until `expires`
+/// ([`LONG_AGO`] for a holder that died, [`FAR_AHEAD`] for a live one).
+pub fn forge_lease(db: &impl Db, table: &str, rows: &str, token: &str, expires: &str) {
+    exec_sql(
+        db,
+        &format!(
+            "UPDATE {table} SET state = 'leased', lease_token = '{token}', lease_expires_at = '{expires}' WHERE {rows}"
+        ),
+    );
+}
+
+/// The leases on the rows of queue `table` that `rows` selects run out, as when their holders
+/// die and time passes: state and token stay.
+pub fn expire_leases(db: &impl Db, table: &str, rows: &str) {
+    exec_sql(db, &format!("UPDATE {table} SET lease_expires_at = '{LONG_AGO}' WHERE {rows}"));
+}
+
+/// Someone else takes the leases on the rows of queue `table` that `rows` selects: their token
+/// becomes `thief`'s; state and expiry stay.
+pub fn steal_leases(db: &impl Db, table: &str, rows: &str, thief: &str) {
+    exec_sql(db, &format!("UPDATE {table} SET lease_token = '{thief}' WHERE {rows}"));
+}
+
+/// The id of collection `slug`.
+pub fn collection_id(db: &impl Db, slug: &str) -> String {
+    db.sqlite()
+        .connection()
+        .query_row("SELECT id FROM _emdash_collections WHERE slug = ?1", [slug], |r| r.get(0))
+        .unwrap()
+}
+
+/// Calls the API on any executor (a hooked, faulty or metered one) as the admin, with the
+/// native tests' configuration.
+pub fn call_on_body<E: Executor>(exec: &E, method: &str, path: &str, body: Option<&Json>) -> Response {
+    let body = body.map(|b| b.to_string().into_bytes());
+    let req = request(method, path, Some(ADMIN), body.as_deref());
+    now(api::handle(exec, &config(), &req))
 }
 
 /// Calls the API handlers directly, as the edge would.
@@ -188,11 +334,23 @@ impl Api {
         self.call("DELETE", path, Some(ADMIN), None)
     }
 
+    /// Registers an image stored under `key` (by JSON, no upload); returns its id.
+    pub fn register_media(&self, key: &str) -> String {
+        let r = self.post("/media", &serde_json::json!({"filename": key, "mimeType": "image/png", "storageKey": key}));
+        data(&r)["item"]["id"].as_str().unwrap().to_owned()
+    }
+
     /// Mints a token with a role and scopes; returns the secret.
     pub fn token(&self, role: &str, scopes: &[&str]) -> String {
         let r = self.post("/admin/tokens", &serde_json::json!({"name": role, "role": role, "scopes": scopes}));
         assert_eq!(r.status, 201, "{}", r.body);
         r.body_json()["data"]["token"].as_str().unwrap().to_owned()
+    }
+
+    /// One tick under this API's budget and policy, with its store ([`TickRun`]).
+    pub fn tick(&self) -> TickReport {
+        let storage = self.storage.as_ref().map(|s| s as &dyn Storage);
+        TickRun::new(self.config.tick_budget, &self.config.background).storage(storage).run(&self.db)
     }
 
     /// Runs ticks under this API's budget and policy until one finds nothing due (at most 200).
@@ -310,4 +468,64 @@ pub fn files_with_extension(dir: &std::path::Path, ext: &str) -> Vec<std::path::
         }
     }
     out
+}
+
+/// The shape of a large collection (`tests/fixtures/large_collection.sql`).
+#[derive(Clone, Copy, Debug)]
+pub struct LargeCollection {
+    /// Entries, each queued for work and with a live source.
+    pub entries: usize,
+    /// Occurrences of media `m` per entry (1 to 3).
+    pub occurrences: usize,
+    /// Entries (from the first) with a draft revision.
+    pub revisions: usize,
+    /// The characters of each revision's body.
+    pub revision_bytes: usize,
+}
+
+impl LargeCollection {
+    /// `entries` entries of `occurrences` occurrences each, no revisions.
+    pub fn new(entries: usize, occurrences: usize) -> LargeCollection {
+        LargeCollection { entries, occurrences, revisions: 0, revision_bytes: 0 }
+    }
+}
+
+/// Creates collection `slug` (one image field `hero`) through the API and seeds it, behind the
+/// API as an import would, with the large-collection fixture of shape `shape`; returns its id.
+pub fn large_collection(api: &Api, slug: &str, shape: LargeCollection) -> String {
+    let r = api.post(
+        "/schema/collections",
+        &serde_json::json!({"slug": slug, "label": slug, "fields": [{"slug": "hero", "type": "image"}]}),
+    );
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = collection_id(api, slug);
+    let count = |n: usize| rusqlite::types::Value::Integer(i64::try_from(n).unwrap());
+    let binds = [
+        rusqlite::types::Value::Text(id.clone()),
+        rusqlite::types::Value::Text(slug.to_owned()),
+        count(1),
+        count(shape.entries),
+        count(shape.occurrences),
+        count(shape.revisions),
+        count(shape.revision_bytes),
+    ];
+    let conn = api.db.connection();
+    for sql in fixture_statements(include_str!("../fixtures/large_collection.sql"), &format!("\"ec_{slug}\"")) {
+        let mut stmt = conn.prepare(&sql).unwrap();
+        let n = stmt.parameter_count();
+        stmt.execute(rusqlite::params_from_iter(&binds[..n])).unwrap();
+    }
+    id
+}
+
+/// The statements of an SQL fixture: its comment lines dropped, `{table}` named, split where a
+/// line ends in `;`.
+pub fn fixture_statements(sql: &str, table: &str) -> Vec<String> {
+    let body: Vec<&str> = sql.lines().filter(|l| !l.trim_start().starts_with("--")).collect();
+    body.join("\n")
+        .replace("{table}", table)
+        .split(";\n")
+        .map(|s| s.trim().trim_end_matches(';').trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }

@@ -2,22 +2,13 @@
 //! the bootstrap secret's rules.
 
 use media_usage_worker::api::{self, Config, Response};
-use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::Executor;
 use media_usage_worker::model::auth::{bootstrap_hash, Role, Scope};
 use media_usage_worker::repo::tokens::{self as repo, MintRefused, NewToken};
 use serde_json::{json, Value as Json};
 
 use crate::deletion::Hooked;
-use crate::support::{code, config, data, now, query_plan as plan, Api, ADMIN};
-
-fn scalar(db: &SqliteExecutor, sql: &str) -> i64 {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
-
-fn text(db: &SqliteExecutor, sql: &str) -> Option<String> {
-    db.connection().query_row(sql, [], |r| r.get(0)).unwrap()
-}
+use crate::support::{code, config, data, now, query_plan as plan, scalar, text, Api, ADMIN};
 
 fn count_tokens(api: &Api) -> i64 {
     scalar(&api.db, "SELECT count(*) FROM _emdash_api_tokens")

@@ -6,7 +6,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
-import { ok, rows, uniq } from "./helpers.mjs";
+import { largeCollection, ok, rows, uniq } from "./helpers.mjs";
 
 const w = await startWorker({}, { batch50: { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50" }, budget11: { MEDIA_USAGE_TICK_MAX_QUERIES: "11" } });
 after(() => w.dispose());
@@ -14,32 +14,8 @@ after(() => w.dispose());
 const sql = (q, ...p) => w.db.prepare(q).bind(...p).run();
 
 /** A collection of `n` entries (each queued for work, with a draft revision, a live source and
- * three occurrences), written the way an import would, in a few set-based statements. */
-async function collection(n) {
-  const slug = uniq("b");
-  ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "hero", type: "image" }] }), 201);
-  const [{ id }] = await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", slug);
-  await sql(
-    `WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1)
-     INSERT INTO "ec_${slug}" (id, slug, hero) SELECT printf('e%06d', i), printf('s%06d', i), 'm' FROM seq`,
-    n,
-  );
-  await sql(`INSERT INTO revisions (id, collection, entry_id, data) SELECT 'r' || id || ?1, ?1, id, '{}' FROM "ec_${slug}"`, slug);
-  await sql(
-    `INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version)
-     SELECT 'content:' || ?1 || ':' || id || ':columns', ?1, ?2, id, 'columns', 'g', 1 FROM "ec_${slug}"`,
-    id,
-    slug,
-  );
-  await sql(
-    `WITH k(n) AS (VALUES (0), (1), (2))
-     INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
-     SELECT s.source_key || '#' || k.n, s.source_key, 'g', 'hero', 'hero' || k.n, 'image_field', 'm', 'm'
-     FROM _emdash_media_usage_sources AS s, k WHERE s.collection_id = ?1`,
-    id,
-  );
-  return { slug, id };
-}
+ * three occurrences), written the way an import would: the large-collection fixture. */
+const collection = (n) => largeCollection(w, { slug: uniq("b"), entries: n, occurrences: 3, revisions: n });
 
 async function deleteWithTicks(c, maxStatements, ticker = w) {
   ok(await w.del(`/schema/collections/${c.slug}?force=true`));

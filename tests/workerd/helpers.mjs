@@ -1,5 +1,11 @@
 // Assertions and small utilities shared by the workerd test files (not a test file itself).
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The shared test data (tests/fixtures/). */
+const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures");
 
 export const NO_STORE = "private, no-store";
 
@@ -93,4 +99,59 @@ export async function newCollection(w, fields) {
   ok(await w.post("/schema/collections", { slug, label: slug, fields }), 201);
   const [row] = await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", slug);
   return { slug, id: row.id };
+}
+
+/**
+ * The statements of an SQL fixture under tests/fixtures (as tests/it/support.rs splits them):
+ * comment lines dropped, `{table}` named, split where a line ends in `;`.
+ */
+export function fixtureStatements(name, table) {
+  const sql = readFileSync(path.join(FIXTURES, name), "utf8");
+  return sql
+    .split("\n")
+    .filter((l) => !l.trimStart().startsWith("--"))
+    .join("\n")
+    .replaceAll("{table}", table)
+    .split(";\n")
+    .map((s) => s.trim().replace(/;$/, "").trim())
+    .filter((s) => s.length > 0);
+}
+
+/**
+ * Creates a collection (one image field `hero`) through the API and seeds it behind the API, as
+ * an import would, with the large-collection fixture (tests/fixtures/large_collection.sql):
+ * `entries` entries, each queued for work and with a live source of `occurrences` occurrences,
+ * the first `revisions` of them with a revision of `revisionBytes` characters; in chunks of at
+ * most `chunk` entries. Returns its slug and id.
+ */
+export async function largeCollection(w, { slug = uniq("l"), entries, occurrences = 1, revisions = 0, revisionBytes = 0, chunk = 25_000 }) {
+  ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "hero", type: "image" }] }), 201);
+  const [{ id }] = await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", slug);
+  const statements = fixtureStatements("large_collection.sql", `"ec_${slug}"`);
+  for (let first = 1; first <= entries; first += chunk) {
+    const last = Math.min(entries, first + chunk - 1);
+    const binds = [id, slug, first, last, occurrences, revisions, revisionBytes];
+    for (const sql of statements) {
+      const used = Math.max(0, ...[...sql.matchAll(/\?(\d+)/g)].map((m) => Number(m[1])));
+      await w.db.prepare(sql).bind(...binds.slice(0, used)).run();
+    }
+  }
+  return { slug, id };
+}
+
+/**
+ * Seeds the posts site (tests/fixtures/posts_site.json) through the API: `call(method, path,
+ * body)` sends a request as the admin; `addMedia(m)` creates media `m` of the fixture (uploading
+ * or registering it) and returns its item. Returns the media items by their fixture name.
+ */
+export async function postsSite(call, addMedia) {
+  const site = JSON.parse(readFileSync(path.join(FIXTURES, "posts_site.json"), "utf8"));
+  await call("POST", "/schema/collections", site.collection);
+  const media = {};
+  for (const m of site.media) media[m.name] = await addMedia(m);
+  for (const e of site.entries) {
+    const refs = Object.fromEntries(Object.entries(e.media).map(([field, name]) => [field, media[name].id]));
+    await call("POST", `/content/${site.collection.slug}`, { slug: e.slug, status: e.status, data: { ...e.data, ...refs } });
+  }
+  return media;
 }

@@ -7,7 +7,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
-import { ok, rows, uniq, err } from "./helpers.mjs";
+import { largeCollection, ok, rows, uniq, err } from "./helpers.mjs";
 
 // The smallest row budgets (one projection job at the default admission limit): no claim or
 // barrier reads the queue (a claim used to read the queued rows of a collection being deleted as
@@ -27,34 +27,10 @@ const DAY = Date.UTC(2031, 0, 1, 12);
 const NEXT_DAY = Date.UTC(2031, 0, 2, 0, 1);
 
 /** A collection of `n` entries, each queued for work, with a revision (unless not
- * `revisions`), a live source and an occurrence, seeded in one statement per table through the
+ * `revisions`), a live source and an occurrence: the large-collection fixture, seeded through the
  * probe (as an import would). */
-async function collection(n, revisions = true) {
-  const slug = uniq("r");
-  ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "hero", type: "image" }] }), 201);
-  const [{ id }] = await rows(w, "SELECT id FROM _emdash_collections WHERE slug = ?1", slug);
-  await sql(
-    `WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1)
-     INSERT INTO "ec_${slug}" (id, slug, hero) SELECT printf('e%06d', i), printf('s%06d', i), 'm' FROM seq`,
-    n,
-  );
-  if (revisions) {
-    await sql(`INSERT INTO revisions (id, collection, entry_id, data) SELECT 'r' || id || ?1, ?1, id, '{}' FROM "ec_${slug}"`, slug);
-  }
-  await sql(
-    `INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, current_generation, identity_version)
-     SELECT 'content:' || ?1 || ':' || id || ':columns', ?1, ?2, id, 'columns', 'g', 1 FROM "ec_${slug}"`,
-    id,
-    slug,
-  );
-  await sql(
-    `INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, reference_type, media_id, provider_asset_id)
-     SELECT s.source_key || '#0', s.source_key, 'g', 'hero', 'hero', 'image_field', 'm', 'm'
-     FROM _emdash_media_usage_sources AS s WHERE s.collection_id = ?1`,
-    id,
-  );
-  return { slug, id };
-}
+const collection = (n, revisions = true) =>
+  largeCollection(w, { slug: uniq("r"), entries: n, occurrences: 1, revisions: revisions ? n : 0 });
 
 async function lastTick() {
   return ok(await w.get("/admin/media-usage/ticks?limit=1")).items[0];

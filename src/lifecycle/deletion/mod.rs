@@ -16,25 +16,21 @@
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::ids;
-use crate::lane::adaptive::AdaptiveBatch;
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
-use crate::model::ident::Ident;
+use crate::lane::RowCount;
 use crate::model::state::DeletionPhase;
-use crate::repo::capture;
-use crate::repo::deletion::{self as repo, Batch, Fence, Lease, Rows, Tombstone};
+use crate::repo::deletion::{self as repo, Batch, Lease, Rows};
 use crate::repo::lease::Failure;
-use crate::repo::schema;
 use crate::usage::backoff::Attempts;
+
+pub mod batch;
+pub mod front;
+pub mod lane;
+
+use batch::{CleanupBatch, START_BATCH_ROWS};
+use front::{front_step, Front};
 
 /// The error code recorded on a tombstone whose step failed.
 pub const FAILURE_CODE: &str = "MEDIA_USAGE_COLLECTION_DELETION_FAILED";
-
-/// The cleanup batch: rows per cleanup statement.
-pub const START_BATCH_ROWS: u32 = 50;
-/// The adaptive batch never shrinks below this.
-pub const MIN_BATCH_ROWS: u32 = 50;
-/// Nor grows beyond this.
-pub const MAX_BATCH_ROWS: u32 = 10_000;
 
 /// The most statements one lane step issues: a claim, then the largest phase step (`status`: the
 /// leftover check and a batch of three; a cleanup step is at most [`STEP_MAX_DELETES`] deletes
@@ -76,35 +72,6 @@ fn probed(rows: Rows) -> bool {
 /// The largest [`declared_row_cost`].
 const MAX_DECLARED_ROW_COST: RowCount = RowCount::new(2, 20);
 
-/// How many rows a cleanup statement deletes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum CleanupBatch {
-    /// Always this many (`MEDIA_USAGE_CLEANUP_BATCH_ROWS`, 1..=[`MAX_BATCH_ROWS`], e.g. 50 for
-    /// small, even steps).
-    Fixed(u32),
-    /// Start at 50; double while statements take under half the target
-    /// (`MEDIA_USAGE_STATEMENT_TARGET_MS`), halve above it.
-    Adaptive { target_ms: f64 },
-}
-
-impl CleanupBatch {
-    /// How the rows per statement are sized: a fixed batch never changes; the adaptive one
-    /// starts at [`START_BATCH_ROWS`] and stays within [`MIN_BATCH_ROWS`]..=[`MAX_BATCH_ROWS`].
-    pub fn sizer(self) -> AdaptiveBatch {
-        match self {
-            CleanupBatch::Fixed(n) => AdaptiveBatch::fixed(n),
-            CleanupBatch::Adaptive { target_ms } => {
-                AdaptiveBatch { start: START_BATCH_ROWS, min: MIN_BATCH_ROWS, max: MAX_BATCH_ROWS, target_ms }
-            }
-        }
-    }
-
-    /// The batch a new deletion starts with.
-    pub fn start(self) -> u32 {
-        self.sizer().start
-    }
-}
-
 /// The rows each cleanup phase deletes, in order.
 fn phase_rows(phase: DeletionPhase) -> &'static [Rows] {
     match phase {
@@ -112,132 +79,6 @@ fn phase_rows(phase: DeletionPhase) -> &'static [Rows] {
         DeletionPhase::Sources => &[Rows::Occurrences, Rows::Sources],
         _ => &[],
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The DELETE request.
-
-/// How a DELETE of a collection ended.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RequestOutcome {
-    /// The front phases ran (or had run): the collection is gone from the API, cleanup is left to
-    /// the cron ticks.
-    Deleted { collection_id: String },
-    /// No collection and no deletion with this slug.
-    NotFound,
-    /// Not forced, and the collection has entries outside the trash; it is untouched.
-    HasContent,
-    /// A deletion of this slug is at a front phase and someone else holds it (or it waits for
-    /// a retry, or failed): nothing changed.
-    InProgress { tombstone: Box<Tombstone>, lease_live: bool },
-    /// A collection registered under the slug is not the one being deleted.
-    IdentityConflict,
-    /// The collection's capture is not active with its exact trigger set, so it cannot be fenced.
-    CaptureInactive,
-    /// The request lost its lease or a guard mid-way; the deletion stays leased and a tick
-    /// resumes it from its phase once the lease expires.
-    Interrupted { phase: DeletionPhase },
-}
-
-/// Deletes a collection: creates or takes over its tombstone and runs the front phases under
-/// its lease.
-pub async fn request<E: Executor>(
-    exec: &E,
-    slug: &Ident,
-    force: bool,
-    batch: CleanupBatch,
-) -> Result<RequestOutcome, Error> {
-    let target = repo::target(exec, slug).await?;
-    let token = ids::new_id();
-    let claimed = match (&target.tombstone, &target.registry_id) {
-        (None, None) => return Ok(RequestOutcome::NotFound),
-        (None, Some(id)) => {
-            if !force && schema::has_live_content(exec, slug).await? {
-                return Ok(RequestOutcome::HasContent);
-            }
-            let names = capture::trigger_names(id, slug);
-            match repo::insert_leased(exec, id, slug, force, &token, batch.start(), &names).await? {
-                Some(row) => row,
-                // Refused: say why from what is there now.
-                None => return Ok(unclaimed(repo::target(exec, slug).await?, Some(id))),
-            }
-        }
-        (Some(t), _)
-            if !t.row.phase.is_front() || target.registry_id.as_ref().is_some_and(|id| *id != t.row.collection_id) =>
-        {
-            return Ok(unclaimed(target, None));
-        }
-        (Some(t), _) => match repo::claim_front(exec, &t.row.collection_id, force, &token).await? {
-            Some(row) => row,
-            None => return Ok(unclaimed(repo::target(exec, slug).await?, None)),
-        },
-    };
-    let Some(mut lease) = Lease::of(&claimed) else {
-        return Err(Error::Decode(format!("tombstone slug {:?} is not an identifier", claimed.collection_slug)));
-    };
-    let rows = u32::try_from(claimed.cleanup_batch_rows).unwrap_or(START_BATCH_ROWS);
-    while lease.phase.is_front() {
-        match front_step(exec, &mut lease, rows, true).await? {
-            Front::Advanced => {}
-            Front::HasContent => return Ok(RequestOutcome::HasContent),
-            Front::Lost => return Ok(RequestOutcome::Interrupted { phase: lease.phase }),
-        }
-    }
-    Ok(RequestOutcome::Deleted { collection_id: lease.collection_id })
-}
-
-/// What a request that holds no lease answers, from what it found: `tried` is the registry id
-/// it tried to create a tombstone for, if it did.
-fn unclaimed(found: repo::Target, tried: Option<&String>) -> RequestOutcome {
-    match (found.tombstone, found.registry_id) {
-        (Some(t), Some(id)) if id != t.row.collection_id => RequestOutcome::IdentityConflict,
-        // Past the front phases (perhaps just now, by a tick): the collection is gone.
-        (Some(t), _) if !t.row.phase.is_front() => RequestOutcome::Deleted { collection_id: t.row.collection_id },
-        (Some(t), _) => {
-            let lease_live = t.lease_is_live();
-            RequestOutcome::InProgress { tombstone: Box::new(t.row), lease_live }
-        }
-        (None, None) => RequestOutcome::NotFound,
-        // Another collection took the slug meanwhile.
-        (None, Some(id)) if tried.is_some_and(|t| *t != id) => RequestOutcome::IdentityConflict,
-        (None, Some(_)) => RequestOutcome::CaptureInactive,
-    }
-}
-
-/// How one front phase ended.
-enum Front {
-    /// The phase is done; the lease is at the next one.
-    Advanced,
-    /// The fence found entries outside the trash (not forced): the tombstone was cancelled.
-    HasContent,
-    /// A guard or the lease was lost; nothing changed.
-    Lost,
-}
-
-/// Runs the lease's front phase. The table drop releases the lease at `work` when `release`
-/// (the request), or keeps it for the next step (the lane).
-async fn front_step<E: Executor>(exec: &E, lease: &mut Lease, rows: u32, release: bool) -> Result<Front, Error> {
-    let next = match lease.phase {
-        DeletionPhase::Fence => match repo::fence(exec, lease, rows).await? {
-            Fence::Fenced => DeletionPhase::Registry,
-            Fence::HasContent => return Ok(Front::HasContent),
-            Fence::Stale => return Ok(Front::Lost),
-        },
-        DeletionPhase::Registry => {
-            if !repo::delete_registry(exec, lease, rows).await? {
-                return Ok(Front::Lost);
-            }
-            DeletionPhase::Table
-        }
-        DeletionPhase::Table => match repo::drop_table(exec, lease, rows, release).await {
-            Ok(()) => DeletionPhase::Work,
-            Err(Error::Stale) => return Ok(Front::Lost),
-            Err(e) => return Err(e),
-        },
-        other => return Err(Error::Decode(format!("{other} is not a front phase"))),
-    };
-    lease.phase = next;
-    Ok(Front::Advanced)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -553,119 +394,4 @@ async fn advance<E: Executor>(exec: &E, h: &mut Held, to: DeletionPhase, start: 
 /// batch size learned so far. False when the lease was lost meanwhile.
 pub async fn release<E: Executor>(exec: &E, h: &Held) -> Result<bool, Error> {
     repo::checkpoint(exec, &h.lease, h.lease.phase, h.batch(), true).await
-}
-
-/// Deletion steps run (claims that found a deletion included).
-pub const DELETION_STEPS: Counter = Counter::new("deletionSteps");
-/// Rows the cleanup statements deleted.
-pub const DELETED_ROWS: Counter = Counter::new("deletedRows");
-/// Deletions finished (tombstone gone, slug free).
-pub const DELETIONS_FINALIZED: Counter = Counter::new("deletionsFinalized");
-/// Steps that failed and were recorded for retry.
-pub const DELETION_FAILURES: Counter = Counter::new("deletionFailures");
-
-/// The deletion lane in a tick: collection deletions past their front phases, several bounded
-/// steps per tick. The deletion being worked on is held between steps and released when the
-/// tick ends ([`DeletionLane::finish`]).
-#[derive(Debug, Clone)]
-pub struct DeletionLane {
-    batch: CleanupBatch,
-    held: Option<Held>,
-}
-
-impl DeletionLane {
-    /// The lane's name in the tick log.
-    pub const NAME: &'static str = "deletion";
-    /// Its tick-log counters.
-    pub const COUNTERS: &'static [Counter] = &[DELETION_STEPS, DELETED_ROWS, DELETIONS_FINALIZED, DELETION_FAILURES];
-
-    /// The lane at the start of a tick, holding nothing, cleaning up in `batch`es.
-    pub fn new(batch: CleanupBatch) -> DeletionLane {
-        DeletionLane { batch, held: None }
-    }
-
-    /// The most statements one step issues.
-    pub fn reserve(&self) -> u64 {
-        STEP_MAX_STATEMENTS
-    }
-
-    /// The most rows one step reads and writes at its smallest: its fixed statements and one
-    /// row of the kind being deleted (its cleanup statements are sized to the rows it is given).
-    pub fn reserve_rows(&self) -> RowCount {
-        STEP_FIXED_ROWS.plus(self.held.as_ref().map_or(MAX_DECLARED_ROW_COST, |h| h.row_cost))
-    }
-
-    /// Rows [`DeletionLane::finish`] will cost.
-    pub fn release_rows(&self) -> RowCount {
-        if self.held.is_some() {
-            RELEASE_ROWS
-        } else {
-            RowCount::default()
-        }
-    }
-
-    /// Statements [`DeletionLane::finish`] will cost: releasing the deletion it holds.
-    pub fn release_cost(&self) -> u64 {
-        if self.held.is_some() {
-            RELEASE_STATEMENTS
-        } else {
-            0
-        }
-    }
-
-    /// Advances the held deletion, or the next due one, by one step ([`step`]); `None` when
-    /// nothing is held and nothing is due. A failure recorded on the tombstone is the step's
-    /// `failure`.
-    pub async fn step<E: Executor, K: Clock>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
-        let Some(outcome) = step_within(ctx.exec, ctx.clock, self.batch, &mut self.held, ctx.rows, ctx.spent).await?
-        else {
-            return Ok(None);
-        };
-        if matches!(&outcome, StepOutcome::Deleted { deleted, advanced_to: None } if deleted.is_empty()) {
-            return Ok(Some(LaneStep::out_of_room()));
-        }
-        ctx.count(DELETION_STEPS, 1);
-        let mut failure = None;
-        match outcome {
-            StepOutcome::Deleted { deleted, .. } => ctx.count(DELETED_ROWS, deleted.iter().map(|(_, n)| n).sum()),
-            StepOutcome::Finalized => ctx.count(DELETIONS_FINALIZED, 1),
-            StepOutcome::Failed { reason, .. } => {
-                ctx.count(DELETION_FAILURES, 1);
-                failure = Some(reason);
-            }
-            StepOutcome::Advanced { .. } | StepOutcome::Cancelled | StepOutcome::LeaseLost => {}
-        }
-        Ok(Some(LaneStep { failure, ..LaneStep::progress() }))
-    }
-
-    /// Releases the deletion it holds (the tick is over).
-    pub async fn finish<E: Executor>(&mut self, exec: &E) -> Result<(), Error> {
-        if let Some(h) = self.held.take() {
-            release(exec, &h).await?;
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_adaptive_batch_grows_when_full_and_fast_and_shrinks_when_slow() {
-        let b = CleanupBatch::Adaptive { target_ms: 200.0 }.sizer();
-        assert_eq!(b.start, 50);
-        assert_eq!(b.next(50, 10.0, 50), 100, "full and fast: doubles");
-        assert_eq!(b.next(50, 10.0, 49), 50, "short: says nothing about larger batches");
-        assert_eq!(b.next(800, 150.0, 800), 800, "between half the target and the target: kept");
-        assert_eq!(b.next(800, 100.0, 800), 800, "exactly half the target: kept");
-        assert_eq!(b.next(800, 99.9, 800), 1_600, "just under half the target: doubles");
-        assert_eq!(b.next(800, 200.0, 800), 800, "exactly the target: kept");
-        assert_eq!(b.next(800, 200.1, 800), 400, "just over the target: halves");
-        assert_eq!(b.next(800, 250.0, 800), 400, "over the target: halves");
-        assert_eq!(b.next(60, 900.0, 60), 50, "never below 50");
-        assert_eq!(b.next(8_000, 1.0, 8_000), 10_000, "never above 10,000");
-        assert_eq!(CleanupBatch::Fixed(50).sizer().next(50, 0.0, 50), 50);
-        assert_eq!(CleanupBatch::Fixed(7).start(), 7);
-    }
 }

@@ -3,12 +3,13 @@
 //! restored meanwhile, or in use by the safe delete's rule, stays), then the objects this worker
 //! stored for them (one object-store operation). A failure between the two leaves objects no row
 //! names, which the storage sweep reclaims once they are past its grace period; a row is never
-//! deleted after its object.
+//! deleted after its object. Which objects go is [`forget_objects`]'s rule.
 
-use super::Storage;
+use super::{forget_objects, Forget};
 use crate::exec::{Error, Executor};
-use crate::lane::{Counter, Ctx, LaneStep, RowCount};
+use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::repo::media::{self as repo, Trashed};
+use crate::storage::Storage;
 
 /// Trashed items examined per step.
 pub const BATCH: u32 = 50;
@@ -52,20 +53,28 @@ impl<'a> PurgeLane<'a> {
     pub fn new(store: Option<&'a dyn Storage>, days: f64, rules: &'a str) -> PurgeLane<'a> {
         PurgeLane { store, days, rules, after: None, done: false }
     }
+}
+
+impl<E: Executor, K> Lane<E, K> for PurgeLane<'_> {
+    type Error = Error;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
 
     /// The most statements and storage operations one step issues.
-    pub fn reserve(&self) -> u64 {
+    fn reserve(&self) -> u64 {
         STEP_MAX_OPERATIONS
     }
 
     /// The most rows one step reads and writes.
-    pub fn reserve_rows(&self) -> RowCount {
+    fn reserve_rows(&self) -> RowCount {
         STEP_MAX_ROWS
     }
 
     /// Purges the next batch of due items; `None` once none is left in this tick. A batch whose
     /// items are all in use (or were restored) only looked.
-    pub async fn step<E: Executor, K>(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+    async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         if self.done {
             return Ok(None);
         }
@@ -79,17 +88,17 @@ impl<'a> PurgeLane<'a> {
         let ids: Vec<String> = due.into_iter().map(|t| t.id).collect();
         let purged = repo::purge(ctx.exec, &ids, self.days, self.rules).await?;
         ctx.count(MEDIA_PURGED, purged.len() as u64);
-        // Only the objects this worker stored (an upload's row has its content hash); a row
-        // registered by JSON names an object that is not ours to delete.
-        let keys: Vec<String> =
-            purged.iter().filter(|p| p.content_hash.is_some()).map(|p| p.storage_key.clone()).collect();
-        let mut failure = None;
-        if let (Some(store), false) = (self.store, keys.is_empty()) {
-            ctx.count(PURGE_OPERATIONS, 1);
-            if let Err(e) = store.delete(&keys).await {
-                failure = Some(format!("the objects of {} purged media stay until the storage sweep: {e}", keys.len()));
+        let failure = match forget_objects(self.store, &purged).await {
+            Forget::NoOperation => None,
+            Forget::Deleted { .. } => {
+                ctx.count(PURGE_OPERATIONS, 1);
+                None
             }
-        }
+            Forget::Failed { objects, error } => {
+                ctx.count(PURGE_OPERATIONS, 1);
+                Some(format!("the objects of {objects} purged media stay until the storage sweep: {error}"))
+            }
+        };
         Ok(Some(LaneStep { progressed: !purged.is_empty(), failure, ..LaneStep::progress() }))
     }
 }

@@ -1,0 +1,166 @@
+//! Guards, leases and races: the fence, the registry and table steps, expired holders, and
+//! projections and content writes racing the delete.
+
+use super::*;
+use crate::support::expire_leases;
+
+#[test]
+fn the_fence_tells_content_from_a_lost_race_and_a_forced_fence_never_reports_content() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    data(&api.post("/content/posts", &json!({"slug": "live"})));
+    let id = collection_id(&api.db, "posts");
+    // Not forced, a live entry: has content, the tombstone is cancelled, the collection kept.
+    leased_tombstone(&api.db, &id, "fence", "t", false);
+    let fence = |l: &Lease| block_on(repo::fence(&api.db, l, 50)).unwrap();
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::HasContent);
+    assert!(tombstone(&api.db, "posts").is_none());
+    assert_eq!(capture_state(&api.db), "active");
+    // Forced, but the registry row is gone: stale, never "has content"; nothing changes.
+    leased_tombstone(&api.db, &id, "fence", "t", true);
+    exec_sql(&api.db, &format!("DELETE FROM _emdash_collections WHERE id = '{id}'"));
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, true)), Fence::Stale);
+    assert_eq!(capture_state(&api.db), "active");
+    assert_eq!(tombstone(&api.db, "posts").unwrap().1, "fence", "a forced fence never cancels");
+    // Not forced with the registry row gone: stale too (cancelling would orphan the table).
+    leased_tombstone(&api.db, &id, "fence", "t", false);
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::Stale);
+    assert!(tombstone(&api.db, "posts").is_some());
+    // Registry back, entries trashed, but a wrong token: stale.
+    exec_sql(&api.db, &format!("INSERT INTO _emdash_collections (id, slug, label) VALUES ('{id}', 'posts', 'Posts')"));
+    exec_sql(&api.db, "UPDATE ec_posts SET deleted_at = '2026-01-01T00:00:00.000Z'");
+    assert_eq!(fence(&lease(&id, "wrong", DeletionPhase::Fence, false)), Fence::Stale);
+    assert_eq!(capture_state(&api.db), "active");
+    // An expired lease: stale.
+    expire_leases(&api, "_emdash_media_usage_collection_deletions", "TRUE");
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::Stale);
+    // The live holder: fenced, checkpointed to `registry`; every content write is refused now.
+    leased_tombstone(&api.db, &id, "fence", "t", false);
+    assert_eq!(fence(&lease(&id, "t", DeletionPhase::Fence, false)), Fence::Fenced);
+    assert_eq!(capture_state(&api.db), "deleting");
+    assert_eq!(tombstone(&api.db, "posts").unwrap().1, "registry");
+    let r = api.post("/content/posts", &json!({"slug": "late"}));
+    assert_eq!((r.status, code(&r)), (409, "MEDIA_USAGE_CAPTURE_INACTIVE".into()));
+    assert_eq!(
+        scalar(
+            &api.db,
+            "SELECT count(*) FROM _emdash_media_usage_work WHERE content_id NOT IN (SELECT id FROM ec_posts)"
+        ),
+        0
+    );
+}
+
+#[test]
+fn the_registry_goes_only_while_fenced_and_the_table_only_under_a_live_lease_at_table() {
+    let api = Api::new();
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts"})));
+    let id = collection_id(&api.db, "posts");
+    // Registry phase without a fence (status still active): nothing happens.
+    leased_tombstone(&api.db, &id, "registry", "t", false);
+    assert!(!block_on(repo::delete_registry(&api.db, &lease(&id, "t", DeletionPhase::Registry, false), 50)).unwrap());
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections"), 1);
+    // Table phase while the collection is still registered: the guard refuses the drop.
+    leased_tombstone(&api.db, &id, "table", "t", false);
+    let drop =
+        |token: &str| block_on(repo::drop_table(&api.db, &lease(&id, token, DeletionPhase::Table, false), 50, true));
+    assert!(matches!(drop("t"), Err(Error::Stale)));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 1);
+    exec_sql(&api.db, &format!("DELETE FROM _emdash_collections WHERE id = '{id}'"));
+    // A wrong token, or an expired lease: stale, the table stays, no guard row is left behind.
+    assert!(matches!(drop("wrong"), Err(Error::Stale)));
+    expire_leases(&api, "_emdash_media_usage_collection_deletions", "TRUE");
+    assert!(matches!(drop("t"), Err(Error::Stale)));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 1);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_batch_guard"), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_collection_deletions"), 1);
+    // The live holder drops it and is released at `work`.
+    leased_tombstone(&api.db, &id, "table", "t", false);
+    drop("t").unwrap();
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM sqlite_master WHERE name = 'ec_posts'"), 0);
+    assert_eq!(tombstone(&api.db, "posts"), Some(("pending".into(), "work".into(), 0, None)));
+}
+
+#[test]
+fn a_holder_whose_lease_expired_changes_nothing_once_another_took_over() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    work_rows(&api.db, &id, 120);
+    let b = CleanupBatch::Fixed(50);
+    let mut a = None;
+    assert_eq!(step(&api.db, b, &mut a), Some(deleted(&[(Rows::Work, 50)], None)));
+    // A stalls; its lease expires and B takes over.
+    time_passes(&api.db);
+    let mut b_held = None;
+    assert_eq!(step(&api.db, b, &mut b_held), Some(deleted(&[(Rows::Work, 50)], None)));
+    let b_token = tombstone(&api.db, "posts").unwrap().3;
+    // A wakes up: its guarded deletes and its checkpoint change nothing, and it notices.
+    assert_eq!(step(&api.db, b, &mut a), Some(StepOutcome::LeaseLost));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 20, "A deleted nothing");
+    assert!(a.is_none());
+    // B's claim counted a second attempt: A's never finished.
+    assert_eq!(tombstone(&api.db, "posts").unwrap(), ("leased".into(), "work".into(), 2, b_token));
+    // B finishes normally.
+    steps_to_end(&api.db, b, &mut b_held);
+    assert_gone(&api.db, &id, "posts");
+}
+
+#[test]
+fn a_projection_racing_the_front_phases_writes_nothing() {
+    use media_usage_worker::usage::project::{process_next, JobOutcome, Policy};
+    // The race ends after the registry phase (table still there), or after the table phase: the
+    // publish fails either way, and the work row is left to the deletion.
+    for (race_to, expected) in [("registry", JobOutcome::Conflict), ("table", JobOutcome::Conflict)] {
+        let api = Api::new();
+        data(&api.post(
+            "/schema/collections",
+            &json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "hero", "type": "image"}]}),
+        ));
+        let id = collection_id(&api.db, "posts");
+        // An entry whose work is queued but not yet projected.
+        exec_sql(&api.db, "INSERT INTO ec_posts (id, slug, hero) VALUES ('e1', 'e1', 'm1')");
+        // Between the job's load and its publish, the deletion gets as far as `race_to`.
+        let hooked = Hooked::new(&api.db).before("INSERT INTO _emdash_batch_guard", |db| {
+            let until = if race_to == "registry" { "DROP TABLE" } else { "\u{0}never" };
+            let r = call_on(
+                &CutAt { inner: db, needle: until, cut: Cell::new(false) },
+                "DELETE",
+                "/schema/collections/posts?force=true",
+            );
+            assert_eq!(r.status, if race_to == "table" { 200 } else { 500 }, "{}", r.body);
+        });
+        let outcome = now(process_next(&hooked, None, &Policy::default())).unwrap();
+        hooked.done();
+        assert_eq!(outcome, Some(expected.clone()), "{race_to}");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources"), 0, "{race_to}");
+        assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 0, "{race_to}");
+        time_passes(&api.db);
+        tick_until_gone(&api.db, "posts", budget());
+        assert_gone(&api.db, &id, "posts");
+    }
+}
+
+#[test]
+fn content_writes_racing_the_delete_at_any_statement_leave_no_orphans() {
+    let probe = Api::new();
+    site(&probe, 3);
+    let metered = Metered::new(&probe.db, MonotonicClock::default());
+    assert_eq!(call_on(&metered, "DELETE", "/schema/collections/posts?force=true").status, 200);
+    let n = metered.usage().statements;
+    assert!(n >= 6, "the request issued {n} statements");
+    for k in 1..=n + 1 {
+        let api = Api::new();
+        let media = site(&api, 3);
+        let id = collection_id(&api.db, "posts");
+        let write = |db: &SqliteExecutor| {
+            let body = json!({"slug": "racer", "status": "published", "data": {"hero": media[0]}});
+            let r = call_on_body(db, "POST", "/content/posts", Some(&body));
+            assert!(matches!(r.status, 201 | 404 | 409), "a racing write answers {}: {}", r.status, r.body);
+        };
+        let hooked = Hooked::new(&api.db).before_nth(k, write);
+        let r = call_on(&hooked, "DELETE", "/schema/collections/posts?force=true");
+        assert_eq!(r.status, 200, "k={k}: {}", r.body);
+        tick_until_gone(&api.db, "posts", budget());
+        assert_gone(&api.db, &id, "posts");
+        assert_eq!(orphans(&api.db), 0, "k={k}");
+    }
+}

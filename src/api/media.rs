@@ -229,12 +229,13 @@ fn given_dimension(obj: &Obj<'_>, issues: &mut Issues, key: &str) -> Option<i64>
 /// `includeUsage=1`). Filters: `mimeType` (a comma-separated list of types, each whole or
 /// `type/*`), `q` (a part of the file name, case-insensitive; `search` is its older name, and
 /// given both, a name must contain both),
-/// `usage=used|unused` (by the safe delete's rule; editors and admins only, by the route's access
+/// `usage=used|unused` (by what blocks a delete, `uses/blocks_delete.sql`; editors and admins only, by the route's access
 /// rule; `unused` only while coverage is complete, else 409 `MEDIA_USAGE_COVERAGE_INCOMPLETE`).
 /// `includeUsage=1` gives each item EmDash's `usage` summary, by exactly the rules of
 /// `GET /media/{id}?includeUsage=1` (a count only for an editor or admin while coverage is
-/// complete). `include=usage` adds each item's `usageCount` (entries using it by the safe
-/// delete's rule, up to [`USAGE_COUNT_CAP`]) for an editor or admin; below editor those counts
+/// complete). `include=usage` adds each item's `usageCount` (entries that count as a use, as
+/// the item's `usage.count` counts them, `uses/counts_as_use.sql`, up to [`USAGE_COUNT_CAP`])
+/// for an editor or admin; below editor those counts
 /// are left out (they count drafts). A filtered page examines at most [`LIST_WINDOW`] items, so it
 /// may hold fewer than `limit` (even none) with a `nextCursor` to go on from; the last page has no
 /// `nextCursor` (EmDash's list leaves it out).

@@ -605,7 +605,8 @@ function usageText(m) {
   const n = m.usageCount;
   if (n === undefined || n === null) return "Usage unknown";
   if (n > 0) return `Used in ${m.usageCountCapped ? `${count(n)} or more entries` : plural(n, "entry", "entries")}`;
-  if (complete()) return "Not used";
+  // Entries in the trash do not count, though they still block a delete (409 explains it).
+  if (complete()) return "Not used by entries outside the trash";
   return library.coverage ? `No indexed use (coverage is ${library.coverage})` : "No indexed use";
 }
 

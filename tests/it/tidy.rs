@@ -491,3 +491,18 @@ fn no_sql_file_writes_a_duration_as_a_literal() {
         }
     }
 }
+
+#[test]
+fn no_source_file_holds_over_600_lines_of_code_but_the_settings_table() {
+    // A file's unit tests (from its `#[cfg(test)]` module on, or a `tests.rs` module) do not
+    // count; `settings.rs` is one table of every variable, read top to bottom.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in files_with_extension(&root.join("src"), "rs") {
+        if file.ends_with("src/settings.rs") || file.ends_with("tests.rs") {
+            continue;
+        }
+        let text = fs::read_to_string(&file).unwrap();
+        let code = text.lines().take_while(|l| !l.starts_with("#[cfg(test)]")).count();
+        assert!(code <= 600, "{} has {code} lines of code: split it by topic", file.display());
+    }
+}

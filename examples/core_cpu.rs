@@ -10,6 +10,7 @@
 //! `cargo run --release --example core_cpu`.
 
 use futures::executor::block_on;
+use media_usage_worker::api::input::MAX_BODY_BYTES;
 use media_usage_worker::api::{self, Config, Request, Response};
 use media_usage_worker::clock::Clock;
 use media_usage_worker::exec::meter::Metered;
@@ -17,6 +18,7 @@ use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::settings::Settings;
 use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy};
+use media_usage_worker::usage::cost::{self, CpuWork};
 use media_usage_worker::usage::extract::{extract, Library, Rules};
 use serde_json::{json, Value as Json};
 
@@ -33,11 +35,16 @@ impl Clock for CpuClock {
     }
 }
 
-/// Median and largest of a list of milliseconds.
+/// Median and largest (p100) of a list of milliseconds.
 fn summary(mut ms: Vec<f64>) -> Json {
     ms.sort_by(f64::total_cmp);
     let p50 = ms.get(ms.len() / 2).copied().unwrap_or(0.0);
     json!({"n": ms.len(), "p50Ms": p50, "maxMs": ms.last().copied().unwrap_or(0.0)})
+}
+
+/// The largest of a summary.
+fn p100(s: &Json) -> f64 {
+    s["maxMs"].as_f64().unwrap_or(0.0)
 }
 
 struct Bench {
@@ -254,6 +261,27 @@ fn main() {
     );
     out.insert("richRepairTick".into(), json!({"entries": entries, "ticks": summary(b.ticks())}));
 
+    // The largest entry the API accepts: a body of MAX_BODY_BYTES, one text field of plain text
+    // naming one file URL, written through the API (its projection runs after the write), then
+    // projected again by a repair tick on its own.
+    b.collection("bench_large", json!([{"slug": "notes", "type": "text"}]));
+    let envelope = json!({"slug": "large", "status": "published", "data": {"notes": ""}}).to_string().len();
+    let text =
+        format!("/_emdash/api/media/file/{} {}", media[2].1, "lorem ipsum dolor sit amet ".repeat(MAX_BODY_BYTES));
+    let text = &text[..MAX_BODY_BYTES - envelope];
+    let large = |i: usize| json!({"slug": format!("large-{i}"), "status": "published", "data": {"notes": text}});
+    assert!(large(0).to_string().len() <= MAX_BODY_BYTES);
+    let ms = (0..3).map(|i| b.call("POST", "/content/bench_large", Some(large(i))).1).collect();
+    out.insert("writeLargest".into(), summary(ms));
+    b.sql("DELETE FROM _emdash_media_usage_work");
+    b.call("POST", "/admin/media-usage/repair", Some(json!({"scope": "collection", "collection": "bench_large"})));
+    // Each entry: its bytes, one candidate, one occurrence and one source row.
+    let largest = CpuWork::entry(text.len() as u64, 1, 2);
+    out.insert(
+        "largestTick".into(),
+        json!({"bytes": text.len(), "modelMs": largest.ms(), "ticks": summary(b.ticks())}),
+    );
+
     // Deletion ticks: N entries and 3N occurrences.
     let entries = n(100_000.0, 100);
     b.collection("bench_gone", json!([{"slug": "hero", "type": "image"}]));
@@ -274,9 +302,43 @@ fn main() {
         json!({"entries": entries, "request": summary(vec![request]), "ticks": summary(b.ticks())}),
     );
 
-    out.insert("extraction".into(), extraction(&b.clock));
+    let extraction = extraction(&b.clock);
+    let plain_mb_per_s = extraction[0]["mbPerS"].as_f64().unwrap_or(0.0);
+    out.insert("extraction".into(), extraction);
 
+    // The CPU budget, by the cost model: every tick kind's measured p100 within the tick's CPU
+    // budget and its fixed part, and the largest accepted entry projects within it on its own.
+    let budget_ms = b.policy.cpu_ms;
+    let limit = budget_ms + cost::TICK_FIXED_MS;
+    let mut p100s = serde_json::Map::new();
+    for kind in ["write1", "write50", "writeRich", "usedIn"] {
+        p100s.insert(kind.into(), json!(p100(&out[kind])));
+    }
+    for kind in ["repairTick", "richRepairTick", "largestTick", "deletionTick"] {
+        p100s.insert(kind.into(), json!(p100(&out[kind]["ticks"])));
+    }
+    p100s.insert("writeLargest".into(), json!(p100(&out["writeLargest"])));
+    eprintln!("core CPU p100 (ms): {}", Json::Object(p100s.clone()));
+    eprintln!(
+        "extraction of plain text: {plain_mb_per_s:.0} MB/s; CPU budget {budget_ms} ms + {} ms fixed",
+        cost::TICK_FIXED_MS
+    );
+    eprintln!(
+        "the largest accepted entry ({} bytes) models at {:.2} ms; entries up to {} bytes fit the budget alone",
+        text.len(),
+        largest.ms(),
+        cost::fitting_bytes(budget_ms)
+    );
+    let over: Vec<String> = ["repairTick", "richRepairTick", "deletionTick"]
+        .iter()
+        .filter(|k| p100s[**k].as_f64().unwrap_or(0.0) > limit)
+        .map(|k| format!("{k}: {} ms", p100s[*k]))
+        .collect();
+    out.insert("cpuBudgetMs".into(), json!(budget_ms));
+    out.insert("p100".into(), Json::Object(p100s));
+    out.insert("fittingBytes".into(), json!(cost::fitting_bytes(budget_ms)));
     out.insert("scale".into(), json!(scale));
     // The one line run.mjs reads.
     println!("CORE_JSON {}", Json::Object(out));
+    assert!(over.is_empty(), "ticks over the CPU budget of {limit} ms: {over:?}");
 }

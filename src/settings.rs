@@ -24,6 +24,7 @@ use crate::repo::content::MIN_MAX_REVISIONS;
 use crate::storage::inspect::Allowlist;
 use crate::tick::budget::{self, Budget, MIN_TICK_STATEMENTS};
 use crate::tick::lanes::BackgroundPolicy;
+use crate::usage::cost;
 use crate::usage::extract::Rules;
 use crate::usage::project::{self, Admission, Policy};
 
@@ -207,6 +208,15 @@ pub const TICK_MAX_MS: Number = Number {
     meaning: "wall-time budget of one cron tick (or a repair request), in milliseconds",
 };
 
+pub const TICK_MAX_CPU_MS: Number = Number {
+    name: "MEDIA_USAGE_TICK_MAX_CPU_MS",
+    default: cost::DEFAULT_TICK_CPU_MS,
+    min: 0.0,
+    inclusive: false,
+    finite: false,
+    meaning: "CPU one cron tick's projections may spend by the cost model, in milliseconds of native core CPU (an entry that does not fit alone still runs, alone)",
+};
+
 pub const TICK_MAX_ROWS_WRITTEN: Count = Count {
     name: "MEDIA_USAGE_TICK_MAX_ROWS_WRITTEN",
     default: 20_000,
@@ -326,6 +336,7 @@ pub const TABLE: &[Setting] = &[
     Setting::Plain(&ADMIN_TOKEN),
     Setting::Count(&TICK_MAX_QUERIES),
     Setting::Number(&TICK_MAX_MS),
+    Setting::Number(&TICK_MAX_CPU_MS),
     Setting::Count(&TICK_MAX_ROWS_WRITTEN),
     Setting::Count(&TICK_MAX_ROWS_READ),
     Setting::Count(&DAILY_ROWS_WRITTEN),
@@ -497,6 +508,8 @@ pub struct Settings {
     pub tick_max_statements: u64,
     /// `MEDIA_USAGE_TICK_MAX_MS`.
     pub tick_max_ms: f64,
+    /// `MEDIA_USAGE_TICK_MAX_CPU_MS`.
+    pub tick_max_cpu_ms: f64,
     /// `MEDIA_USAGE_TICK_MAX_ROWS_WRITTEN` and `MEDIA_USAGE_TICK_MAX_ROWS_READ`.
     pub tick_max_rows: RowCount,
     /// `MEDIA_USAGE_DAILY_ROWS_WRITTEN` (0: unlimited).
@@ -539,6 +552,7 @@ impl Settings {
         let settings = Settings {
             tick_max_statements: env.count(&TICK_MAX_QUERIES),
             tick_max_ms: env.number(&TICK_MAX_MS),
+            tick_max_cpu_ms: env.number(&TICK_MAX_CPU_MS),
             tick_max_rows: RowCount::new(env.count(&TICK_MAX_ROWS_WRITTEN), env.count(&TICK_MAX_ROWS_READ)),
             daily_rows_written: env.count(&DAILY_ROWS_WRITTEN),
             cleanup_batch_rows: env.optional_count(&CLEANUP_BATCH_ROWS).map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
@@ -610,6 +624,7 @@ impl Settings {
             cleanup: self.cleanup(),
             projection: self.projection(),
             groups: project::group_sizer(group_target_ms),
+            cpu_ms: self.tick_max_cpu_ms,
             storage_grace_ms: self.storage_grace_hours * 3_600_000.0,
             trash_days: self.trash_days,
         }

@@ -37,6 +37,9 @@ pub struct BackgroundPolicy {
     pub projection: Policy,
     /// How the work lane sizes its group jobs within a tick ([`crate::usage::project::group_sizer`]).
     pub groups: AdaptiveBatch,
+    /// The modelled CPU a tick's projections may spend, in milliseconds
+    /// (`MEDIA_USAGE_TICK_MAX_CPU_MS`, [`crate::usage::cost`]).
+    pub cpu_ms: f64,
     /// How old an unreferenced stored object must be before the storage lane deletes it.
     pub storage_grace_ms: f64,
     /// How many days a media item stays in the trash before the purge lane deletes it.
@@ -57,6 +60,11 @@ impl BackgroundPolicy {
     /// This policy under other reference rules.
     pub fn with_rules(self, rules: Rules) -> BackgroundPolicy {
         BackgroundPolicy { projection: Policy { rules, ..self.projection }, ..self }
+    }
+
+    /// This policy with another CPU budget for a tick's projections.
+    pub fn with_cpu_ms(self, cpu_ms: f64) -> BackgroundPolicy {
+        BackgroundPolicy { cpu_ms, ..self }
     }
 
     /// This policy with another trash period.
@@ -95,7 +103,7 @@ pub fn lanes<'a, E: Executor + 'a, K: Clock + 'a>(
     when: &TickTime,
 ) -> Vec<Box<dyn Listed<E, K> + 'a>> {
     let mut lanes: Vec<Box<dyn Listed<E, K> + 'a>> = vec![
-        Box::new(WorkLane::new(&policy.projection, policy.groups)),
+        Box::new(WorkLane::new(&policy.projection, policy.groups, policy.cpu_ms)),
         Box::new(ScheduleLane::new(&policy.projection, when.now.clone())),
         Box::new(DeletionLane::new(policy.cleanup)),
         Box::new(FieldLane::new(policy.cleanup)),

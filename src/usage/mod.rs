@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod backoff;
+pub mod cost;
 pub mod coverage;
 pub mod extract;
 pub mod fingerprint;

@@ -15,6 +15,7 @@ use serde_json::Value as Json;
 pub use super::admission::Admission;
 use super::admission::{Lookup, MAX_BOUND_BYTES};
 use super::backoff::Attempts;
+use super::cost::CpuWork;
 use super::extract::Rules;
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
@@ -24,9 +25,10 @@ use crate::model::ident::Ident;
 use crate::repo::projection::{self, BoundRows, LoadedEntry, ObservedEntry, Publish};
 use crate::repo::work::{self, WorkRow};
 pub use group::{
-    group_sizer, process_group, GroupOutcome, GROUP_LOAD_BYTES, GROUP_MAX, GROUP_MAX_STATEMENTS, GROUP_MIN, GROUP_START,
+    group_sizer, process_group, process_group_within, GroupOutcome, GROUP_LOAD_BYTES, GROUP_MAX, GROUP_MAX_STATEMENTS,
+    GROUP_MIN, GROUP_START,
 };
-use plan::{plan, prepare, Plan, Prepared, Writes};
+use plan::{plan, prepare, source_bytes, Plan, Prepared, Writes};
 
 /// What a projection needs besides the data: what counts as a use, and what it may publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,14 +126,19 @@ enum Stop {
 /// them back). The same for a single job (a group of one, which measures no columns: its entry is
 /// always loaded) and a group. A first entry whose candidates do not fit one lookup (written
 /// behind the API: admission refuses it) is planned as too large: what it names cannot be told.
+/// Entries are read in order while their modelled CPU ([`CpuWork`]) fits `cpu_ms`, the first
+/// always when `first_always` (a single job, or the tick's first: so no entry waits for ever for
+/// room): the rest are not planned either. Returns the modelled CPU of what it read and planned.
 async fn load_and_plan<'w, E: Executor>(
     exec: &E,
     slug: &Ident,
     rows: &'w [WorkRow],
     field_slugs: &[Ident],
     policy: &Policy,
-) -> Result<Result<Vec<Planned<'w>>, Stop>, Error> {
-    let Some(first) = rows.first() else { return Ok(Ok(Vec::new())) };
+    cpu_ms: f64,
+    first_always: bool,
+) -> Result<Result<(Vec<Planned<'w>>, CpuWork), Stop>, Error> {
+    let Some(first) = rows.first() else { return Ok(Ok((Vec::new(), CpuWork::default()))) };
     let (cid, cslug) = (first.collection_id.as_str(), first.collection_slug.as_str());
     let ids: Vec<String> = rows.iter().map(|w| w.content_id.clone()).collect();
     let group = match projection::load_group(exec, slug, cid, &ids, field_slugs, GROUP_LOAD_BYTES).await {
@@ -144,8 +151,25 @@ async fn load_and_plan<'w, E: Executor>(
     if group.registry_slug.as_deref() != Some(cslug) {
         return Ok(Err(Stop::Obsolete));
     }
-    let prepared: Vec<Result<Prepared, &'static str>> =
-        group.entries.iter().map(|(_, loaded)| prepare(cid, cslug, loaded, &policy.rules)).collect();
+    let mut cpu = CpuWork::default();
+    let prepared: Vec<Result<Prepared, &'static str>> = group
+        .entries
+        .iter()
+        .enumerate()
+        .map_while(|(n, (_, loaded))| {
+            let read = cpu.plus(CpuWork::entry(source_bytes(loaded), 0, 0));
+            if (n > 0 || !first_always) && read.ms() > cpu_ms {
+                return None;
+            }
+            let prepared = prepare(cid, cslug, loaded, &policy.rules);
+            let candidates = match &prepared {
+                Ok(Prepared { entry: Some(e), .. }) => e.extracted().map(|x| x.candidates().len() as u64).sum(),
+                _ => 0,
+            };
+            cpu = read.plus(CpuWork { candidates, ..CpuWork::default() });
+            Some(prepared)
+        })
+        .collect();
     let mut lookup = Lookup::default();
     let covered = prepared
         .iter()
@@ -159,14 +183,21 @@ async fn load_and_plan<'w, E: Executor>(
     for (n, ((content_id, loaded), prepared)) in group.entries.into_iter().zip(prepared).enumerate() {
         let Some(work) = rows.iter().find(|w| w.content_id == content_id) else { continue };
         let plan = match prepared {
-            Ok(p) if n < covered => Ok(plan(&loaded, &p, policy, &library)),
+            Ok(p) if n < covered => {
+                let planned = plan(&loaded, &p, policy, &library);
+                if let Plan::Write(w) = &planned {
+                    cpu = cpu
+                        .plus(CpuWork { rows: (w.occurrences.len() + w.sources.len()) as u64, ..CpuWork::default() });
+                }
+                Ok(planned)
+            }
             Ok(Prepared { entry: Some(_), .. }) if n == 0 => Ok(Plan::TooLarge),
             Ok(_) => break,
             Err(code) => Err(code),
         };
         planned.push(Planned { work, loaded, plan });
     }
-    Ok(Ok(planned))
+    Ok(Ok((planned, cpu)))
 }
 
 /// What a job is: the collection its work rows belong to and the lease token they are held under.
@@ -203,6 +234,26 @@ impl<'a> Job<'a> {
 
 /// Processes one claimed work row: a group of one that records what it cannot publish.
 pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> Result<JobOutcome, Error> {
+    process_costed(exec, work, policy).await.map(|(outcome, _)| outcome)
+}
+
+/// [`process`], with the modelled CPU of what it read and planned.
+async fn process_costed<E: Executor>(
+    exec: &E,
+    work: &WorkRow,
+    policy: &Policy,
+) -> Result<(JobOutcome, CpuWork), Error> {
+    let mut cpu = CpuWork::default();
+    let outcome = process_inner(exec, work, policy, &mut cpu).await?;
+    Ok((outcome, cpu))
+}
+
+async fn process_inner<E: Executor>(
+    exec: &E,
+    work: &WorkRow,
+    policy: &Policy,
+    cpu: &mut CpuWork,
+) -> Result<JobOutcome, Error> {
     // Claimed more often than it may be attempted: earlier holders died or lost the row without
     // recording anything (a crash, a backend error, a lost lease). Stop here, visibly.
     if Attempts::new(work.lease.attempt_count).over_claimed() {
@@ -211,8 +262,11 @@ pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> 
     let Ok(slug) = Ident::parse(&work.collection_slug) else {
         return obsolete(exec, work).await;
     };
-    let entry = match load_and_plan(exec, &slug, std::slice::from_ref(work), &[], policy).await? {
-        Ok(planned) => planned.into_iter().next(),
+    let entry = match load_and_plan(exec, &slug, std::slice::from_ref(work), &[], policy, f64::INFINITY, true).await? {
+        Ok((planned, work)) => {
+            *cpu = work;
+            planned.into_iter().next()
+        }
         Err(Stop::Obsolete) => return obsolete(exec, work).await,
         Err(Stop::Unreadable) => None,
     };
@@ -262,6 +316,12 @@ pub async fn process_next<E: Executor>(
     process(exec, &work, policy).await.map(Some)
 }
 
+/// [`process_next`] of the next due job, with the modelled CPU of what it read and planned.
+async fn process_next_costed<E: Executor>(exec: &E, policy: &Policy) -> Result<Option<(JobOutcome, CpuWork)>, Error> {
+    let Some(work) = work::claim(exec, None).await? else { return Ok(None) };
+    process_costed(exec, &work, policy).await.map(Some)
+}
+
 // ---------------------------------------------------------------------------------------------
 // The tick's work lane.
 
@@ -271,6 +331,8 @@ pub const JOBS: Counter = Counter::new("jobs");
 pub const FAILED_JOBS: Counter = Counter::new("failedJobs");
 /// Single jobs that lost a race, and groups handed back whole.
 pub const CONFLICTS: Counter = Counter::new("conflicts");
+/// The modelled CPU of the tick's projections ([`CpuWork`]), in microseconds.
+pub const CPU_MODEL_US: Counter = Counter::new("cpuModelUs");
 
 /// What a group job's entry is assumed to cost until the tick has measured one: an entry with a
 /// few references (its claim, load, occurrences, source rows and work row).
@@ -278,9 +340,14 @@ pub const GROUP_ENTRY_ROWS: RowCount = RowCount::new(60, 150);
 /// The rows of a group job that do not grow with its entries.
 pub const GROUP_FIXED_ROWS: RowCount = RowCount::new(50, 200);
 
+/// What a group job's entry is assumed to cost in modelled CPU until the tick has projected one:
+/// a few KB of data, a few candidates and a few rows.
+pub const GROUP_ENTRY_CPU: CpuWork = CpuWork { entries: 1, bytes: 4_096, candidates: 4, rows: 8 };
+
 /// The work lane in a tick: projection jobs from the work queue, in groups while a group fits
-/// the budget, the group's size adapting within the tick (to the time its groups take, and to
-/// the rows left, at what its groups' entries cost so far).
+/// the budget, the group's size adapting within the tick (to the time its groups take, to the
+/// rows left, at what its groups' entries cost so far, and to the modelled CPU left, at what its
+/// entries cost so far by [`CpuWork`]).
 #[derive(Debug, Clone)]
 pub struct WorkLane<'a> {
     policy: &'a Policy,
@@ -290,17 +357,60 @@ pub struct WorkLane<'a> {
     /// What one entry of a group cost, measured from the last group ([`GROUP_ENTRY_ROWS`]
     /// before the first).
     entry_rows: RowCount,
+    /// The modelled CPU the tick's projections may spend, in milliseconds.
+    cpu_ms: f64,
+    /// The modelled CPU they spent so far.
+    cpu: CpuWork,
+    /// A group claimed fewer entries than it asked for: the next claim would be a single job
+    /// (a retry, a handed-back row), whose cost is known only once loaded.
+    fresh_drained: bool,
 }
 
 impl<'a> WorkLane<'a> {
     /// The lane's name in the tick log.
     pub const NAME: &'static str = "work";
     /// Its tick-log counters.
-    pub const COUNTERS: &'static [Counter] = &[JOBS, FAILED_JOBS, CONFLICTS];
+    pub const COUNTERS: &'static [Counter] = &[JOBS, FAILED_JOBS, CONFLICTS, CPU_MODEL_US];
 
-    /// The lane at the start of a tick: jobs under `policy`, groups sized by `groups`.
-    pub fn new(policy: &'a Policy, groups: AdaptiveBatch) -> WorkLane<'a> {
-        WorkLane { policy, groups, group: groups.start, entry_rows: GROUP_ENTRY_ROWS }
+    /// The lane at the start of a tick: jobs under `policy`, groups sized by `groups`, the
+    /// projections' modelled CPU within `cpu_ms`.
+    pub fn new(policy: &'a Policy, groups: AdaptiveBatch, cpu_ms: f64) -> WorkLane<'a> {
+        WorkLane {
+            policy,
+            groups,
+            group: groups.start,
+            entry_rows: GROUP_ENTRY_ROWS,
+            cpu_ms,
+            cpu: CpuWork::default(),
+            fresh_drained: false,
+        }
+    }
+
+    /// The modelled CPU left for this tick's projections, in milliseconds.
+    fn cpu_left(&self) -> f64 {
+        self.cpu_ms - self.cpu.ms()
+    }
+
+    /// What one entry costs in modelled CPU: the mean of the tick's entries so far, or
+    /// [`GROUP_ENTRY_CPU`]'s before the first.
+    fn entry_cpu_ms(&self) -> f64 {
+        match self.cpu.entries {
+            0 => GROUP_ENTRY_CPU.ms(),
+            n => self.cpu.ms() / n as f64,
+        }
+    }
+}
+
+/// How many entries of `entry_ms` each fit `left_ms` (at most `cap`).
+fn entries_within(left_ms: f64, entry_ms: f64, cap: u32) -> u32 {
+    if left_ms <= 0.0 {
+        return 0;
+    }
+    let n = (left_ms / entry_ms.max(1e-6)).floor();
+    if n >= f64::from(cap) {
+        cap
+    } else {
+        n as u32
     }
 }
 
@@ -334,18 +444,39 @@ impl<E: Executor, K: Clock> Lane<E, K> for WorkLane<'_> {
         }
     }
 
-    /// Runs the next group job, or single job once a group no longer fits `ctx.room`; `None`
-    /// when no work is due.
+    /// Runs the next group job, or single job once a group no longer fits `ctx.room`, the rows
+    /// or the modelled CPU left; `None` when no work is due. Once the tick's projections have
+    /// spent more modelled CPU than a single entry is expected to cost, it steps no more.
     async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
+        let before = self.cpu.ms();
+        let step = self.step_within_cpu(ctx).await;
+        ctx.count(CPU_MODEL_US, ((self.cpu.ms() - before) * 1000.0).round() as u64);
+        step
+    }
+}
+
+impl WorkLane<'_> {
+    async fn step_within_cpu<E: Executor, K: Clock>(
+        &mut self,
+        ctx: &mut Ctx<'_, E, K>,
+    ) -> Result<Option<LaneStep>, Error> {
+        // Once the tick has projected something, a step runs only where its cost is told before
+        // its entries are read (a group's): single jobs wait for a tick's first step.
+        let first = self.cpu.entries == 0;
+        if !first && (self.fresh_drained || self.cpu_left() < self.entry_cpu_ms()) {
+            return Ok(Some(LaneStep::out_of_room()));
+        }
         // Fresh work goes in groups while a group fits (the group claim takes one retry, expired
         // lease or handed-back row as a single job when nothing fresh is due); once a group no
         // longer fits, single jobs.
-        let fits = ctx.rows.minus(GROUP_FIXED_ROWS).items(self.entry_rows, self.group);
+        let by_cpu = entries_within(self.cpu_left(), self.entry_cpu_ms(), self.group);
+        let fits = ctx.rows.minus(GROUP_FIXED_ROWS).items(self.entry_rows, self.group).min(by_cpu);
         if ctx.room >= GROUP_MAX_STATEMENTS && fits >= 2 {
             let started = ctx.clock.now_ms();
             let before = ctx.spent();
             let size = fits;
-            match process_group(ctx.exec, self.policy, size).await? {
+            let cpu_left = self.cpu_left();
+            match process_group_within(ctx.exec, self.policy, size, cpu_left, &mut self.cpu).await? {
                 GroupOutcome::Nothing => return Ok(None),
                 GroupOutcome::Single(outcome) => {
                     count_job(ctx, &outcome);
@@ -355,6 +486,7 @@ impl<E: Executor, K: Clock> Lane<E, K> for WorkLane<'_> {
                     let claimed = (published + released).max(1) as u64;
                     let cost = ctx.spent().minus(before);
                     self.entry_rows = RowCount::new(cost.written.div_ceil(claimed), cost.read.div_ceil(claimed));
+                    self.fresh_drained |= claimed < u64::from(size);
                     let published = published as u64;
                     ctx.count(JOBS, published);
                     self.group = self.groups.next(size, ctx.clock.now_ms() - started, published);
@@ -367,10 +499,11 @@ impl<E: Executor, K: Clock> Lane<E, K> for WorkLane<'_> {
             }
         }
         // A single job may write what the admission limit allows: only with room for that.
-        if !self.policy.admission.job_max_rows().fits(ctx.rows) {
+        if !first || !self.policy.admission.job_max_rows().fits(ctx.rows) {
             return Ok(Some(LaneStep::out_of_room()));
         }
-        Ok(process_next(ctx.exec, None, self.policy).await?.map(|outcome| {
+        Ok(process_next_costed(ctx.exec, self.policy).await?.map(|(outcome, cpu)| {
+            self.cpu = self.cpu.plus(cpu);
             count_job(ctx, &outcome);
             LaneStep::progress()
         }))

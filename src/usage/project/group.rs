@@ -3,8 +3,9 @@
 //! single jobs.
 
 use super::super::admission::MAX_BOUND_BYTES;
+use super::super::cost::CpuWork;
 use super::plan::{Plan, Writes};
-use super::{load_and_plan, process, Job, JobOutcome, Planned, Policy};
+use super::{load_and_plan, process_costed, Job, JobOutcome, Planned, Policy};
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
@@ -53,11 +54,27 @@ pub enum GroupOutcome {
 /// publish are the single job's; whatever the group cannot publish goes back to single jobs
 /// ([`process`]), which record failures; a lost race on any entry writes nothing.
 pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -> Result<GroupOutcome, Error> {
+    let mut cpu = CpuWork::default();
+    process_group_within(exec, policy, limit, f64::INFINITY, &mut cpu).await
+}
+
+/// [`process_group`], reading entries while their modelled CPU fits `cpu_ms` (the first always
+/// when `cpu`, what the tick's projections spent so far, is nothing; the rest go back to single
+/// jobs), and adding the modelled CPU of what it read to `cpu`.
+pub async fn process_group_within<E: Executor>(
+    exec: &E,
+    policy: &Policy,
+    limit: u32,
+    cpu_ms: f64,
+    cpu: &mut CpuWork,
+) -> Result<GroupOutcome, Error> {
     let token = ids::new_id();
     let rows = work::claim_group(exec, &token, limit).await?;
     let Some(first) = rows.first() else { return Ok(GroupOutcome::Nothing) };
     if rows.len() == 1 {
-        return process(exec, first, policy).await.map(GroupOutcome::Single);
+        let (outcome, spent) = process_costed(exec, first, policy).await?;
+        *cpu = cpu.plus(spent);
+        return Ok(GroupOutcome::Single(outcome));
     }
     let (cid, cslug) = (first.collection_id.as_str(), first.collection_slug.as_str());
     let ids: Vec<String> = rows.iter().map(|w| w.content_id.clone()).collect();
@@ -71,9 +88,12 @@ pub async fn process_group<E: Executor>(exec: &E, policy: &Policy, limit: u32) -
         _ => return hand_back().await,
     };
     let field_slugs: Vec<Ident> = collection.fields.iter().map(|f| f.slug.clone()).collect();
-    let Ok(planned) = load_and_plan(exec, &slug, &rows, &field_slugs, policy).await? else {
+    let Ok((planned, spent)) =
+        load_and_plan(exec, &slug, &rows, &field_slugs, policy, cpu_ms, cpu.entries == 0).await?
+    else {
         return hand_back().await;
     };
+    *cpu = cpu.plus(spent);
     let mut writes = Writes::default();
     let (mut occurrence_bytes, mut source_bytes) = (0usize, 0usize);
     let mut observed = Vec::new();

@@ -95,6 +95,13 @@ pub(super) struct Prepared {
     pub(super) entry: Option<PreparedEntry>,
 }
 
+/// The bytes of source data an entry's projection reads: its columns' text and its draft's data
+/// (what the CPU cost model charges per byte).
+pub(super) fn source_bytes(loaded: &LoadedEntry) -> u64 {
+    let columns: usize = loaded.row.iter().flatten().map(|(_, v)| v.as_str().map_or(8, str::len)).sum();
+    (columns + loaded.revision_data.as_ref().map_or(0, String::len)) as u64
+}
+
 /// Reads the collection's fields and extracts the entry's references (pure); the code says why
 /// the fields cannot be read.
 pub(super) fn prepare(

@@ -17,6 +17,7 @@ use serde_json::{json, Value as Json};
 use crate::support::{code, collection_id, data, scalar, text, Api, ADMIN};
 
 mod continuation;
+mod cpu;
 mod faults;
 mod groups;
 mod index;

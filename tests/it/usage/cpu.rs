@@ -1,0 +1,92 @@
+//! The CPU budget: a tick's projections stay within `MEDIA_USAGE_TICK_MAX_CPU_MS` by the cost
+//! model, groups shrink to single entries when entries are heavy, and an entry too heavy to fit
+//! the budget alone is still indexed (alone, never retried for want of room).
+
+use super::*;
+use crate::support::tick_once;
+use media_usage_worker::usage::cost::{self, CpuWork};
+
+/// Saves `n` entries whose title is `bytes` bytes of text and a gallery of one image, behind the
+/// API (captured like any write).
+fn heavy(api: &Api, n: usize, bytes: usize) {
+    let title = "lorem ipsum ".repeat(bytes / 12 + 1)[..bytes].to_owned();
+    for i in 0..n {
+        api.db
+            .connection()
+            .execute(
+                "INSERT INTO ec_posts (id, slug, status, title, gallery) VALUES (?1, ?1, 'published', ?2, ?3)",
+                [format!("h{i}"), title.clone(), json!([{"image": format!("h{i}")}]).to_string()],
+            )
+            .unwrap();
+    }
+}
+
+/// Ticks at the default settings (the wall time lifted) until nothing is left to project; each
+/// tick's jobs and modelled CPU.
+fn ticks(api: &Api) -> Vec<(u64, u64)> {
+    let budget = Budget::new(40, 600_000.0);
+    let mut out = Vec::new();
+    while scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state <> 'failed'") > 0 {
+        let report = tick_once(&api.db, budget, &crate::support::policy());
+        assert!(report.error.is_none(), "{report:?}");
+        out.push((report.count("jobs"), report.count("cpuModelUs")));
+        assert!(out.len() < 2_000, "the backlog does not drain");
+    }
+    out
+}
+
+#[test]
+fn the_default_budget_fits_the_free_plan_with_a_margin() {
+    let defaults = crate::support::policy();
+    assert_eq!(defaults.cpu_ms, cost::DEFAULT_TICK_CPU_MS);
+    assert!(cost::DEFAULT_TICK_CPU_MS + cost::TICK_FIXED_MS <= 10.0 / 2.0, "half of Free's 10 ms");
+}
+
+#[test]
+fn a_tick_projects_light_entries_in_groups_within_the_cpu_budget() {
+    let api = setup();
+    queued(&api, 1_000, 2);
+    let ticks = ticks(&api);
+    let budget_us = (cost::DEFAULT_TICK_CPU_MS * 1000.0) as u64;
+    // The first group is sized at the assumed cost of an entry; later ones at what they cost.
+    for &(jobs, us) in &ticks {
+        assert!(us <= budget_us, "{us} µs in a tick: {ticks:?}");
+        assert!(jobs > 10, "light entries go in groups: {ticks:?}");
+    }
+    assert_eq!(ticks.iter().map(|t| t.0).sum::<u64>(), 1_000);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 2_000);
+    assert_eq!(coverage(&api), "complete");
+}
+
+#[test]
+fn heavy_entries_shrink_the_group_to_one_entry_per_tick() {
+    let api = setup();
+    // Each entry alone costs more than half the budget: one per tick.
+    let bytes = (cost::fitting_bytes(cost::DEFAULT_TICK_CPU_MS) * 2 / 3) as usize;
+    assert!(CpuWork::entry(bytes as u64, 0, 0).ms() * 2.0 > cost::DEFAULT_TICK_CPU_MS);
+    heavy(&api, 6, bytes);
+    let ticks = ticks(&api);
+    assert!(ticks.iter().all(|&(jobs, _)| jobs == 1), "{ticks:?}");
+    assert!(ticks.iter().all(|&(_, us)| us <= (cost::DEFAULT_TICK_CPU_MS * 1000.0) as u64), "{ticks:?}");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 6);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+    assert_eq!(coverage(&api), "complete");
+}
+
+#[test]
+fn an_entry_too_heavy_for_the_budget_runs_alone_and_is_indexed() {
+    let api = setup();
+    let bytes = (cost::fitting_bytes(cost::DEFAULT_TICK_CPU_MS) * 3 / 2) as usize;
+    assert!(CpuWork::entry(bytes as u64, 0, 0).ms() > cost::DEFAULT_TICK_CPU_MS);
+    queued(&api, 30, 1);
+    heavy(&api, 2, bytes);
+    let ticks = ticks(&api);
+    // The heavy ones are each a tick's only job (a group hands them back once, to single jobs).
+    let over = (cost::DEFAULT_TICK_CPU_MS * 1000.0) as u64;
+    let alone: Vec<_> = ticks.iter().filter(|&&(_, us)| us > over).collect();
+    assert_eq!(alone.len(), 2, "{ticks:?}");
+    assert!(alone.iter().all(|&&(jobs, _)| jobs == 1), "{ticks:?}");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 32);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0, "none failed");
+    assert_eq!(coverage(&api), "complete");
+}

@@ -265,7 +265,7 @@ fn main() {
     // naming one file URL, written through the API (its projection runs after the write), then
     // projected again by a repair tick on its own.
     b.collection("bench_large", json!([{"slug": "notes", "type": "text"}]));
-    let envelope = json!({"slug": "large", "status": "published", "data": {"notes": ""}}).to_string().len();
+    let envelope = json!({"slug": "large-0", "status": "published", "data": {"notes": ""}}).to_string().len();
     let text =
         format!("/_emdash/api/media/file/{} {}", media[2].1, "lorem ipsum dolor sit amet ".repeat(MAX_BODY_BYTES));
     let text = &text[..MAX_BODY_BYTES - envelope];

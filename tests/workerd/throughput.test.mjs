@@ -1,22 +1,28 @@
 // Group jobs on real (local) D1: a backlog and a repair at the default statement budget, with
-// the wall-time budget lifted so counts do not depend on the machine (the native tests run the
-// same at 10,000 entries: at most 40 ticks).
+// the wall-time and CPU budgets lifted so counts measure the statement budget and do not depend
+// on the machine (the native tests run the same at 10,000 entries: at most 40 ticks); and the
+// same backlog at the default CPU budget, each tick's projections within it by the cost model.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
 import { ok, rows, uniq } from "./helpers.mjs";
 
-const w = await startWorker({ MEDIA_USAGE_TICK_MAX_QUERIES: "40", MEDIA_USAGE_TICK_MAX_MS: "600000" });
-after(() => w.dispose());
+const w = await startWorker({
+  MEDIA_USAGE_TICK_MAX_QUERIES: "40",
+  MEDIA_USAGE_TICK_MAX_MS: "600000",
+  MEDIA_USAGE_TICK_MAX_CPU_MS: "600000",
+});
+const free = await startWorker({ MEDIA_USAGE_TICK_MAX_MS: "600000" });
+after(() => Promise.all([w.dispose(), free.dispose()]));
 
-async function collection() {
+async function collection(worker = w) {
   const slug = uniq("tp");
-  ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "hero", type: "image" }] }), 201);
+  ok(await worker.post("/schema/collections", { slug, label: slug, fields: [{ slug: "hero", type: "image" }] }), 201);
   return slug;
 }
 
-async function insert(slug, n) {
-  await w.db
+async function insert(slug, n, worker = w) {
+  await worker.db
     .prepare(`WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ${n})
               INSERT INTO "ec_${slug}" (id, slug, status, hero) SELECT 'e' || i, 'e' || i, 'published', '${slug}-' || i FROM c`)
     .run();
@@ -80,4 +86,24 @@ test("the rows of a group whose tick died are taken again as a group once their 
   const [left] = await rows(w, "SELECT count(*) AS n FROM _emdash_media_usage_work WHERE collection_slug = ?1", slug);
   assert.equal(left.n, 0);
   assert.equal((await statuses(slug)).status, "complete");
+});
+
+test("at the default CPU budget a backlog drains in groups, each tick's projections within 4 ms by the cost model", async () => {
+  const slug = await collection(free);
+  await insert(slug, 1000, free);
+  let ticks = 0;
+  while ((await rows(free, "SELECT count(*) AS n FROM _emdash_media_usage_work WHERE state <> 'failed'"))[0].n > 0) {
+    await free.scheduled();
+    ticks += 1;
+    assert.ok(ticks <= 40, "the backlog does not drain");
+  }
+  const log = await rows(free, "SELECT details FROM _emdash_media_usage_ticks ORDER BY id DESC LIMIT ?1", ticks);
+  const details = log.map((t) => JSON.parse(t.details));
+  assert.equal(details.reduce((sum, d) => sum + d.jobs, 0), 1000);
+  for (const d of details) {
+    assert.ok(d.cpuModelUs > 0 && d.cpuModelUs <= 4000, JSON.stringify(d));
+    assert.ok(d.jobs >= 20, `groups, not single jobs: ${JSON.stringify(d)}`);
+  }
+  const [n] = await rows(free, "SELECT count(*) AS n FROM _emdash_media_usage WHERE media_id LIKE ?1", `${slug}-%`);
+  assert.equal(n.n, 1000);
 });

@@ -191,7 +191,7 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, req: &Reque
     };
     let row = insert_entry(ctx, &c, &new).await?;
     if let Some(id) = row.get("id").and_then(Json::as_str) {
-        usage::after_write(ctx, &c, id).await;
+        usage::after_write(ctx, &c, id, req.body.len()).await;
     }
     Ok(item_reply(201, &row, &c))
 }
@@ -346,7 +346,7 @@ pub async fn update<E: Executor>(
     };
     match repo::update(ctx.exec, &c, id, update).await.map_err(write_error)? {
         Some(row) => {
-            usage::after_write(ctx, &c, id).await;
+            usage::after_write(ctx, &c, id, req.body.len()).await;
             Ok(item_reply(200, &row, &c))
         }
         None => Err(missing_or_conflict(ctx, &c, id).await),
@@ -388,12 +388,14 @@ async fn save_draft<E: Executor>(
     }
     admit(ctx, c, &draft).await?;
     let draft = Json::Object(draft);
+    // What admission extracted and the projection would read again.
+    let draft_bytes = draft.to_string().len();
     match repo::save_draft(ctx.exec, c, id, version, only_own(ctx), &draft, ctx.config.max_revisions)
         .await
         .map_err(write_error)?
     {
         Some(row) => {
-            usage::after_write(ctx, c, id).await;
+            usage::after_write(ctx, c, id, draft_bytes).await;
             Ok(item_reply(200, &row, c))
         }
         None => Err(missing_or_conflict(ctx, c, id).await),
@@ -434,7 +436,7 @@ pub async fn duplicate<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str
     };
     let copy = insert_entry(ctx, &c, &new).await?;
     if let Some(copy_id) = copy.get("id").and_then(Json::as_str) {
-        usage::after_write(ctx, &c, copy_id).await;
+        usage::after_write(ctx, &c, copy_id, 0).await;
     }
     Ok(item_reply(201, &copy, &c))
 }

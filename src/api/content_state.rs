@@ -28,7 +28,7 @@ pub async fn publish<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &str) 
     };
     match repo::publish(ctx.exec, &c, id, row_version(&row), only_own(ctx), publication).await.map_err(write_error)? {
         Some(row) => {
-            usage::after_write(ctx, &c, id).await;
+            usage::after_write(ctx, &c, id, 0).await;
             Ok(item_reply(200, &row, &c))
         }
         None => Err(missing_or_conflict(ctx, &c, id).await),
@@ -91,7 +91,7 @@ pub async fn schedule<E: Executor>(
     let row = schedulable(ctx, &c, id).await?;
     match schedule_repo::schedule(ctx.exec, &c, id, row_version(&row), only_own(ctx), &at).await.map_err(write_error)? {
         Some(row) => {
-            usage::after_write(ctx, &c, id).await;
+            usage::after_write(ctx, &c, id, 0).await;
             Ok(item_reply(200, &row, &c))
         }
         None if !schedule_repo::is_future(ctx.exec, &at).await? => {
@@ -112,7 +112,7 @@ pub async fn unschedule<E: Executor>(ctx: &Ctx<'_, E>, collection: &str, id: &st
     let row = schedulable(ctx, &c, id).await?;
     match schedule_repo::unschedule(ctx.exec, &c, id, row_version(&row), only_own(ctx)).await.map_err(write_error)? {
         Some(row) => {
-            usage::after_write(ctx, &c, id).await;
+            usage::after_write(ctx, &c, id, 0).await;
             Ok(item_reply(200, &row, &c))
         }
         None => {
@@ -136,7 +136,7 @@ async fn transition<E: Executor>(
     let c = schema::load(ctx, collection, "collection").await?;
     match repo::transition(ctx.exec, &c, id, t, only_own(ctx)).await.map_err(write_error)? {
         Some(row) => {
-            usage::after_write(ctx, &c, id).await;
+            usage::after_write(ctx, &c, id, 0).await;
             Ok(item_reply(200, &row, &c))
         }
         // Not the caller's to change, or already in the target state: then answer with the
@@ -151,7 +151,7 @@ async fn transition<E: Executor>(
             if t == Transition::DiscardDraft {
                 // A retry whose first try discarded the draft but died before its projection:
                 // the draft's uses leave "Used in" now rather than at the next tick.
-                usage::after_write(ctx, &c, id).await;
+                usage::after_write(ctx, &c, id, 0).await;
             }
             Ok(item_reply(200, &row, &c))
         }
@@ -184,7 +184,7 @@ pub async fn delete<E: Executor>(
     }
     let c = schema::load(ctx, collection, "collection").await?;
     if repo::delete(ctx.exec, &c, id).await.map_err(write_error)? {
-        usage::after_write(ctx, &c, id).await;
+        usage::after_write(ctx, &c, id, 0).await;
         Ok((200, json!({"deleted": true, "id": id})))
     } else {
         Err(not_found())

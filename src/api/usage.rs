@@ -21,14 +21,21 @@ use crate::repo::reads::{self, UsageRow};
 use crate::repo::repair as repair_repo;
 use crate::repo::work::{self, WorkRow};
 use crate::tick;
+use crate::usage::cost::CpuWork;
 use crate::usage::coverage::{aggregate, CollectionCoverage};
 use crate::usage::extract::ReferenceType;
 use crate::usage::project;
 use crate::usage::repair::RepairLane;
 
 /// Projects the entry a request just wrote, so "Used in" is current when the response returns.
-/// A failure here never fails the write: the work row stays queued for the cron tick.
-pub async fn after_write<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, content_id: &str) {
+/// A failure here never fails the write: the work row stays queued for the cron tick. A request
+/// that read `body_bytes` of entry data (and extracted them for admission) projects inline only
+/// when both fit the tick's CPU budget by the cost model: a heavier write leaves its projection
+/// to the ticks, where it runs alone.
+pub async fn after_write<E: Executor>(ctx: &Ctx<'_, E>, c: &Collection, content_id: &str, body_bytes: usize) {
+    if 2.0 * CpuWork::entry(body_bytes as u64, 0, 0).ms() > ctx.config.background.cpu_ms {
+        return;
+    }
     match project::process_next(ctx.exec, Some((&c.id, content_id)), &ctx.config.background.projection).await {
         Ok(Some(project::JobOutcome::Failed { code, .. })) => {
             ctx.log(format!("projection of {}/{content_id} failed: {code}", c.slug));

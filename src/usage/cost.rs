@@ -20,13 +20,13 @@ pub struct CpuWork {
 }
 
 /// Microseconds of native core CPU per entry projected.
-pub const ENTRY_US: f64 = 25.0;
+pub const ENTRY_US: f64 = 40.0;
 /// Microseconds per MiB of source data (decoded, extracted, fingerprinted).
-pub const MIB_US: f64 = 12_000.0;
+pub const MIB_US: f64 = 4_500.0;
 /// Microseconds per candidate string looked up.
 pub const CANDIDATE_US: f64 = 5.0;
 /// Microseconds per row encoded.
-pub const ROW_US: f64 = 12.0;
+pub const ROW_US: f64 = 15.0;
 
 /// The default of `MEDIA_USAGE_TICK_MAX_CPU_MS`: the modelled CPU a tick's projections may
 /// spend, in milliseconds of native core CPU. The Free plan allows 10 ms per invocation; this
@@ -35,7 +35,7 @@ pub const ROW_US: f64 = 12.0;
 pub const DEFAULT_TICK_CPU_MS: f64 = 4.0;
 /// What a tick costs besides its projections (the driver, the other lanes' steps, the log
 /// write), measured natively: it is not spent from the CPU budget but is part of the margin.
-pub const TICK_FIXED_MS: f64 = 1.0;
+pub const TICK_FIXED_MS: f64 = 1.5;
 
 impl CpuWork {
     /// The work of one entry of `bytes` bytes, `candidates` candidate strings and `rows` rows.

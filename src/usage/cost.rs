@@ -64,7 +64,7 @@ impl CpuWork {
 }
 
 /// The most bytes of source data one entry may have for its projection to fit `budget_ms`
-/// alone (no candidates, no rows): an entry larger than this runs alone, as its tick's first job.
+/// alone (no candidates, no rows): a larger entry still runs, past the budget (see the work lane).
 pub fn fitting_bytes(budget_ms: f64) -> u64 {
     let left_us = budget_ms * 1000.0 - ENTRY_US;
     if left_us <= 0.0 {

@@ -361,8 +361,8 @@ pub struct WorkLane<'a> {
     cpu_ms: f64,
     /// The modelled CPU they spent so far.
     cpu: CpuWork,
-    /// A group claimed fewer entries than it asked for: the next claim would be a single job
-    /// (a retry, a handed-back row), whose cost is known only once loaded.
+    /// A group claimed fewer entries than it asked for, or handed rows back: the next claim may
+    /// be a single job (a retry, a handed-back row), whose cost is known only once loaded.
     fresh_drained: bool,
 }
 
@@ -479,6 +479,7 @@ impl WorkLane<'_> {
             match process_group_within(ctx.exec, self.policy, size, cpu_left, &mut self.cpu).await? {
                 GroupOutcome::Nothing => return Ok(None),
                 GroupOutcome::Single(outcome) => {
+                    self.fresh_drained = true;
                     count_job(ctx, &outcome);
                     return Ok(Some(LaneStep::progress()));
                 }
@@ -486,13 +487,14 @@ impl WorkLane<'_> {
                     let claimed = (published + released).max(1) as u64;
                     let cost = ctx.spent().minus(before);
                     self.entry_rows = RowCount::new(cost.written.div_ceil(claimed), cost.read.div_ceil(claimed));
-                    self.fresh_drained |= claimed < u64::from(size);
+                    self.fresh_drained |= claimed < u64::from(size) || released > 0;
                     let published = published as u64;
                     ctx.count(JOBS, published);
                     self.group = self.groups.next(size, ctx.clock.now_ms() - started, published);
                     return Ok(Some(LaneStep::progress()));
                 }
                 GroupOutcome::HandedBack { .. } => {
+                    self.fresh_drained = true;
                     ctx.count(CONFLICTS, 1);
                     return Ok(Some(LaneStep::progress()));
                 }

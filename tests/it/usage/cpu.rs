@@ -24,10 +24,15 @@ fn heavy(api: &Api, n: usize, bytes: usize) {
 /// Ticks at the default settings (the wall time lifted) until nothing is left to project; each
 /// tick's jobs and modelled CPU.
 fn ticks(api: &Api) -> Vec<(u64, u64)> {
+    ticks_under(api, &crate::support::policy())
+}
+
+/// [`ticks`] under `policy`.
+fn ticks_under(api: &Api, policy: &media_usage_worker::tick::lanes::BackgroundPolicy) -> Vec<(u64, u64)> {
     let budget = Budget::new(40, 600_000.0);
     let mut out = Vec::new();
     while scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work WHERE state <> 'failed'") > 0 {
-        let report = tick_once(&api.db, budget, &crate::support::policy());
+        let report = tick_once(&api.db, budget, policy);
         assert!(report.error.is_none(), "{report:?}");
         out.push((report.count("jobs"), report.count("cpuModelUs")));
         assert!(out.len() < 2_000, "the backlog does not drain");
@@ -108,4 +113,30 @@ fn a_write_too_heavy_to_project_inline_leaves_its_projection_to_the_ticks() {
     ticks(&api);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 2);
     assert_eq!(coverage(&api), "complete");
+}
+
+#[test]
+fn a_tick_passes_its_cpu_budget_by_at_most_one_entry_known_only_once_loaded() {
+    let api = setup();
+    // A budget of less than two first guesses. Light and heavy entries alternate; a heavy one is
+    // known to be heavy only once loaded: a group hands it back, and it runs as a single job.
+    let policy = crate::support::policy().with_cpu_ms(0.3);
+    let heavy = CpuWork::entry(200_000, 0, 2).ms();
+    for i in 0..6 {
+        let bytes = if i % 2 == 0 { 5_000 } else { 200_000 };
+        let title = "lorem ipsum ".repeat(bytes / 12 + 1)[..bytes].to_owned();
+        api.db
+            .connection()
+            .execute(
+                "INSERT INTO ec_posts (id, slug, status, title, hero) VALUES (?1, ?1, 'published', ?2, ?1)",
+                [format!("s{i}"), title],
+            )
+            .unwrap();
+    }
+    let ticks = ticks_under(&api, &policy);
+    let most = ((0.3 + heavy) * 1000.0).ceil() as u64;
+    assert!(ticks.iter().all(|&(_, us)| us <= most), "{ticks:?}");
+    assert!(ticks.iter().filter(|&&(_, us)| us > 300).all(|&(jobs, _)| jobs <= 2), "{ticks:?}");
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage"), 6);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0, "none failed");
 }

@@ -361,9 +361,6 @@ pub struct WorkLane<'a> {
     cpu_ms: f64,
     /// The modelled CPU they spent so far.
     cpu: CpuWork,
-    /// A group claimed fewer entries than it asked for, or handed rows back: the next claim may
-    /// be a single job (a retry, a handed-back row), whose cost is known only once loaded.
-    fresh_drained: bool,
 }
 
 impl<'a> WorkLane<'a> {
@@ -375,15 +372,7 @@ impl<'a> WorkLane<'a> {
     /// The lane at the start of a tick: jobs under `policy`, groups sized by `groups`, the
     /// projections' modelled CPU within `cpu_ms`.
     pub fn new(policy: &'a Policy, groups: AdaptiveBatch, cpu_ms: f64) -> WorkLane<'a> {
-        WorkLane {
-            policy,
-            groups,
-            group: groups.start,
-            entry_rows: GROUP_ENTRY_ROWS,
-            cpu_ms,
-            cpu: CpuWork::default(),
-            fresh_drained: false,
-        }
+        WorkLane { policy, groups, group: groups.start, entry_rows: GROUP_ENTRY_ROWS, cpu_ms, cpu: CpuWork::default() }
     }
 
     /// The modelled CPU left for this tick's projections, in milliseconds.
@@ -460,10 +449,10 @@ impl WorkLane<'_> {
         &mut self,
         ctx: &mut Ctx<'_, E, K>,
     ) -> Result<Option<LaneStep>, Error> {
-        // Once the tick has projected something, a step runs only where its cost is told before
-        // its entries are read (a group's): single jobs wait for a tick's first step.
-        let first = self.cpu.entries == 0;
-        if !first && (self.fresh_drained || self.cpu_left() < self.entry_cpu_ms()) {
+        // A step runs while an entry at the tick's mean cost fits what is left. A group reads its
+        // entries while they fit; a single job's entry is known only once loaded, so the
+        // projections pass the budget by at most that one entry (then nothing is left).
+        if self.cpu.entries > 0 && self.cpu_left() < self.entry_cpu_ms() {
             return Ok(Some(LaneStep::out_of_room()));
         }
         // Fresh work goes in groups while a group fits (the group claim takes one retry, expired
@@ -479,7 +468,6 @@ impl WorkLane<'_> {
             match process_group_within(ctx.exec, self.policy, size, cpu_left, &mut self.cpu).await? {
                 GroupOutcome::Nothing => return Ok(None),
                 GroupOutcome::Single(outcome) => {
-                    self.fresh_drained = true;
                     count_job(ctx, &outcome);
                     return Ok(Some(LaneStep::progress()));
                 }
@@ -487,21 +475,19 @@ impl WorkLane<'_> {
                     let claimed = (published + released).max(1) as u64;
                     let cost = ctx.spent().minus(before);
                     self.entry_rows = RowCount::new(cost.written.div_ceil(claimed), cost.read.div_ceil(claimed));
-                    self.fresh_drained |= claimed < u64::from(size) || released > 0;
                     let published = published as u64;
                     ctx.count(JOBS, published);
                     self.group = self.groups.next(size, ctx.clock.now_ms() - started, published);
                     return Ok(Some(LaneStep::progress()));
                 }
                 GroupOutcome::HandedBack { .. } => {
-                    self.fresh_drained = true;
                     ctx.count(CONFLICTS, 1);
                     return Ok(Some(LaneStep::progress()));
                 }
             }
         }
         // A single job may write what the admission limit allows: only with room for that.
-        if !first || !self.policy.admission.job_max_rows().fits(ctx.rows) {
+        if !self.policy.admission.job_max_rows().fits(ctx.rows) {
             return Ok(Some(LaneStep::out_of_room()));
         }
         Ok(process_next_costed(ctx.exec, self.policy).await?.map(|(outcome, cpu)| {

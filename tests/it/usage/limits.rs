@@ -196,6 +196,8 @@ fn a_500_kb_title_is_indexed_with_a_bounded_display_title() {
     let m = api.register_media("hero.png");
     let title = "T".repeat(500_000);
     create(&api, "long", "published", json!({"title": title, "hero": m}));
+    // Too heavy to project in the request within the CPU budget: the ticks do.
+    drain(&api.db);
     assert_eq!(coverage(&api), "complete");
     let used = used_in(&api, &m);
     assert_eq!(used["items"][0]["title"].as_str().map(str::len), Some(200), "{}", &used.to_string()[..300]);

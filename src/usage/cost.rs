@@ -24,9 +24,9 @@ pub const ENTRY_US: f64 = 40.0;
 /// Microseconds per MiB of source data (decoded, extracted, fingerprinted).
 pub const MIB_US: f64 = 4_500.0;
 /// Microseconds per candidate string looked up.
-pub const CANDIDATE_US: f64 = 5.0;
+pub const CANDIDATE_US: f64 = 10.0;
 /// Microseconds per row encoded.
-pub const ROW_US: f64 = 15.0;
+pub const ROW_US: f64 = 20.0;
 
 /// The default of `MEDIA_USAGE_TICK_MAX_CPU_MS`: the modelled CPU a tick's projections may
 /// spend, in milliseconds of native core CPU. The Free plan allows 10 ms per invocation; this

@@ -145,8 +145,8 @@ async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) 
 /// `_emdash_media_usage_ticks` by the core.
 #[event(scheduled)]
 async fn scheduled(event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
-    // The tick's rows count against the daily budget of its scheduled time's UTC day, and it
-    // publishes what is scheduled up to that time.
+    // The tick publishes what is scheduled up to its scheduled time (or the database clock, if
+    // later); its rows count against the database's day, and nothing stored comes from the event.
     tick_and_continue(&env, None, TickTime::scheduled(event.schedule())).await;
 }
 

@@ -68,7 +68,7 @@ fn start() {
 #[event(fetch)]
 async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
     let request = http::read_head(&req)?;
-    if !api::is_shared_cacheable(&request) {
+    if !api::is_shared_cacheable(&request) || bypasses_cache(&env, &request).await {
         return answer(req, request, &env).await;
     }
     // Public sitemaps, and their 404s, come from the Cache API while their max-age lasts, so
@@ -88,6 +88,18 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
         }
     }
     Ok(response)
+}
+
+/// Whether a cacheable request's token authenticates, so it is answered from the database (a
+/// header that cannot hold a valid token reads nothing). Without an executor, the answer reports
+/// why.
+async fn bypasses_cache(env: &Env, request: &api::Request) -> bool {
+    if request.authorization.is_none() {
+        return false;
+    }
+    let settings = settings(env);
+    let Ok(exec) = executor(env, &settings) else { return true };
+    api::bypasses_shared_cache(&exec, &settings.config(js_sys::Date::now), request).await
 }
 
 /// Answers a request from the core: admitted on its head, then its body is read.

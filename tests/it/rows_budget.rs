@@ -317,3 +317,79 @@ fn a_tick_scheduled_in_2099_stores_no_2099_value_anywhere() {
     assert_eq!(status["daily"]["day"].as_str(), Some(today.as_str()));
     assert_eq!(status["daily"]["ticks"], 1, "{status}");
 }
+
+/// What one status read costs: (statements, rows read), and the answer.
+fn status_cost(api: &Api) -> ((u64, u64), serde_json::Value) {
+    let metered = Metered::new(&api.db, media_usage_worker::clock::MonotonicClock::default());
+    let r = api.request_on(&metered, &crate::support::request("GET", "/admin/media-usage/status", Some(ADMIN), None));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let usage = metered.usage();
+    ((usage.statements, usage.rows_read), data(&r))
+}
+
+/// A site with the deletion of one collection in progress: `shape` seeded, then deleted (nothing
+/// has run of it yet).
+fn deleting(shape: LargeCollection) -> Api {
+    let api = Api::new();
+    large_collection(&api, "posts", shape);
+    assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
+    api
+}
+
+#[test]
+fn a_status_read_costs_the_same_at_10_and_at_20_000_rows_left_in_a_deletion() {
+    let cap = u64::from(media_usage_worker::api::usage::STATUS_COUNT_CAP);
+    // 10 rows left: 3 work rows, 3 sources, 3 occurrences and a revision.
+    let small = deleting(LargeCollection { entries: 3, occurrences: 1, revisions: 1, revision_bytes: 10 });
+    // Past the cap of every kind, and 20,000 sources and 20,000 occurrences (60,000 rows).
+    let past = deleting(LargeCollection::new(cap as usize + 1, 1));
+    let large = deleting(LargeCollection::new(20_000, 1));
+    let (small_cost, small_status) = status_cost(&small);
+    let (past_cost, _) = status_cost(&past);
+    let (large_cost, large_status) = status_cost(&large);
+    let (small_deletion, large_deletion) = (&small_status["deletions"][0], &large_status["deletions"][0]);
+    assert_eq!(
+        (small_deletion["rowsLeft"].as_u64(), small_deletion["rowsLeftCapped"].as_bool()),
+        (Some(10), Some(false))
+    );
+    assert_eq!(small_deletion["estimate"]["atLeast"], false);
+    // The large one's figure is a flagged lower bound: each kind counted up to the cap.
+    assert_eq!(large_deletion["rowsLeft"].as_u64(), Some(3 * cap), "{large_deletion}");
+    assert_eq!(
+        (large_deletion["rowsLeftCapped"].as_bool(), large_deletion["estimate"]["atLeast"].as_bool()),
+        (Some(true), Some(true))
+    );
+    // The same statements whatever is left, and the same rows once a count reaches its cap: what
+    // is left beyond it costs nothing (it used to cost every row left, 40,008 here).
+    assert_eq!(small_cost.0, large_cost.0, "statements");
+    assert_eq!(past_cost, large_cost, "statements, rows read");
+    assert!(large_cost.1 <= small_cost.1 + 3 * cap, "{small_cost:?} {large_cost:?}");
+    assert!(large_cost.1 < 3_100, "a status read's rows are bounded: {large_cost:?}");
+}
+
+#[test]
+fn a_status_read_lists_a_page_of_deletions_and_says_there_are_more() {
+    let page = media_usage_worker::api::usage::STATUS_PAGE as usize;
+    let api = Api::new();
+    let mut costs = Vec::new();
+    for i in 0..page + 3 {
+        let slug = format!("c{i}");
+        large_collection(&api, &slug, LargeCollection::new(2, 1));
+        assert_eq!(
+            api.call("DELETE", &format!("/schema/collections/{slug}?force=true"), Some(ADMIN), None).status,
+            200
+        );
+        let (cost, status) = status_cost(&api);
+        let listed = status["deletions"].as_array().unwrap().len();
+        assert_eq!(listed, (i + 1).min(page), "{status}");
+        assert_eq!(status["deletionsMore"], i + 1 > page, "{status}");
+        assert_eq!(
+            (status["repairsMore"].as_bool(), status["fieldDeletionsMore"].as_bool()),
+            (Some(false), Some(false))
+        );
+        costs.push(cost.0);
+    }
+    // One counting statement per deletion listed: no more past a page.
+    assert_eq!(costs[page - 1], costs[page + 2], "{costs:?}");
+    assert!(costs[page - 1] > costs[0], "{costs:?}");
+}

@@ -142,11 +142,12 @@ fn the_daily_budget_stops_background_lanes_until_the_next_utc_day() {
     assert_eq!(api.call("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None).status, 200);
     let budget = crate::support::budget().with_daily_rows_written(15_000);
     let policy = crate::support::policy();
-    // Day D: ticks delete until the day's rows are spent, then the deletion rests.
+    // Day D: ticks delete until the day's rows are spent (the tick that finds them spent may
+    // have had no room left for a cleanup statement), then the deletion rests.
     let mut spent_on = None;
     for n in 0..20 {
         let report = tick_on(&api.db, budget, &policy);
-        assert!(report.count("deletedRows") > 0);
+        assert!(report.count("deletedRows") > 0 || (n > 0 && report.daily_spent), "tick {n}: {report:?}");
         if report.daily_spent {
             assert_ne!(report.outcome, media_usage_worker::model::state::TickOutcome::Budget, "no continuation");
             spent_on = Some(n);

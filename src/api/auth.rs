@@ -3,12 +3,15 @@
 use super::error::ApiError;
 use super::Config;
 use crate::exec::Executor;
-use crate::model::auth::{hash_token, hashes_equal, Principal, Role, Scope, BOOTSTRAP_TOKEN_ID, MAX_TOKEN_BYTES};
+use crate::model::auth::{
+    has_stored_token_shape, hash_token, hashes_equal, Principal, Role, Scope, BOOTSTRAP_TOKEN_ID, MAX_TOKEN_BYTES,
+};
 use crate::repo::tokens;
 
 /// Resolves the `Authorization` header to a principal: the bootstrap admin token (compared by
-/// hash, in constant time; see [`crate::model::auth::bootstrap_hash`]) or a stored token. No header → `None`; a bad header or an unknown
-/// token → 401.
+/// hash, in constant time; see [`crate::model::auth::bootstrap_hash`]) or a stored token (one
+/// indexed read, only for a token of a minted token's shape). No header → `None`; a bad header or
+/// an unknown token → 401.
 pub async fn authenticate<E: Executor>(
     exec: &E,
     config: &Config,
@@ -34,6 +37,10 @@ pub async fn authenticate<E: Executor>(
                 scopes: Scope::ALL.to_vec(),
             }));
         }
+    }
+    // Only a token of a minted token's shape can be stored: any other reads nothing.
+    if !has_stored_token_shape(token) {
+        return Err(unauthorized());
     }
     let hash_hex = hex::encode(hash);
     let row = tokens::find_by_hash(exec, &hash_hex).await?.ok_or_else(unauthorized)?;

@@ -240,13 +240,21 @@ pub fn body_limit(admitted: &Admitted, config: &Config, req: &Request) -> usize 
 
 /// Whether the answer to this request is a public document the edge may serve from its cache
 /// for the answer's `max-age`, and keep there when its `Cache-Control` is public (a sitemap and
-/// its 404s): a sitemap's canonical URL (so every cache key is one), asked without credentials
-/// (a request with a token is answered from the database, and may learn its cost).
+/// its 404s): a `GET` of a sitemap's canonical URL (so every cache key is one), unless its
+/// credentials let it past the cache ([`bypasses_shared_cache`]).
 pub fn is_shared_cacheable(req: &Request) -> bool {
     req.method == "GET"
-        && req.authorization.is_none()
         && matches!(routes::resolve(&req.method, &req.path), Ok((Op::SitemapIndex | Op::SitemapCollection, _)))
         && sitemap::is_canonical(&req.path)
+}
+
+/// Whether a shared-cacheable request is answered from the database instead of the cache: only
+/// when its token authenticates (its holder may learn what the answer cost). A header that
+/// cannot hold a valid token (neither the bootstrap token nor of a minted token's shape) is
+/// judged without the database; a token of a minted token's shape costs one indexed read.
+pub async fn bypasses_shared_cache<E: Executor>(exec: &E, config: &Config, req: &Request) -> bool {
+    req.authorization.is_some()
+        && matches!(auth::authenticate(exec, config, req.authorization.as_deref()).await, Ok(Some(_)))
 }
 
 /// A request whose route and caller are settled; its body has not been needed yet.

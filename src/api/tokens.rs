@@ -13,8 +13,7 @@ use crate::model::auth::{hash_token, Role, Scope};
 use crate::model::field::is_iso_datetime;
 use crate::repo::tokens::{self as repo, MintRefused, NewToken, TokenInfo};
 
-/// Prefix that makes leaked tokens recognisable to secret scanners.
-pub const TOKEN_PREFIX: &str = "emdash_";
+pub use crate::model::auth::TOKEN_PREFIX;
 
 fn token_json(t: &TokenInfo) -> Json {
     let scopes: Vec<String> = serde_json::from_str(&t.scopes).unwrap_or_default();

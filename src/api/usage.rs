@@ -53,16 +53,28 @@ pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(CoverageStatus, 
     Ok((aggregate(&cov), rows))
 }
 
-/// Rows of each kind a status read counts at most per deletion or repair run (so reading the
-/// status of a huge one stays bounded; its estimate is then a lower bound).
-pub const STATUS_COUNT_CAP: u32 = 100_000;
-/// Repair runs the status lists at most.
-pub const STATUS_RUNS: u32 = 20;
+/// Rows of each kind a status read counts at most per deletion or repair run, so what one read
+/// costs does not grow with what is in progress: a figure that reaches it is flagged capped (at
+/// least that many are left), and its estimate is then a lower bound.
+pub const STATUS_COUNT_CAP: u32 = 1_000;
+/// Deletions of collections and repair runs the status lists at most (oldest first; `…More`
+/// says there are others); each costs a counting statement.
+pub const STATUS_PAGE: u32 = 5;
+/// Field deletions the status lists at most (one row each, nothing counted).
+pub const STATUS_FIELD_DELETIONS: u32 = 20;
+
+/// The first `page` of `rows` (read with one more) and whether there were more.
+fn first_page<T>(mut rows: Vec<T>, page: u32) -> (Vec<T>, bool) {
+    let more = rows.len() > page as usize;
+    rows.truncate(page as usize);
+    (rows, more)
+}
 
 /// `GET /admin/media-usage/status?day=`: coverage, deletions (of collections and of fields) and
-/// repair runs in progress with
-/// what they have left and an estimate of when they finish, the tick budget, and the daily
-/// budget's use on `day` (a UTC date; default: the database's today).
+/// repair runs in progress with what they have left (counted up to [`STATUS_COUNT_CAP`]) and an
+/// estimate of when they finish, the tick budget, and the daily budget's use on `day` (a UTC
+/// date; default: the database's today). At most a page of each list: one read costs a bounded
+/// number of statements and rows whatever is in progress.
 pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Reply, ApiError> {
     let mut issues = Issues::default();
     let day = query(req, "day");
@@ -90,13 +102,17 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         .collect();
     let budget = &ctx.config.tick_budget;
     let used = daily::usage(ctx.exec, day).await?;
-    let estimate = |rows_to_write: u64| {
+    let estimate = |rows_to_write: u64, capped: bool| {
         let e = budget.estimate(rows_to_write, &used.day, used.rows_written);
-        json!({"rowsToWrite": e.rows_to_write, "ticks": e.ticks, "days": e.days, "finishDay": e.finish_day})
+        json!({"rowsToWrite": e.rows_to_write, "ticks": e.ticks, "days": e.days, "finishDay": e.finish_day, "atLeast": capped})
     };
+    let cap = u64::from(STATUS_COUNT_CAP);
     let mut deletions = Vec::new();
-    for t in crate::repo::deletion::in_progress(ctx.exec, 100).await? {
+    let (tombstones, deletions_more) =
+        first_page(crate::repo::deletion::in_progress(ctx.exec, STATUS_PAGE + 1).await?, STATUS_PAGE);
+    for t in tombstones {
         let left = crate::repo::deletion::remaining(ctx.exec, &t, STATUS_COUNT_CAP).await?;
+        let capped = left.iter().any(|(_, n)| *n >= cap);
         deletions.push(json!({
             "collection": t.collection_slug,
             "collectionId": t.collection_id,
@@ -107,11 +123,15 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "leaseExpiresAt": t.lease.lease_expires_at,
             "lastErrorCode": t.lease.last_error_code,
             "rowsLeft": left.iter().map(|(_, n)| n).sum::<u64>(),
-            "estimate": estimate(DeletionLane::rows_to_write(&left)),
+            "rowsLeftCapped": capped,
+            "estimate": estimate(DeletionLane::rows_to_write(&left), capped),
         }));
     }
-    let field_deletions: Vec<Json> = crate::repo::field_deletion::in_progress(ctx.exec, 100)
-        .await?
+    let (field_rows, field_deletions_more) = first_page(
+        crate::repo::field_deletion::in_progress(ctx.exec, STATUS_FIELD_DELETIONS + 1).await?,
+        STATUS_FIELD_DELETIONS,
+    );
+    let field_deletions: Vec<Json> = field_rows
         .iter()
         .map(|d| {
             json!({
@@ -129,8 +149,10 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
         })
         .collect();
     let mut repairs = Vec::new();
-    for run in repair_repo::list_runs(ctx.exec, STATUS_RUNS).await? {
+    let (runs, repairs_more) = first_page(repair_repo::list_runs(ctx.exec, STATUS_PAGE + 1).await?, STATUS_PAGE);
+    for run in runs {
         let left = repair_repo::remaining(ctx.exec, &run, STATUS_COUNT_CAP).await?;
+        let capped = left.entries >= cap || left.queued >= cap;
         repairs.push(json!({
             "collection": run.collection_slug,
             "collectionId": run.collection_id,
@@ -140,7 +162,8 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "nextAttemptAt": run.next_attempt_at,
             "entriesLeft": left.entries,
             "queuedLeft": left.queued,
-            "estimate": estimate(RepairLane::rows_to_write(&left)),
+            "leftCapped": capped,
+            "estimate": estimate(RepairLane::rows_to_write(&left), capped),
         }));
     }
     let tick_budget = json!({
@@ -165,8 +188,11 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "status": overall,
             "collections": collections,
             "deletions": deletions,
+            "deletionsMore": deletions_more,
             "fieldDeletions": field_deletions,
+            "fieldDeletionsMore": field_deletions_more,
             "repairs": repairs,
+            "repairsMore": repairs_more,
             "tickBudget": tick_budget,
             "daily": daily,
         }),

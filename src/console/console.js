@@ -127,6 +127,7 @@ function clearMessages() {
 
 function signOut(message) {
   token = null;
+  forgetStatus();
   sessionStorage.removeItem(TOKEN_KEY);
   $("app").hidden = true;
   $("forget").hidden = true;
@@ -143,6 +144,7 @@ function signOut(message) {
 
 function signIn(value) {
   token = value;
+  forgetStatus();
   sessionStorage.setItem(TOKEN_KEY, value);
   $("login").hidden = true;
   $("app").hidden = false;
@@ -180,7 +182,7 @@ async function load(view) {
   }
 }
 
-/** Runs an action, then reloads the view; errors are shown in words. */
+/** Runs an action, then reloads the view (and the status); errors are shown in words. */
 async function act(button, action) {
   button.disabled = true;
   clearMessages();
@@ -189,6 +191,7 @@ async function act(button, action) {
   } catch (e) {
     showError(e);
   }
+  forgetStatus();
   try {
     await reloadKeepingMessages();
   } catch (e) {
@@ -205,7 +208,19 @@ async function reloadKeepingMessages() {
 // ---------------------------------------------------------------------------------------------
 // Coverage.
 
-const status = () => api("GET", "/admin/media-usage/status");
+// The status is read once for the session and read again only on an explicit Reload or after an
+// action: changing views reuses it (each read costs D1 statements and rows).
+let statusRead = null;
+const status = () => {
+  statusRead ??= api("GET", "/admin/media-usage/status").catch((e) => {
+    statusRead = null;
+    throw e;
+  });
+  return statusRead;
+};
+function forgetStatus() {
+  statusRead = null;
+}
 
 async function repair(body, what) {
   const r = await api("POST", "/admin/media-usage/repair", body);
@@ -1060,7 +1075,10 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   });
   for (const b of document.querySelectorAll("[data-reload]")) {
-    b.addEventListener("click", () => select(b.dataset.reload, false));
+    b.addEventListener("click", () => {
+      forgetStatus();
+      select(b.dataset.reload, false);
+    });
   }
   $("repair-all").addEventListener("click", (ev) => act(ev.currentTarget, () => repair({ scope: "all" }, "all collections")));
   $("media-form").addEventListener("submit", (ev) => {

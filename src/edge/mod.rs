@@ -68,7 +68,7 @@ fn start() {
 #[event(fetch)]
 async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<worker::Response> {
     let request = http::read_head(&req)?;
-    if !api::is_shared_cacheable(&request) {
+    if !api::is_shared_cacheable(&request) || bypasses_cache(&env, &request).await {
         return answer(req, request, &env).await;
     }
     // Public sitemaps, and their 404s, come from the Cache API while their max-age lasts, so
@@ -88,6 +88,18 @@ async fn fetch(req: worker::Request, env: Env, _ctx: Context) -> worker::Result<
         }
     }
     Ok(response)
+}
+
+/// Whether a cacheable request's token authenticates, so it is answered from the database (a
+/// header that cannot hold a valid token reads nothing). Without an executor, the answer reports
+/// why.
+async fn bypasses_cache(env: &Env, request: &api::Request) -> bool {
+    if request.authorization.is_none() {
+        return false;
+    }
+    let settings = settings(env);
+    let Ok(exec) = executor(env, &settings) else { return true };
+    api::bypasses_shared_cache(&exec, &settings.config(js_sys::Date::now), request).await
 }
 
 /// Answers a request from the core: admitted on its head, then its body is read.
@@ -145,8 +157,8 @@ async fn answer(mut req: worker::Request, mut request: api::Request, env: &Env) 
 /// `_emdash_media_usage_ticks` by the core.
 #[event(scheduled)]
 async fn scheduled(event: worker::ScheduledEvent, env: Env, _ctx: worker::ScheduleContext) {
-    // The tick's rows count against the daily budget of its scheduled time's UTC day, and it
-    // publishes what is scheduled up to that time.
+    // The tick publishes what is scheduled up to its scheduled time (or the database clock, if
+    // later); its rows count against the database's day, and nothing stored comes from the event.
     tick_and_continue(&env, None, TickTime::scheduled(event.schedule())).await;
 }
 

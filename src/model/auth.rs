@@ -88,6 +88,18 @@ pub const MIN_BOOTSTRAP_SECRET_CHARS: usize = 32;
 /// The longest bearer token, in bytes, that authentication reads.
 pub const MAX_TOKEN_BYTES: usize = 512;
 
+/// Prefix that makes leaked tokens recognisable to secret scanners.
+pub const TOKEN_PREFIX: &str = "emdash_";
+
+/// Whether `token` has the shape of a minted token (the prefix and 64 lowercase hex digits, a
+/// 32-byte secret): any other token can only be the bootstrap token, and is known without the
+/// database not to be a stored one.
+pub fn has_stored_token_shape(token: &str) -> bool {
+    token.strip_prefix(TOKEN_PREFIX).is_some_and(|secret| {
+        secret.len() == 64 && secret.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 /// Who is calling: an authenticated token's role and scopes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Principal {
@@ -175,5 +187,22 @@ mod tests {
         assert!(hashes_equal(&a, &hash_token("secret")));
         assert!(!hashes_equal(&a, &hash_token("secreT")));
         assert_eq!(hex::encode(hash_token("abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    }
+
+    #[test]
+    fn only_a_prefixed_64_digit_lowercase_hex_secret_has_a_stored_tokens_shape() {
+        let secret = "0123456789abcdef".repeat(4);
+        assert!(has_stored_token_shape(&format!("emdash_{secret}")));
+        for junk in [
+            "x".to_owned(),
+            secret.clone(),
+            format!("emdash_{}", secret.to_uppercase()),
+            format!("emdash_{}", &secret[1..]),
+            format!("emdash_{secret}0"),
+            format!("emdash_{}g", &secret[1..]),
+            format!("Emdash_{secret}"),
+        ] {
+            assert!(!has_stored_token_shape(&junk), "{junk}");
+        }
     }
 }

@@ -27,6 +27,8 @@ const BULK_STATUS: &str = include_str!("../sql/media/bulk_status.sql");
 const PURGE_DUE: &str = include_str!("../sql/media/purge_due.sql");
 const PURGE: &str = include_str!("../sql/media/purge.sql");
 const UNUSED_AND_PROVEN: &str = include_str!("../sql/media/unused_and_proven.sql");
+const PURGE_STATE: &str = include_str!("../sql/media/purge_state.sql");
+const SET_PURGE_CURSOR: &str = include_str!("../sql/media/set_purge_cursor.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
 const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql");
 const ENQUEUE_LINKING: &str = include_str!("../sql/media/enqueue_linking.sql");
@@ -332,9 +334,68 @@ impl Purged {
 /// Deletes those of `ids` in the trash for more than `days` and used by nothing (under the rules
 /// `rules_id`, coverage complete), in one statement; the rows deleted.
 pub async fn purge<E: Executor>(exec: &E, ids: &[String], days: f64, rules_id: &str) -> Result<Vec<Purged>, Error> {
+    exec.query(purge_statement(ids, days, rules_id)?).await
+}
+
+fn purge_statement(ids: &[String], days: f64, rules_id: &str) -> Result<Statement, Error> {
     let json = serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))?;
     let sql = render_unused_and_proven(PURGE, &Fragment::row_column("media", "id"), 3);
-    exec.query(Statement::new(sql).bind(json).bind(days).bind(rules_id)).await
+    Ok(Statement::new(sql).bind(json).bind(days).bind(rules_id))
+}
+
+/// Where the purge stands at the start of a tick ([`purge_state`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PurgeState {
+    /// The last trashed item the pass in progress examined (`None`: the pass starts at the
+    /// oldest).
+    pub after: Option<Trashed>,
+    /// A pass may run now: one is in progress, or the rest after the last one is over.
+    pub due: bool,
+    /// No coverage row says its collection is incomplete (under the rules asked about): without
+    /// it, no item can be purged. Looser than the safe delete's rule, which the purge embeds.
+    pub ready: bool,
+}
+
+/// Where the purge stands, whether a pass is due and whether coverage looks complete under the
+/// rules `rules_id` (one statement: one row, and the coverage rows, one per collection).
+pub async fn purge_state<E: Executor>(exec: &E, rules_id: &str) -> Result<PurgeState, Error> {
+    #[derive(Deserialize)]
+    struct Row {
+        cursor_deleted_at: Option<String>,
+        cursor_id: Option<String>,
+        due: i64,
+        ready: i64,
+    }
+    let row: Option<Row> = exec.query_first(Statement::new(PURGE_STATE).bind(rules_id)).await?;
+    let row = row.ok_or_else(|| Error::Decode("the purge's state row is missing".into()))?;
+    let after = match (row.cursor_deleted_at, row.cursor_id) {
+        (Some(deleted_at), Some(id)) => Some(Trashed { id, deleted_at }),
+        _ => None,
+    };
+    Ok(PurgeState { after, due: row.due != 0, ready: row.ready != 0 })
+}
+
+/// Purges the due items `ids` as [`purge`] does and, in the same atomic batch, records where the
+/// pass stands: after `last` (the last item examined), or, with `None`, that the pass ended and
+/// the next starts no earlier than `rest_s` seconds from now. `ids` empty: only the record.
+pub async fn purge_and_advance<E: Executor>(
+    exec: &E,
+    ids: &[String],
+    days: f64,
+    rules_id: &str,
+    last: Option<&Trashed>,
+    rest_s: f64,
+) -> Result<Vec<Purged>, Error> {
+    let advance = Statement::new(SET_PURGE_CURSOR)
+        .bind(last.map(|t| t.deleted_at.clone()))
+        .bind(last.map(|t| t.id.clone()))
+        .bind(rest_s);
+    if ids.is_empty() {
+        exec.execute(advance).await?;
+        return Ok(Vec::new());
+    }
+    let outcomes = exec.batch(vec![purge_statement(ids, days, rules_id)?, advance]).await?;
+    outcomes.first().map_or(Ok(Vec::new()), |o| o.decode())
 }
 
 /// Deletes the metadata row whatever uses it (an admin's forced delete); `None` when it did not
@@ -404,18 +465,29 @@ pub async fn key_served<E: Executor>(exec: &E, key: &str) -> Result<bool, Error>
     Ok(row.is_some_and(|r| r.served != 0))
 }
 
-#[derive(Deserialize)]
-struct CursorRow {
-    cursor: Option<String>,
+/// Where the storage sweep stands.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct SweepState {
+    /// The listing cursor of the pass in progress (`None`: no pass is in progress).
+    pub cursor: Option<String>,
+    /// When the next pass may start, in milliseconds on the object store's clock (`None`: at
+    /// once).
+    pub next_pass_ms: Option<f64>,
 }
 
-/// Where the storage sweep's pass stands (`None`: at the start).
-pub async fn sweep_cursor<E: Executor>(exec: &E) -> Result<Option<String>, Error> {
-    Ok(exec.query_first::<CursorRow>(Statement::new(SWEEP_CURSOR)).await?.and_then(|r| r.cursor))
+/// Where the storage sweep stands (one statement of one row).
+pub async fn sweep_cursor<E: Executor>(exec: &E) -> Result<SweepState, Error> {
+    Ok(exec.query_first::<SweepState>(Statement::new(SWEEP_CURSOR)).await?.unwrap_or_default())
 }
 
-pub async fn set_sweep_cursor<E: Executor>(exec: &E, cursor: Option<&str>) -> Result<(), Error> {
-    exec.execute(Statement::new(SET_SWEEP_CURSOR).bind(cursor)).await.map(|_| ())
+/// Records the listing cursor of the pass in progress, or (`cursor` `None`) that the pass ended
+/// and the next starts no earlier than `next_pass_ms`.
+pub async fn set_sweep_cursor<E: Executor>(
+    exec: &E,
+    cursor: Option<&str>,
+    next_pass_ms: Option<f64>,
+) -> Result<(), Error> {
+    exec.execute(Statement::new(SET_SWEEP_CURSOR).bind(cursor).bind(next_pass_ms)).await.map(|_| ())
 }
 
 /// How many bound JSON arrays of each kind (ids, storage keys) a lookup takes.

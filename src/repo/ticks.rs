@@ -34,8 +34,6 @@ pub struct TickLog {
     pub rows_read: u64,
     pub duration_ms: u64,
     pub details: Option<String>,
-    /// The UTC day (`YYYY-MM-DD`) its rows count against; `None`: the database's day.
-    pub day: Option<String>,
 }
 
 /// Writes a tick row (and, through its trigger, adds its rows to its day's use); `started_at` is
@@ -50,8 +48,7 @@ pub async fn insert_tick<E: Executor>(exec: &E, log: &TickLog) -> Result<(), Err
         .bind(log.rows_written as i64)
         .bind(log.duration_ms as i64)
         .bind(log.details.clone())
-        .bind(log.rows_read as i64)
-        .bind(log.day.clone());
+        .bind(log.rows_read as i64);
     exec.execute(stmt).await.map(drop)
 }
 

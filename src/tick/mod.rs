@@ -47,36 +47,28 @@ pub enum Continuation<'a> {
     On { handing_on: Option<&'a str> },
 }
 
-/// When a tick runs, for what depends on the date: the UTC day its rows count against (the daily
-/// budget) and the time up to which the schedule lane publishes. A cron tick's are its scheduled
-/// time's; a continuation tick's and a repair request's, the database's.
+/// When a tick runs, for what depends on the time: the time up to which the schedule lane
+/// publishes. A cron tick's is its scheduled time (the database clock when that is later); a
+/// continuation tick's and a repair request's, the database clock's. Nothing stored comes from
+/// it: the UTC day a tick's rows count against (the daily budget) and every stored time are the
+/// database clock's.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TickTime {
-    /// `YYYY-MM-DD`; `None`: the database's day.
-    pub day: Option<String>,
     /// A time in the database clock's form; `None`: the database clock's now (a time before the
     /// database clock counts as the database clock).
     pub now: Option<String>,
 }
 
 impl TickTime {
-    /// The database's day and clock.
+    /// The database clock.
     pub fn database() -> TickTime {
         TickTime::default()
     }
 
-    /// A tick scheduled at `epoch_ms` (milliseconds since the Unix epoch): that time, and its
-    /// UTC day (the database's, for a time no date can hold).
+    /// A tick scheduled at `epoch_ms` (milliseconds since the Unix epoch): that time (the
+    /// database's, for a time no date can hold).
     pub fn scheduled(epoch_ms: f64) -> TickTime {
-        match time::format_ms(epoch_ms.floor() as i64).filter(|_| epoch_ms.is_finite()) {
-            Some(now) => TickTime { day: Some(budget::utc_day(epoch_ms)), now: Some(now) },
-            None => TickTime::database(),
-        }
-    }
-
-    /// The day `day` (`YYYY-MM-DD`), at the database clock's time.
-    pub fn on_day(day: &str) -> TickTime {
-        TickTime { day: Some(day.to_owned()), now: None }
+        TickTime { now: time::format_ms(epoch_ms.floor() as i64).filter(|_| epoch_ms.is_finite()) }
     }
 }
 
@@ -97,8 +89,8 @@ pub async fn run<E: Executor, C: Clock, K: Clock>(
     run_on(exec, clock, budget, policy, continuation, storage, &TickTime::database()).await
 }
 
-/// [`run`] at `when`: its rows count against the daily budget of its day, and the schedule lane
-/// publishes what is due by its time.
+/// [`run`] at `when`: the schedule lane publishes what is due by its time. Its rows count against
+/// the daily budget of the database's day.
 pub async fn run_on<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
@@ -139,7 +131,6 @@ pub async fn run_on<E: Executor, C: Clock, K: Clock>(
         rows_read: report.rows.read,
         duration_ms: (clock.now_ms() - started).max(0.0).round() as u64,
         details: Some(details(&report, &usage)),
-        day: when.day.clone(),
     };
     if let Err(e) = repo::insert_tick(exec, &log).await {
         report.note_error("tick log", format!("write failed: {e}"));
@@ -149,8 +140,8 @@ pub async fn run_on<E: Executor, C: Clock, K: Clock>(
 
 /// Runs the lanes in rotation while the budget allows another step of one of them, without
 /// recording a tick; with an object store (`storage`), its sweep is one more lane, whose
-/// operations count against the statement budget. The daily budget is kept for `when`'s day, and
-/// the schedule lane publishes what is due by `when`'s time.
+/// operations count against the statement budget. The daily budget is kept for the database's day,
+/// and the schedule lane publishes what is due by `when`'s time.
 pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
     exec: &Metered<E, C>,
     clock: &K,
@@ -191,7 +182,7 @@ pub async fn run_lanes<E: Executor, C: Clock, K: Clock>(
         let mut rows = allowance.rows;
         if ask.daily {
             if allowance.reads_day {
-                match daily::usage(exec, when.day.as_deref()).await {
+                match daily::usage(exec, None).await {
                     Ok(used) => ledger.day_read(Some(used.rows_written)),
                     // Unknown: nothing the daily budget stops runs in this tick.
                     Err(e) => {
@@ -257,14 +248,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cron_tick_runs_at_its_scheduled_time_and_on_its_day() {
+    fn a_cron_tick_publishes_up_to_its_scheduled_time_and_keeps_no_day_of_it() {
         let t = TickTime::scheduled(4_070_908_800_000.0);
-        assert_eq!((t.day.as_deref(), t.now.as_deref()), (Some("2099-01-01"), Some("2099-01-01T00:00:00.000Z")));
+        assert_eq!(t.now.as_deref(), Some("2099-01-01T00:00:00.000Z"));
         let t = TickTime::scheduled(4_070_908_799_999.9);
-        assert_eq!((t.day.as_deref(), t.now.as_deref()), (Some("2098-12-31"), Some("2098-12-31T23:59:59.999Z")));
+        assert_eq!(t.now.as_deref(), Some("2098-12-31T23:59:59.999Z"));
         assert_eq!(TickTime::scheduled(1e300), TickTime::database(), "beyond what a time can hold: the database's");
         assert_eq!(TickTime::scheduled(f64::NAN), TickTime::database());
-        assert_eq!(TickTime::database(), TickTime { day: None, now: None });
-        assert_eq!(TickTime::on_day("2030-01-02"), TickTime { day: Some("2030-01-02".into()), now: None });
+        assert_eq!(TickTime::database(), TickTime { now: None });
     }
 }

@@ -387,6 +387,18 @@ test("at 375 px every view is readable without sideways scrolling, and an unused
   await page.getByLabel("Media ID").press("Enter");
   await media.getByText(/No media has the ID “no-such-media”/).waitFor();
   assert.deepEqual(seen.failures, ["GET /_emdash/api/media/no-such-media?includeUsage=true 404"], JSON.stringify(seen.api.slice(-12)));
+  // Five views, a trash and a restore: the status was read once for the session…
+  const statusReads = () => seen.api.filter((r) => r.startsWith("GET /_emdash/api/admin/media-usage/status")).length;
+  assert.equal(statusReads(), 1, JSON.stringify(seen.api));
+  // …and is read again on an explicit Reload, once.
+  await tab(page, "Coverage").click();
+  await view(page, "Coverage").getByRole("row", { name: /^posts/ }).waitFor();
+  assert.equal(statusReads(), 1, "a view change reads no status");
+  const reread = page.waitForResponse((r) => new URL(r.url()).pathname.endsWith("/admin/media-usage/status"));
+  await view(page, "Coverage").getByRole("button", { name: "Reload" }).click();
+  await reread;
+  await view(page, "Coverage").getByRole("row", { name: /^posts/ }).waitFor();
+  assert.equal(statusReads(), 2, JSON.stringify(seen.api));
   assert.deepEqual(seen.errors.filter((e) => !/status of 404/.test(e)), []);
   await context.close();
 });

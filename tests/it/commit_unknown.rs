@@ -948,7 +948,8 @@ fn every_content_operation_converges_after_a_crash_at_any_statement_and_the_clie
 /// Background work for every lane, on top of the fixture: entries written behind the API
 /// (work, one with a draft), a collection whose capture was lost under a repair run (repair),
 /// the fixture's deletion made due again (deletion), a field of that collection deleted
-/// (fields), and a stored object no row names, old enough to sweep (storage).
+/// (fields), a stored object no row names, old enough to sweep (storage), and an uploaded item
+/// long in the trash (purge, once coverage is complete again).
 fn background() -> &'static Api {
     thread_local! {
         static BACKGROUND: &'static Api = Box::leak(Box::new(build_background()));
@@ -960,6 +961,9 @@ fn build_background() -> Api {
     let f = fixture();
     let api = f.api.snapshot();
     let a = &f.ids.a;
+    // The upload nothing uses, in the trash long ago (while coverage is complete: a safe delete).
+    data(&api.delete(&format!("/media/{}", f.ids.uploaded)));
+    exec_sql(&api, "UPDATE media SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE deleted_at IS NOT NULL");
     for i in 0..5 {
         exec_sql(
             &api,
@@ -1045,7 +1049,7 @@ fn every_lane_step_converges_after_a_commit_unknown_at_any_statement_and_the_nex
     }
     assert_eq!(
         lanes.iter().map(String::as_str).collect::<Vec<_>>(),
-        ["deletion", "fields", "repair", "schedule", "storage", "work"],
+        ["deletion", "fields", "purge", "repair", "schedule", "storage", "work"],
         "every lane has work: {per_tick:?}"
     );
     settle(&probe);

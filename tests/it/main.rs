@@ -12,6 +12,7 @@ mod executor;
 mod field_delete;
 mod file_urls;
 mod fixtures;
+mod idle;
 mod lease;
 mod media_access;
 mod media_api;

@@ -239,6 +239,7 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
     ("media/bulk_status.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
     ("media/purge.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
     ("media/purge.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
+    ("media/purge_state.sql", "SCAN c", "the registry: a row per collection (the purge's look at coverage)"),
     ("media/delete_unused.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
     ("media/delete_unused.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
     ("media/bulk_trash.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),

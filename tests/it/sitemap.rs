@@ -122,7 +122,12 @@ fn every_sitemap_has_one_canonical_url_and_other_spellings_are_404_without_a_que
         let req = Request { method: "GET".into(), path: path.into(), ..Default::default() };
         assert!(is_shared_cacheable(&req), "{path}");
         let with_token = Request { authorization: Some(format!("Bearer {}", crate::support::ADMIN)), ..req };
-        assert!(!is_shared_cacheable(&with_token), "{path}: a request with credentials is not served from the cache");
+        let bypasses = futures::executor::block_on(media_usage_worker::api::bypasses_shared_cache(
+            &api.db,
+            &crate::support::config(),
+            &with_token,
+        ));
+        assert!(bypasses, "{path}: a request with a valid token is not served from the cache");
     }
     for path in [
         "/sitemap.xml/",
@@ -235,4 +240,39 @@ fn without_a_media_url_uploaded_images_are_listed_at_the_file_route_of_the_reque
     assert!(!sitemap(&api, None).contains("<image:image>"));
     api.storage = None;
     assert!(!sitemap(&api, Some("https://media-usage.example")).contains("<image:image>"));
+}
+
+#[test]
+fn only_a_token_that_authenticates_lets_a_sitemap_request_past_the_shared_cache() {
+    use media_usage_worker::api::{bypasses_shared_cache, is_shared_cacheable};
+    use media_usage_worker::clock::MonotonicClock;
+    use media_usage_worker::exec::meter::Metered;
+    let api = setup();
+    let minted = api.token("editor", &["content:read"]);
+    let revoked = format!("emdash_{}", "0123456789abcdef".repeat(4));
+    // (statements it read, whether it bypasses the cache)
+    let judge = |header: Option<String>| {
+        let metered = Metered::new(&api.db, MonotonicClock::default());
+        let req = media_usage_worker::api::Request {
+            method: "GET".into(),
+            path: "/sitemap-posts.xml".into(),
+            authorization: header,
+            ..Default::default()
+        };
+        assert!(is_shared_cacheable(&req), "a canonical sitemap URL is cacheable whatever its header");
+        let bypasses = futures::executor::block_on(bypasses_shared_cache(&metered, &api.config, &req));
+        (metered.usage().statements, bypasses)
+    };
+    assert_eq!(judge(None), (0, false));
+    // A header that cannot hold a valid token takes the cache, reading nothing.
+    for junk in ["Bearer x", "Basic dXNlcjpwYXNz", "x", "Bearer emdash_unknown", &format!("Bearer {}", "a".repeat(64))]
+    {
+        assert_eq!(judge(Some(junk.into())), (0, false), "{junk}");
+    }
+    // The bootstrap token bypasses it without a read; a minted token's shape costs one indexed
+    // read, and bypasses only when it is a stored token.
+    assert_eq!(judge(Some(format!("Bearer {}", crate::support::ADMIN))), (0, true));
+    assert_eq!(judge(Some(format!("Bearer {revoked}"))), (1, false));
+    let (reads, bypasses) = judge(Some(format!("Bearer {minted}")));
+    assert!(bypasses && reads >= 1, "{reads}");
 }

@@ -152,6 +152,12 @@ pub fn time_passes(db: &SqliteExecutor) {
         exec_sql(db, &format!("UPDATE {table} SET next_attempt_at = '{LONG_AGO}'"));
         expire_leases(db, table, "state = 'leased'");
     }
+    purge_rest_over(db);
+}
+
+/// Ends the media purge's rest between passes (as a day passing would).
+pub fn purge_rest_over(db: &SqliteExecutor) {
+    exec_sql(db, &format!("UPDATE _emdash_media_purge SET next_pass_at = '{LONG_AGO}' WHERE next_pass_at IS NOT NULL"));
 }
 
 /// What the query helpers below read and write: a database, or an API's database.

@@ -179,8 +179,9 @@ export function dispatchTo(mf, name, url, init = {}) {
 }
 
 /**
- * Runs one cron tick of worker `name` by HTTP, scheduled at `time` (ms since the epoch: the tick's
- * rows count against that UTC day's daily budget); resolves with `{outcome}`.
+ * Runs one cron tick of worker `name` by HTTP, scheduled at `time` (ms since the epoch: the
+ * schedule lane publishes what is due by then; the daily budget's day is the database's);
+ * resolves with `{outcome}`.
  */
 export async function scheduledOn(mf, name, cron = "*/2 * * * *", time = Date.now()) {
   const res = await dispatchTo(mf, name, `http://localhost/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(cron)}&time=${time}`);

@@ -132,7 +132,7 @@ test("a JSON registration of a deleted upload's key neither serves its object no
   assert.equal((await fetchFile(item.storageKey, "HEAD")).status, 404);
   // ... nor kept: the sweep (no grace) takes it although a row names its key.
   const kept = ok(await upload(), 201).item;
-  await w.db.prepare("UPDATE _emdash_media_storage_sweep SET cursor = NULL").run();
+  await w.db.prepare("UPDATE _emdash_media_storage_sweep SET cursor = NULL, next_pass_ms = NULL").run();
   await w.as("nograce").scheduled();
   const left = await keys();
   assert.ok(!left.includes(item.storageKey), "swept");

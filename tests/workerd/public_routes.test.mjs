@@ -1,7 +1,8 @@
 // What D1 bills, measured from its own meta: the public routes read a bounded number of rows,
 // whatever the size of the site (the draft save beside a large collection is `scans.test.mjs`'s). Costs are read from
 // the `x-media-usage-cost` header, which a request with a valid token gets on public routes too
-// (such a request bypasses the sitemap cache, so every measured answer comes from D1).
+// (only such a request bypasses the sitemap cache, so every measured answer comes from D1; a
+// header that cannot hold a valid token is served from the cache).
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
@@ -101,6 +102,29 @@ test("a sitemap has one URL: other spellings are 404 and not cached, a canonical
   const fresh = await w.get(`http://localhost/sitemap-${slug}.xml`);
   assert.equal(fresh.status, 200);
   assert.match(fresh.text, /\/a<\/loc>/);
+});
+
+test("only a token that authenticates gets past the sitemap cache: a junk Authorization header is served from it", async () => {
+  const slug = uniq("junk");
+  // The collection does not exist yet: its canonical 404 goes into the cache…
+  const before = await w.get(`http://localhost/sitemap-${slug}.xml`, { token: null });
+  assert.equal(before.headers.get("cache-control"), "public, max-age=60");
+  ok(await w.post("/schema/collections", { slug, label: slug, fields: [{ slug: "title", type: "string" }] }), 201);
+  ok(await w.post(`/content/${slug}`, { slug: "a", status: "published", data: { title: "A" } }), 201);
+  const minted = ok(await w.post("/admin/tokens", { name: "crawler", role: "subscriber", scopes: ["content:read"] }), 201).token;
+  const unknown = `emdash_${"0123456789abcdef".repeat(4)}`;
+  // …so requests whose header cannot hold a valid token (or holds an unknown one) get the cached
+  // 404, which says nothing of what it cost: no D1 answer.
+  for (const header of ["Bearer x", "Basic dXNlcjpwYXNz", "x", `Bearer ${unknown}`, `Bearer ${"a".repeat(64)}`]) {
+    const res = await w.get(`http://localhost/sitemap-${slug}.xml`, { token: null, headers: { authorization: header } });
+    assert.deepEqual([res.status, res.text], [before.status, before.text], header);
+    assert.equal(res.headers.get("x-media-usage-cost"), null, header);
+  }
+  // A stored token that authenticates reads D1 and sees the new page.
+  const fresh = await w.get(`http://localhost/sitemap-${slug}.xml`, { token: minted });
+  assert.equal(fresh.status, 200, fresh.text);
+  assert.match(fresh.text, /\/a<\/loc>/);
+  assert.ok(cost(fresh)["rows-read"] > 0);
 });
 
 test("the sitemap index pages a collection whose first published entry is not its first row", async () => {

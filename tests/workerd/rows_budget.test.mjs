@@ -2,8 +2,10 @@
 // `rowsWritten`/`rowsRead`: D1's figures for the tick's statements plus at most what its log
 // write costs): no tick passes MEDIA_USAGE_TICK_MAX_ROWS_WRITTEN / _READ across the deletion of a
 // 20,000-entry collection and a repair; the daily budget (MEDIA_USAGE_DAILY_ROWS_WRITTEN) stops
-// the deletion on the scheduled time's UTC day D, not the work lane, and the deletion resumes on
-// D+1; the status shows the day's use and an estimate for each deletion and repair.
+// the deletion on the database's UTC day D, not the work lane, and the deletion resumes on D+1
+// (the stored days moved back a day, as the database clock moving on would see them); the
+// status shows the day's use and an estimate for each deletion and repair; a cron event's time
+// (2099 here) is stored nowhere.
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./harness.mjs";
@@ -23,8 +25,13 @@ const w = await startWorker(
 after(() => w.dispose());
 
 const sql = (q, ...p) => w.db.prepare(q).bind(...p).run();
-const DAY = Date.UTC(2031, 0, 1, 12);
-const NEXT_DAY = Date.UTC(2031, 0, 2, 0, 1);
+/** The database's UTC day. */
+const today = async () => (await rows(w, "SELECT date('now') AS d"))[0].d;
+/** The database's day passes for the daily budget: every day's row moves a day back. */
+const aDayPasses = async () => {
+  await sql("UPDATE _emdash_media_usage_daily SET day = date(day, '-1000 days')");
+  await sql("UPDATE _emdash_media_usage_daily SET day = date(day, '+999 days')");
+};
 
 /** A collection of `n` entries, each queued for work, with a revision (unless not
  * `revisions`), a live source and an occurrence: the large-collection fixture, seeded through the
@@ -95,12 +102,13 @@ test("the daily budget stops the deletion on day D (not the work lane) and it re
   // that point at revisions yet), which would bound these ticks by rows read instead.
   const c = await collection(3000, false);
   ok(await w.del(`/schema/collections/${c.slug}?force=true`));
+  const day = await today();
   let spent = null;
   for (let i = 0; i < 10 && !spent; i++) {
-    await d.scheduled("*/2 * * * *", DAY);
+    await d.scheduled();
     const t = await lastTick();
     withinBudget(t, i);
-    assert.equal(t.budgetDay, "2031-01-01");
+    assert.equal(t.budgetDay, day);
     if (t.details.dailyBudgetSpent) spent = t;
   }
   assert.ok(spent, "the day's budget was spent");
@@ -109,25 +117,53 @@ test("the daily budget stops the deletion on day D (not the work lane) and it re
   const other = uniq("n");
   ok(await w.post("/schema/collections", { slug: other, label: other }), 201);
   await sql(`INSERT INTO "ec_${other}" (id, slug) VALUES ('n1', 'n1')`);
-  await d.scheduled("*/2 * * * *", DAY);
+  await d.scheduled();
   const resting = await lastTick();
   assert.equal(resting.details.deletedRows, 0, JSON.stringify(resting));
   assert.equal(resting.details.jobs, 1, JSON.stringify(resting));
   assert.ok(resting.details.dailyBudgetSpent && resting.outcome !== "budget", JSON.stringify(resting));
-  const status = ok(await d.get("/admin/media-usage/status?day=2031-01-01"));
-  assert.equal(status.daily.day, "2031-01-01");
+  const status = ok(await d.get("/admin/media-usage/status"));
+  assert.equal(status.daily.day, day);
   assert.equal(status.daily.budget, 4000);
   assert.ok(status.daily.rowsWritten > 3000 && status.daily.ticks >= 2, JSON.stringify(status.daily));
   const deletion = status.deletions.find((x) => x.collectionId === c.id);
   assert.ok(deletion.rowsLeft > 0 && deletion.estimate.days >= 1, JSON.stringify(deletion));
-  assert.equal(deletion.estimate.finishDay > "2031-01-01", true, JSON.stringify(deletion));
+  assert.equal(deletion.estimate.finishDay > day, true, JSON.stringify(deletion));
   err(await d.get("/admin/media-usage/status?day=2031-02-30x"), 400, "VALIDATION_ERROR");
 
   // Day D+1: it resumes.
-  await d.scheduled("*/2 * * * *", NEXT_DAY);
+  await aDayPasses();
+  await d.scheduled();
   const resumed = await lastTick();
-  assert.equal(resumed.budgetDay, "2031-01-02");
+  assert.equal(resumed.budgetDay, day);
   assert.ok(resumed.details.deletedRows > 0, JSON.stringify(resumed));
-  const nextDay = ok(await d.get("/admin/media-usage/status?day=2031-01-02")).daily;
+  const nextDay = ok(await d.get("/admin/media-usage/status")).daily;
   assert.ok(nextDay.rowsWritten > 0 && nextDay.rowsWritten <= 4000 + 20, JSON.stringify(nextDay));
+});
+
+test("a tick whose event says 2099 stores no 2099 value anywhere", async () => {
+  const c = await collection(50);
+  ok(await w.del(`/schema/collections/${c.slug}?force=true`));
+  const time = Date.UTC(2099, 0, 1, 12);
+  const stored = async () => {
+    const found = [];
+    const tables = await rows(w, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_cf_%'");
+    for (const { name } of tables) {
+      for (const { column } of await rows(w, "SELECT name AS column FROM pragma_table_info(?1)", name)) {
+        const [hit] = await rows(
+          w,
+          `SELECT count(*) AS n FROM "${name}" WHERE CAST("${column}" AS TEXT) LIKE '%2099-%' OR CAST("${column}" AS TEXT) LIKE ?1`,
+          `%${time}%`,
+        );
+        if (hit.n > 0) found.push(`${name}.${column}`);
+      }
+    }
+    return found;
+  };
+  assert.deepEqual(await stored(), []);
+  await w.scheduled("*/2 * * * *", time);
+  const t = await lastTick();
+  assert.ok(t.details.deletedRows > 0, JSON.stringify(t));
+  assert.equal(t.budgetDay, await today());
+  assert.deepEqual(await stored(), []);
 });

@@ -48,7 +48,11 @@ async function tickUntilIdle() {
   throw new Error("no idle tick");
 }
 
-const ageTrash = () => w.db.prepare("UPDATE media SET deleted_at = '2000-01-01T00:00:00.000Z' WHERE deleted_at IS NOT NULL").run();
+const ageTrash = async () => {
+  await w.db.prepare("UPDATE media SET deleted_at = '2000-01-01T00:00:00.000Z' WHERE deleted_at IS NOT NULL").run();
+  // As long ago for the purge's rest between passes.
+  await w.db.prepare("UPDATE _emdash_media_purge SET next_pass_at = NULL WHERE cursor_id IS NULL").run();
+};
 const mediaRows = async (id) => (await rows(w, "SELECT id FROM media WHERE id = ?1", id)).length;
 const stored = async (key) => (await bucket.keys()).includes(key);
 

@@ -4,6 +4,13 @@
 //! stored for them (one object-store operation). A failure between the two leaves objects no row
 //! names, which the storage sweep reclaims once they are past its grace period; a row is never
 //! deleted after its object. Which objects go is [`forget_objects`]'s rule.
+//!
+//! The lane walks the trash in passes, from a cursor kept in D1 (written in the batch that
+//! purges), so items still in use are passed over once per pass and never keep the ones behind
+//! them from their turn, whatever the tick budget. A pass that reaches the end of the due items
+//! rests [`PASS_PERIOD_S`] before the next starts at the oldest; while it rests, and while
+//! coverage is not complete (nothing could be proved unused), a tick's purge costs one read of
+//! one row, however large the trash.
 
 use super::{forget_objects, Forget};
 use crate::exec::{Error, Executor};
@@ -13,25 +20,34 @@ use crate::storage::Storage;
 
 /// Trashed items examined per step.
 pub const BATCH: u32 = 50;
-/// The most a step costs: the due items, their guarded delete (statements), and the delete of
-/// their objects (a storage operation).
-pub const STEP_MAX_OPERATIONS: u64 = 3;
+/// How long the purge rests once a pass has reached the end of the due items, in seconds: a day,
+/// the unit `MEDIA_TRASH_DAYS` counts in (an item is purged at most this long after its days, or
+/// after what used it stopped using it).
+pub const PASS_PERIOD_S: f64 = 86_400.0;
+/// The most a step costs: the due items, their guarded delete and the cursor (statements, one
+/// batch), and the delete of their objects (a storage operation).
+pub const STEP_MAX_OPERATIONS: u64 = 4;
+/// The most the first step of a tick costs: the read of where the purge stands.
+pub const FIRST_STEP_OPERATIONS: u64 = 1;
 /// The most rows a step reads and writes: each item read from the trash's index and checked
-/// against the index of uses, and each deleted row written with its index entries.
-pub const STEP_MAX_ROWS: RowCount = RowCount::new(8 * BATCH as u64, 20 * BATCH as u64);
+/// against the index of uses, each deleted row written with its index entries, and the cursor.
+pub const STEP_MAX_ROWS: RowCount = RowCount::new(8 * BATCH as u64 + 2, 20 * BATCH as u64 + 1);
 
 /// Media rows the purge deleted.
 pub const MEDIA_PURGED: Counter = Counter::new("mediaPurged");
 /// Object-store operations of the purge: they count against the statement budget.
 pub const PURGE_OPERATIONS: Counter = Counter::operations("purgeOperations");
 
-/// The purge lane in a tick: a batch of due items per step, once through the trash per tick.
+/// The purge lane in a tick: where it stands read first, then a batch of due items per step
+/// from there, until the pass ends (at most once through the trash per tick).
 #[derive(Clone)]
 pub struct PurgeLane<'a> {
     store: Option<&'a dyn Storage>,
     days: f64,
     rules: &'a str,
-    /// The last item examined in this tick (items in use stay and are passed over).
+    /// Where the pass stood at the tick's start has been read.
+    started: bool,
+    /// The last item examined (items in use stay and are passed over).
     after: Option<Trashed>,
     done: bool,
 }
@@ -51,7 +67,7 @@ impl<'a> PurgeLane<'a> {
     /// The lane at the start of a tick: items trashed more than `days` ago, used by nothing under
     /// the reference rules `rules`, their objects deleted from `store` (when bound).
     pub fn new(store: Option<&'a dyn Storage>, days: f64, rules: &'a str) -> PurgeLane<'a> {
-        PurgeLane { store, days, rules, after: None, done: false }
+        PurgeLane { store, days, rules, started: false, after: None, done: false }
     }
 }
 
@@ -64,7 +80,11 @@ impl<E: Executor, K> Lane<E, K> for PurgeLane<'_> {
 
     /// The most statements and storage operations one step issues.
     fn reserve(&self) -> u64 {
-        STEP_MAX_OPERATIONS
+        if self.started {
+            STEP_MAX_OPERATIONS
+        } else {
+            FIRST_STEP_OPERATIONS
+        }
     }
 
     /// The most rows one step reads and writes.
@@ -72,21 +92,33 @@ impl<E: Executor, K> Lane<E, K> for PurgeLane<'_> {
         STEP_MAX_ROWS
     }
 
-    /// Purges the next batch of due items; `None` once none is left in this tick. A batch whose
-    /// items are all in use (or were restored) only looked.
+    /// The first step reads where the purge stands: `None` (rest) while the pass rests or coverage
+    /// is not complete. Each later step purges the next batch of due items from the cursor and
+    /// moves the cursor past it in the same batch (to the pass's end when fewer than a batch were
+    /// due); `None` once the pass ended. A batch whose items are all in use (or were restored)
+    /// only looked.
     async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         if self.done {
             return Ok(None);
         }
+        if !self.started {
+            let state = repo::purge_state(ctx.exec, self.rules).await?;
+            self.started = true;
+            if !state.due || !state.ready {
+                self.done = true;
+                return Ok(None);
+            }
+            self.after = state.after;
+            return Ok(Some(LaneStep::looked()));
+        }
         let due = repo::purge_due(ctx.exec, self.days, self.after.as_ref(), BATCH).await?;
-        let Some(last) = due.last().cloned() else {
-            self.done = true;
-            return Ok(None);
-        };
-        self.done = due.len() < BATCH as usize;
-        self.after = Some(last);
+        let ended = due.len() < BATCH as usize;
+        let last = if ended { None } else { due.last().cloned() };
         let ids: Vec<String> = due.into_iter().map(|t| t.id).collect();
-        let purged = repo::purge(ctx.exec, &ids, self.days, self.rules).await?;
+        let purged =
+            repo::purge_and_advance(ctx.exec, &ids, self.days, self.rules, last.as_ref(), PASS_PERIOD_S).await?;
+        self.done = ended;
+        self.after = last;
         ctx.count(MEDIA_PURGED, purged.len() as u64);
         let failure = match forget_objects(self.store, &purged).await {
             Forget::NoOperation => None,

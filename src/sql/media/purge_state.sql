@@ -1,0 +1,20 @@
+-- Where the purge stands, read once per tick: the last trashed item the pass in progress
+-- examined (NULL: the pass starts at the oldest), whether a pass may run now (`due`: none has
+-- ended, or the rest after the last one is over), and `ready`: no registered collection's
+-- coverage row says it is incomplete, pending a reconciliation, or proven under other rules than
+-- the deployed ones (?1); a collection being deleted has left the registry, as the rule reads it.
+-- While `due` or `ready` is false the purge rests, and this read of one row and the coverage
+-- rows is all it costs. `ready` is looser than the safe delete's rule (a collection
+-- without a coverage row passes it) and decides nothing about an item: the purging statement
+-- embeds the rule itself (`unused_and_proven.sql`).
+SELECT p.cursor_deleted_at, p.cursor_id,
+  (p.next_pass_at IS NULL OR p.next_pass_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) AS due,
+  NOT EXISTS (
+    -- (From the registry: a coverage row per registered collection is read, no other.)
+    SELECT 1 FROM _emdash_collections AS c
+    CROSS JOIN _emdash_media_usage_index_status AS s
+      ON s.adapter_id = 'content-media' AND s.scope_type = 'collection'
+     AND s.collection_id = c.id AND s.scope_key = c.slug
+    WHERE s.status <> 'complete' OR s.reconciliation_required <> 0 OR s.rules_version IS NOT ?1) AS ready
+FROM _emdash_media_purge AS p
+WHERE p.id = 1

@@ -28,7 +28,8 @@ fn url(api: &Api, id: &str) -> String {
 fn resolved(url: &str) -> Vec<String> {
     let path = url.split_once("://").map_or(url, |(_, rest)| &rest[rest.find('/').unwrap_or(rest.len())..]);
     let mut out: Vec<String> = Vec::new();
-    for segment in path.split('/').skip(1) {
+    // The path starts with `/`: its segments follow it.
+    for segment in path.strip_prefix('/').unwrap_or(path).split('/') {
         match segment.to_ascii_lowercase().replace("%2e", ".").as_str() {
             "." => {}
             ".." => {

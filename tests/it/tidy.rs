@@ -408,7 +408,10 @@ fn the_read_paths_write_nothing() {
     for call in [".batch(", ".execute(", "guarded_batch"] {
         assert!(!code.contains(call), "repo::reads writes ({call})");
     }
-    let included: Vec<&str> = code.split("include_str!(\"").skip(1).filter_map(|rest| rest.split('"').next()).collect();
+    let included: Vec<&str> = code
+        .match_indices("include_str!(\"")
+        .filter_map(|(at, call)| code[at + call.len()..].split('"').next())
+        .collect();
     assert!(!included.is_empty());
     for file in included {
         let sql = fs::read_to_string(Path::new(path).parent().unwrap().join(file)).unwrap();

@@ -3,8 +3,9 @@
 // bucket and a large collection deletion with nothing due (waiting to be retried, or leased by
 // another invocation), once the work there is to do is done, an idle tick issues the same
 // statements and reads and writes the same D1 rows (as D1 reports them, from the tick log) as on
-// an empty site. The purge walks on from where the last tick left it, so unused items behind 500
-// in use are purged within a few ticks.
+// an empty site (while the deletion still has queued work rows to delete, at most 3 rows read
+// more, whatever their number). The purge walks on from where the last tick left it, so unused
+// items behind 500 in use are purged within a few ticks.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Miniflare } from "miniflare";
@@ -109,18 +110,16 @@ test("idle ticks beside a large trash, a shared bucket and a waiting deletion co
 
   const emptyCost = await idleCost(empty);
   assert.deepEqual(await idleCost(big), emptyCost, "an idle tick beside 500 trashed items in use and 1,500 foreign objects");
-  // A large collection deletion (20,000 indexed entries, their sources and occurrences left to
-  // delete) waiting to be retried (backing off after a failure).
+  // A large collection deletion (20,000 indexed entries, each queued for work, their sources and
+  // occurrences left to delete) waiting to be retried (backing off after a failure).
   const old = await largeCollection(new Worker(big.mf, big.db), { slug: "old", entries: 20_000, occurrences: 1 });
-  await big.db.prepare("DELETE FROM _emdash_media_usage_work").run();
   assert.equal((await big.api("DELETE", "/schema/collections/old?force=true")).status, 200);
   await big.db.prepare("UPDATE _emdash_media_usage_collection_deletions SET state = 'retry', attempt_count = 3, next_attempt_at = '2099-01-01T00:00:00.000Z'").run();
 
-  // Beside the waiting deletion: the same statements and rows, read and written. D1 counts every
-  // row a statement steps onto, a neighbour that ends an index range included, so the deleting
-  // collection's rows are tried on either side of the registered one's (collection ids are
-  // random): its id is moved to the first and to the last possible id, in every table that
-  // holds it.
+  // D1 counts every row a statement steps onto, a neighbour that ends an index range included,
+  // so the deleting collection's rows are tried on either side of the registered one's
+  // (collection ids are random): its id is moved to the first and to the last possible id, in
+  // every table that holds it.
   let id = old.id;
   const moveTo = async (to) => {
     for (const t of ["_emdash_fields", "_emdash_media_usage_sources", "_emdash_media_usage_index_status", "_emdash_media_usage_work",
@@ -129,6 +128,22 @@ test("idle ticks beside a large trash, a shared bucket and a waiting deletion co
     }
     id = to;
   };
+  // While its first cleanup phase (`work`) has work rows left to delete, the claim's look for work of a
+  // collection neither registered nor being deleted steps onto the first due work row of each
+  // state: a few rows more than an empty site's, the same for 20,000 rows queued as for 10.
+  const queued = {};
+  for (const to of ["0".repeat(32), "f".repeat(32)]) {
+    await moveTo(to);
+    queued[to] = await idleCost(big);
+    assert.deepEqual({ ...queued[to], rowsRead: 0 }, { ...emptyCost, rowsRead: 0 }, `beside a deletion with 20,000 work rows left (id ${to})`);
+    assert.ok(queued[to].rowsRead <= emptyCost.rowsRead + 3, `${JSON.stringify(queued[to])} ${JSON.stringify(emptyCost)}`);
+  }
+  await big.db.prepare("DELETE FROM _emdash_media_usage_work WHERE rowid NOT IN (SELECT rowid FROM _emdash_media_usage_work ORDER BY rowid LIMIT 10)").run();
+  assert.deepEqual(await idleCost(big), queued["f".repeat(32)], "beside a deletion with 10 work rows left");
+  // Past that phase (its work rows deleted), 20,000 sources and occurrences left: the same
+  // statements and rows, read and written, as an empty site.
+  await big.db.prepare("DELETE FROM _emdash_media_usage_work").run();
+  await big.db.prepare("UPDATE _emdash_media_usage_collection_deletions SET phase = 'sources'").run();
   for (const to of ["0".repeat(32), "f".repeat(32)]) {
     await moveTo(to);
     assert.deepEqual(await idleCost(big), emptyCost, `an idle tick beside 500 trashed items in use, 1,500 foreign objects and a deletion waiting to be retried (id ${to})`);

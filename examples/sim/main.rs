@@ -36,10 +36,10 @@ struct Failure {
 
 /// Runs events from `next` (given how many operations are in flight) until they end or an
 /// invariant breaks.
-fn run(seed: u64, verbose: bool, mut next: impl FnMut(usize) -> Option<Event>) -> Result<(Stats, u64), Failure> {
+fn run(seed: u64, verbose: bool, mut next: impl FnMut(&[u64]) -> Option<Event>) -> Result<(Stats, u64), Failure> {
     let mut sim = Sim::new(seed, verbose);
     let mut events = Vec::new();
-    while let Some(event) = next(sim.in_flight()) {
+    while let Some(event) = next(&sim.in_flight()) {
         sim.apply(&event);
         events.push(event);
         let first = sim.world.violations.borrow().first().cloned();
@@ -146,11 +146,18 @@ fn report_failure(seed: u64, failure: &Failure, shrink_it: bool) -> ExitCode {
     for line in failure.log.iter().rev().take(if failure.log.len() > 400 { 40 } else { 400 }).collect::<Vec<_>>().into_iter().rev() {
         eprintln!("    {line}");
     }
+    if !failure.log.is_empty() {
+        let log = PathBuf::from(format!("target/sim/log-{seed}.txt"));
+        let _ = std::fs::create_dir_all("target/sim");
+        if std::fs::write(&log, failure.log.join("\n")).is_ok() {
+            eprintln!("sim: the whole log: {}", log.display());
+        }
+    }
     let path = PathBuf::from(format!("target/sim/failure-{seed}.jsonl"));
     save(&path, seed, &failure.violation, &failure.events);
     eprintln!("sim: trace saved to {} (replay: npm run sim -- --trace {})", path.display(), path.display());
     if shrink_it {
-        let events = shrink(seed, failure, 300);
+        let events = shrink(seed, failure, 240);
         let shrunk = PathBuf::from(format!("target/sim/shrunk-{seed}.jsonl"));
         save(&shrunk, seed, &failure.violation, &events);
         eprintln!("sim: shrunk to {} events: {}", events.len(), shrunk.display());

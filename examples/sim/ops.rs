@@ -208,7 +208,7 @@ pub fn request(op: &Op, known: &Known, media_origin: &str) -> Option<(Who, Strin
             let q = if *force { "?force=true" } else { "" };
             Some((Who::Admin, "DELETE".into(), format!("/schema/collections/{slug}{q}"), None))
         }
-        Op::Repair => post(Who::Admin, "/admin/media-usage/repair".into(), json!({})),
+        Op::Repair => post(Who::Admin, "/admin/media-usage/repair".into(), json!({"scope": "all"})),
         Op::MintToken { editor } => {
             let role = if *editor { "editor" } else { "author" };
             post(

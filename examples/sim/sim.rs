@@ -40,9 +40,11 @@ pub const QUIESCE_EVERY: u64 = 2_000;
 pub enum Event {
     /// A client (or the platform) starts `op`; `fault` hits it; after a failure the client sends
     /// it again when `retry`.
-    Spawn { op: Op, fault: Option<Fault>, retry: bool },
-    /// The operation in flight at `slot` (modulo how many there are) runs one more statement.
-    Step { slot: u32 },
+    /// `id` names it for the steps (its retry is `id` + 1; ids are even).
+    Spawn { id: u64, op: Op, fault: Option<Fault>, retry: bool },
+    /// The operation `op` runs one more statement, if it is in flight (a shrunk trace may have
+    /// lost it).
+    Step { op: u64 },
     /// Time passes (seconds while requests are in flight, up to days between them).
     Time { ms: u64 },
     /// Every operation in flight finishes, ticks run the background work to its end, and the
@@ -56,6 +58,8 @@ enum Done {
 }
 
 struct InFlight {
+    /// The id its steps name.
+    key: u64,
     state: Rc<OpState>,
     op: Op,
     /// The request sent, kept for a retry.
@@ -225,7 +229,11 @@ impl Sim {
             (Op::DeleteMedia { force: true, .. }, Some(req)) => req.path.rsplit('/').next().map(str::to_owned),
             _ => None,
         };
-        let state = OpState::new(self.serial, label, fault, may_remove);
+        let may_trash = match (&op, &request) {
+            (Op::TrashMedia { force: true, .. }, Some(req)) => req.path.rsplit('/').next().map(str::to_owned),
+            _ => None,
+        };
+        let state = OpState::new(self.serial, label, fault, may_remove, may_trash);
         let exec = OpExec { world: Rc::clone(&self.world), op: Rc::clone(&state) };
         let store = OpStore { world: Rc::clone(&self.world), op: Rc::clone(&state) };
         let shared = Rc::clone(&self.shared);
@@ -241,12 +249,13 @@ impl Sim {
                 )
             }),
         };
-        InFlight { state, op, request, retry, started_at: self.world.steps.get(), future }
+        InFlight { key: u64::MAX, state, op, request, retry, started_at: self.world.steps.get(), future }
     }
 
     /// Runs one event.
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.len()
+    /// The ids of the operations in flight.
+    pub fn in_flight(&self) -> Vec<u64> {
+        self.in_flight.iter().map(|f| f.key).collect()
     }
 
     pub fn apply(&mut self, event: &Event) {
@@ -256,10 +265,9 @@ impl Sim {
 
     fn apply_event(&mut self, event: &Event) {
         match event {
-            Event::Spawn { op, fault, retry } => self.spawn(op.clone(), *fault, *retry),
-            Event::Step { slot } => {
-                if !self.in_flight.is_empty() {
-                    let slot = *slot as usize % self.in_flight.len();
+            Event::Spawn { id, op, fault, retry } => self.spawn(*id, op.clone(), *fault, *retry),
+            Event::Step { op } => {
+                if let Some(slot) = self.in_flight.iter().position(|f| f.key == *op) {
                     self.step(slot);
                 }
             }
@@ -272,7 +280,7 @@ impl Sim {
         }
     }
 
-    fn spawn(&mut self, op: Op, fault: Option<Fault>, retry: bool) {
+    fn spawn(&mut self, key: u64, op: Op, fault: Option<Fault>, retry: bool) {
         self.stats.ops += 1;
         let flight = match &op {
             Op::Tick => Some(self.start(op.clone(), "tick".into(), None, fault, false, None)),
@@ -298,7 +306,8 @@ impl Sim {
                 self.start(op.clone(), format!("{method} {path}"), Some(req), fault, retry, None)
             }),
         };
-        if let Some(flight) = flight {
+        if let Some(mut flight) = flight {
+            flight.key = key;
             if self.verbose {
                 self.log.push(format!("#{} start {}{}", flight.state.serial, flight.state.label, fault_note(fault)));
             }
@@ -364,7 +373,8 @@ impl Sim {
                 self.stats.ops += 1;
                 self.stats.retries += 1;
                 let label = format!("{} (retry of #{})", state.label, state.serial);
-                let again = self.start(flight.op.clone(), label, Some(req), None, false, None);
+                let mut again = self.start(flight.op.clone(), label, Some(req), None, false, None);
+                again.key = flight.key + 1;
                 self.in_flight.push(again);
             }
         }
@@ -443,7 +453,14 @@ impl Sim {
         let budget = self.shared.budget;
         if let Some(e) = &report.error {
             if !state.fault_fired.get() {
-                self.world.violation(format!("tick #{} failed with no fault injected: {e}", state.serial));
+                let orphans = model::rows(
+                    &self.world.db,
+                    "SELECT * FROM _emdash_media_usage_work WHERE collection_id NOT IN (SELECT id FROM _emdash_collections)",
+                );
+                self.world.violation(format!(
+                    "tick #{} failed with no fault injected: {e} (work rows of no registered collection: {orphans:?})",
+                    state.serial
+                ));
             }
         }
         if report.statements > budget.max_statements {
@@ -487,7 +504,7 @@ impl Sim {
                 Done::Tick(report) => report,
                 Done::Http(_) => unreachable!("a tick reports"),
             };
-            self.check_tick(&OpState::new(0, "settling tick".into(), None, None), &report);
+            self.check_tick(&OpState::new(0, "settling tick".into(), None, None, None), &report);
             if report.daily_spent {
                 self.world.advance(86_400_000.0);
             }
@@ -503,7 +520,8 @@ impl Sim {
             // ticks carry on), and retry failed work after its back-off.
             self.world.advance(3_600_000.0);
             if round % 4 == 0 {
-                self.call(Who::Admin, "POST", "/admin/media-usage/repair", Some(&json!({})));
+                let r = self.call(Who::Admin, "POST", "/admin/media-usage/repair", Some(&json!({"scope": "all"})));
+                self.note(format!("settling: repair -> {} {}", r.status, clip(&r.body)));
             }
             if round % 10 == 9 {
                 self.call(Who::Admin, "POST", "/admin/media-usage/work/retry", Some(&json!({})));
@@ -511,7 +529,7 @@ impl Sim {
         }
         if !complete {
             let status = body(&self.call(Who::Admin, "GET", "/admin/media-usage/status", None));
-            self.world.violation(format!("coverage not complete at quiescence: {}", clip(&status.to_string())));
+            self.world.violation(format!("coverage not complete at quiescence: {status}"));
             return;
         }
         self.check_index();
@@ -617,8 +635,8 @@ impl Generator {
         Generator { rng, fault_rate, ops: 0, target, done: false }
     }
 
-    /// The next event given how many operations are in flight; `None` at the end.
-    pub fn next(&mut self, in_flight: usize) -> Option<Event> {
+    /// The next event given the operations in flight; `None` at the end.
+    pub fn next(&mut self, in_flight: &[u64]) -> Option<Event> {
         if self.done {
             return None;
         }
@@ -628,8 +646,8 @@ impl Generator {
         }
         let rng = &mut self.rng;
         let roll = rng.below(100);
-        if in_flight > 0 && (roll < 62 || in_flight >= MAX_IN_FLIGHT) {
-            return Some(Event::Step { slot: rng.next_u32() });
+        if !in_flight.is_empty() && (roll < 62 || in_flight.len() >= MAX_IN_FLIGHT) {
+            return Some(Event::Step { op: in_flight[rng.below(in_flight.len() as u64) as usize] });
         }
         if roll < 68 {
             let ms = if rng.chance(0.1) { 3_600_000 * (1 + rng.below(48)) } else { 1_000 * (1 + rng.below(30)) };
@@ -650,7 +668,7 @@ impl Generator {
             Fault { kind, at: 1 + rng.below(12) as u32 }
         });
         let retry = fault.is_some() && rng.chance(0.6);
-        Some(Event::Spawn { op, fault, retry })
+        Some(Event::Spawn { id: 2 * self.ops, op, fault, retry })
     }
 }
 

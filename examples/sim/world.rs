@@ -67,10 +67,18 @@ pub struct OpState {
     pub dead: Cell<bool>,
     /// The media item an admin's forced permanent delete asked to remove, used or not.
     pub may_remove: Option<String>,
+    /// The media item an admin's forced trash asked to move to the trash, used or not.
+    pub may_trash: Option<String>,
 }
 
 impl OpState {
-    pub fn new(serial: u64, label: String, fault: Option<Fault>, may_remove: Option<String>) -> Rc<OpState> {
+    pub fn new(
+        serial: u64,
+        label: String,
+        fault: Option<Fault>,
+        may_remove: Option<String>,
+        may_trash: Option<String>,
+    ) -> Rc<OpState> {
         Rc::new(OpState {
             serial,
             label,
@@ -80,6 +88,7 @@ impl OpState {
             fault_fired: Cell::new(false),
             dead: Cell::new(false),
             may_remove,
+            may_trash,
         })
     }
 
@@ -166,6 +175,27 @@ impl World {
         }
     }
 
+    /// The media items in the trash.
+    pub fn trashed(&self) -> BTreeSet<String> {
+        model::rows(&self.db, "SELECT id FROM media WHERE deleted_at IS NOT NULL").into_iter().map(|r| r[0].clone()).collect()
+    }
+
+    /// The items moved to the trash since `before` were unused (by the model) unless an admin's
+    /// forced trash moved it.
+    fn check_trashed(&self, before: &BTreeSet<String>, op: &OpState) {
+        let rows = self.media_rows();
+        for id in self.trashed().difference(before) {
+            let Some(key) = rows.get(id) else { continue };
+            let users = model::users_of(&self.db, id, key);
+            if !users.is_empty() && op.may_trash.as_deref() != Some(id.as_str()) {
+                self.violation(format!(
+                    "media {id} ({key}) moved to the trash by op #{} `{}` while used by {users:?}",
+                    op.serial, op.label
+                ));
+            }
+        }
+    }
+
     /// An object is deleted only once no media row names it.
     fn check_removed_objects(&self, keys: &[String], op: &OpState) {
         let rows = self.media_rows();
@@ -185,6 +215,11 @@ impl World {
 /// `sql` on the simulated clock: every `'now'` becomes the clock function's time.
 fn on_sim_clock(sql: &str) -> String {
     sql.replace("'now'", "sim_unix(), 'unixepoch'")
+}
+
+/// Whether a statement may move media items to the trash.
+fn trashes_media(sql: &str) -> bool {
+    sql.contains("UPDATE media SET deleted_at")
 }
 
 /// Whether a statement may remove media rows (then the rows before and after are compared).
@@ -259,6 +294,8 @@ impl OpExec {
         }
         let watched = self.world.watch.get() && stmts.iter().any(|s| removes_media(s.sql()));
         let before = watched.then(|| self.world.media_rows());
+        let trash_watched = self.world.watch.get() && stmts.iter().any(|s| trashes_media(s.sql()));
+        let trashed_before = trash_watched.then(|| self.world.trashed());
         let result = if single {
             let stmt = stmts.into_iter().next().expect("one statement");
             self.world.db.run(stmt).await.map(|o| vec![o])
@@ -267,6 +304,9 @@ impl OpExec {
         };
         if let (Some(before), Ok(_)) = (&before, &result) {
             self.world.check_removed_rows(before, &self.op);
+        }
+        if let (Some(before), Ok(_)) = (&trashed_before, &result) {
+            self.world.check_trashed(before, &self.op);
         }
         match fate {
             Some(FaultKind::CommitUnknown) => result.and_then(|_| Err(Error::Transient(COMMIT_UNKNOWN_MESSAGE.into()))),

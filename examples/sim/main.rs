@@ -30,6 +30,8 @@ struct Header {
 
 struct Failure {
     violation: String,
+    /// Operations started before the invariant broke.
+    ops: u64,
     events: Vec<Event>,
     log: Vec<String>,
 }
@@ -44,7 +46,7 @@ fn run(seed: u64, verbose: bool, mut next: impl FnMut(&[u64]) -> Option<Event>) 
         events.push(event);
         let first = sim.world.violations.borrow().first().cloned();
         if let Some(violation) = first {
-            return Err(Failure { violation, events, log: sim.log.clone() });
+            return Err(Failure { violation, ops: sim.stats.ops, events, log: sim.log.clone() });
         }
     }
     Ok((sim.stats.clone(), sim.world.faults_fired.get()))
@@ -61,33 +63,59 @@ fn kind(violation: &str) -> String {
 }
 
 /// Removes events while the run still breaks an invariant of the same kind (delta debugging),
-/// for at most `seconds`.
+/// for at most `seconds`: first whole operations (an operation's start and its steps), then
+/// single events.
 fn shrink(seed: u64, failure: &Failure, seconds: u64) -> Vec<Event> {
     let started = Instant::now();
     let wanted = kind(&failure.violation);
+    let fails = |events: &[Event]| match replay(seed, events, false) {
+        Err(f) if kind(&f.violation) == wanted => Some(f.events),
+        _ => None,
+    };
     let mut events = failure.events.clone();
-    let mut chunk = (events.len() / 2).max(1);
-    loop {
-        let mut i = 0;
-        let mut progress = false;
-        while i < events.len() && started.elapsed().as_secs() < seconds {
-            let mut candidate = events.clone();
-            candidate.drain(i..(i + chunk).min(events.len()));
-            match replay(seed, &candidate, false) {
-                Err(f) if kind(&f.violation) == wanted => {
-                    events = f.events;
-                    progress = true;
+    for by_operation in [true, false] {
+        let mut chunk = usize::MAX;
+        loop {
+            // The units: an operation (its spawn and steps) or a single event.
+            let units: Vec<Vec<usize>> = if by_operation {
+                let mut ops: std::collections::BTreeMap<u64, Vec<usize>> = std::collections::BTreeMap::new();
+                for (i, e) in events.iter().enumerate() {
+                    match e {
+                        Event::Spawn { id, .. } => ops.entry(*id).or_default().push(i),
+                        Event::Step { op } => ops.entry(op & !1).or_default().push(i),
+                        _ => {}
+                    }
                 }
-                _ => i += chunk,
+                ops.into_values().collect()
+            } else {
+                (0..events.len()).map(|i| vec![i]).collect()
+            };
+            chunk = chunk.min(units.len() / 2).max(1);
+            let mut progress = false;
+            let mut at = 0;
+            while at < units.len() && started.elapsed().as_secs() < seconds {
+                let drop: std::collections::BTreeSet<usize> = units[at..(at + chunk).min(units.len())].iter().flatten().copied().collect();
+                let candidate: Vec<Event> =
+                    events.iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, e)| e.clone()).collect();
+                if let Some(shorter) = fails(&candidate) {
+                    events = shorter;
+                    progress = true;
+                    break;
+                }
+                at += chunk;
+            }
+            if started.elapsed().as_secs() >= seconds {
+                return events;
+            }
+            if !progress {
+                if chunk == 1 {
+                    break;
+                }
+                chunk /= 2;
             }
         }
-        if started.elapsed().as_secs() >= seconds || (chunk == 1 && !progress) {
-            return events;
-        }
-        if !progress {
-            chunk = (chunk / 2).max(1);
-        }
     }
+    events
 }
 
 fn save(path: &Path, seed: u64, violation: &str, events: &[Event]) {
@@ -142,7 +170,12 @@ fn args() -> Result<Args, String> {
 }
 
 fn report_failure(seed: u64, failure: &Failure, shrink_it: bool) -> ExitCode {
-    eprintln!("sim: invariant broken (seed {seed}) after {} events:\n  {}", failure.events.len(), failure.violation);
+    eprintln!(
+        "sim: invariant broken (seed {seed}) after {} operations ({} events):\n  {}",
+        failure.ops,
+        failure.events.len(),
+        failure.violation
+    );
     for line in failure.log.iter().rev().take(if failure.log.len() > 400 { 40 } else { 400 }).collect::<Vec<_>>().into_iter().rev() {
         eprintln!("    {line}");
     }

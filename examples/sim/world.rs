@@ -69,6 +69,8 @@ pub struct OpState {
     pub may_remove: Option<String>,
     /// The media item an admin's forced trash asked to move to the trash, used or not.
     pub may_trash: Option<String>,
+    /// A permanent delete of a media item (it may remove one in the trash at any time).
+    pub permanent_delete: bool,
 }
 
 impl OpState {
@@ -79,6 +81,7 @@ impl OpState {
         may_remove: Option<String>,
         may_trash: Option<String>,
     ) -> Rc<OpState> {
+        let permanent_delete = label.contains("permanent=true") && label.contains("/media/");
         Rc::new(OpState {
             serial,
             label,
@@ -89,6 +92,7 @@ impl OpState {
             dead: Cell::new(false),
             may_remove,
             may_trash,
+            permanent_delete,
         })
     }
 
@@ -155,11 +159,30 @@ impl World {
             .collect()
     }
 
+    /// The media items in the trash for less than the trash period (`MEDIA_TRASH_DAYS`, one
+    /// day here): only a permanent delete may remove them.
+    fn recently_trashed(&self) -> BTreeSet<String> {
+        model::rows(
+            &self.db,
+            "SELECT id FROM media WHERE deleted_at > strftime('%Y-%m-%dT%H:%M:%fZ', sim_unix(), 'unixepoch', '-1 days')",
+        )
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect()
+    }
+
     /// The media rows `before` had that are gone: each must have been unused (by the model)
-    /// unless an admin's forced permanent delete removed it.
-    fn check_removed_rows(&self, before: &BTreeMap<String, String>, op: &OpState) {
+    /// unless an admin's forced permanent delete removed it, and only a permanent delete removes
+    /// an item trashed less than the trash period ago.
+    fn check_removed_rows(&self, before: &BTreeMap<String, String>, recent: &BTreeSet<String>, op: &OpState) {
         let after = self.media_rows();
         for (id, key) in before.iter().filter(|(id, _)| !after.contains_key(*id)) {
+            if recent.contains(id) && !op.permanent_delete {
+                self.violation(format!(
+                    "media {id} ({key}) purged by op #{} `{}` before its trash period ended",
+                    op.serial, op.label
+                ));
+            }
             let users = model::users_of(&self.db, id, key);
             if users.is_empty() {
                 continue;
@@ -293,7 +316,7 @@ impl OpExec {
             }
         }
         let watched = self.world.watch.get() && stmts.iter().any(|s| removes_media(s.sql()));
-        let before = watched.then(|| self.world.media_rows());
+        let before = watched.then(|| (self.world.media_rows(), self.world.recently_trashed()));
         let trash_watched = self.world.watch.get() && stmts.iter().any(|s| trashes_media(s.sql()));
         let trashed_before = trash_watched.then(|| self.world.trashed());
         let result = if single {
@@ -302,8 +325,8 @@ impl OpExec {
         } else {
             self.world.db.batch(stmts).await
         };
-        if let (Some(before), Ok(_)) = (&before, &result) {
-            self.world.check_removed_rows(before, &self.op);
+        if let (Some((before, recent)), Ok(_)) = (&before, &result) {
+            self.world.check_removed_rows(before, recent, &self.op);
         }
         if let (Some(before), Ok(_)) = (&trashed_before, &result) {
             self.world.check_trashed(before, &self.op);

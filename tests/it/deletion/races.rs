@@ -164,3 +164,50 @@ fn content_writes_racing_the_delete_at_any_statement_leave_no_orphans() {
         assert_eq!(orphans(&api.db), 0, "k={k}");
     }
 }
+
+/// A registration of a storage key, or a delete of a media item, re-queues the entries whose URLs
+/// name it — not in a collection being deleted. A deleted collection's sources
+/// stay until its deletion removes them; work queued for them afterwards outlived the cleanup of
+/// the work rows, and the deletion failed at `status` ("rows left behind") on every tick, its
+/// slug never freed (found by the simulator, `tests/sim/traces`).
+#[test]
+fn re_queued_links_skip_a_collection_being_deleted() {
+    let api = Api::new();
+    site(&api, 2);
+    let url = |key: &str| format!("{}{key}", crate::support::MEDIA_PUBLIC_URL);
+    let linked = api.register_media("linked.png");
+    for title in [format!("Soon {}", url("later.png")), format!("Now {}", url("linked.png"))] {
+        let r = api.post("/content/posts", &json!({"status": "published", "data": {"title": title}}));
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    api.drain();
+    let id = collection_id(&api.db, "posts");
+    // Fenced and still registered (the request died after its fence), then unregistered.
+    let fenced = (1..40)
+        .map(|k| {
+            let copy = api.snapshot();
+            let req = crate::support::request("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None);
+            copy.request_on(&Faulty::new(&copy.db, Some(k)), &req);
+            copy
+        })
+        .find(|copy| phase(&copy.db, "posts") == "registry")
+        .expect("a crash that leaves the deletion fenced, the collection registered");
+    let unregistered = api.snapshot();
+    assert_eq!(delete(&unregistered, "posts?force=true").status, 200);
+    for api in [fenced, unregistered] {
+        let sources = format!("SELECT count(*) FROM _emdash_media_usage_sources WHERE collection_id = '{id}'");
+        assert!(scalar(&api.db, &sources) > 0);
+        let work = || scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_work WHERE collection_id = '{id}'"));
+        let before = work();
+
+        api.register_media("later.png");
+        assert_eq!(work(), before, "a registration queues nothing for a collection being deleted");
+        let gone = api.call("DELETE", &format!("/media/{linked}?permanent=true&force=true"), Some(ADMIN), None);
+        assert_eq!(gone.status, 200, "{}", gone.body);
+        assert_eq!(work(), before, "a media delete queues nothing for a collection being deleted");
+
+        time_passes(&api.db);
+        tick_until_gone(&api.db, "posts", budget());
+        assert_gone(&api.db, &id, "posts");
+    }
+}

@@ -2,6 +2,8 @@
 //! handles (the n-th entry, media item, collection or token it has learnt of), so that a trace
 //! stays meaningful when the shrinker removes some of it.
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 
@@ -34,7 +36,8 @@ pub enum Spelling {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Op {
     CreateEntry { who: Who, collection: u32, refs: Vec<(u32, Spelling)>, publish: bool },
-    UpdateEntry { who: Who, entry: u32, refs: Vec<(u32, Spelling)>, draft: bool },
+    /// `rev`: the `_rev` of that version of the entry sent along (stale unless it is current).
+    UpdateEntry { who: Who, entry: u32, refs: Vec<(u32, Spelling)>, draft: bool, rev: Option<u8> },
     Publish { who: Who, entry: u32 },
     Unpublish { who: Who, entry: u32 },
     TrashEntry { who: Who, entry: u32 },
@@ -83,7 +86,13 @@ impl Op {
         let h = |rng: &mut Rng| rng.next_u32();
         match rng.below(1000) {
             0..=179 => Op::CreateEntry { who: who(rng), collection: h(rng), refs: refs(rng), publish: rng.chance(0.5) },
-            180..=339 => Op::UpdateEntry { who: who(rng), entry: h(rng), refs: refs(rng), draft: rng.chance(0.4) },
+            180..=339 => Op::UpdateEntry {
+                who: who(rng),
+                entry: h(rng),
+                refs: refs(rng),
+                draft: rng.chance(0.4),
+                rev: rng.chance(0.3).then(|| 1 + rng.below(6) as u8),
+            },
             340..=389 => Op::Publish { who: who(rng), entry: h(rng) },
             390..=414 => Op::Unpublish { who: who(rng), entry: h(rng) },
             415..=454 => Op::TrashEntry { who: who(rng), entry: h(rng) },
@@ -158,8 +167,11 @@ pub fn request(op: &Op, known: &Known, media_origin: &str) -> Option<(Who, Strin
             let status = if *publish { "published" } else { "draft" };
             post(*who, format!("/content/{slug}"), json!({"data": text(refs), "status": status}))
         }
-        Op::UpdateEntry { who, entry: e, refs, draft } => {
-            let body = if *draft { json!({"data": text(refs), "draft": true}) } else { json!({"data": text(refs)}) };
+        Op::UpdateEntry { who, entry: e, refs, draft, rev } => {
+            let mut body = if *draft { json!({"data": text(refs), "draft": true}) } else { json!({"data": text(refs)}) };
+            if let Some(version) = rev {
+                body["_rev"] = json!(URL_SAFE_NO_PAD.encode(format!("rev:{version}")));
+            }
             Some((*who, "PUT".into(), entry(*e)?, Some(body)))
         }
         Op::Publish { who, entry: e } => post(*who, format!("{}/publish", entry(*e)?), json!({})),

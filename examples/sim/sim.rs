@@ -100,6 +100,8 @@ pub struct Sim {
     daily: BTreeMap<i64, u64>,
     /// The last operation stepped (a step of another one is an interleaving).
     last_stepped: u64,
+    /// The world's steps when the leases were last checked.
+    leases_checked_at: u64,
     /// What happened, for the report of a failure.
     pub log: Vec<String>,
     verbose: bool,
@@ -169,6 +171,7 @@ impl Sim {
             stats: Stats::default(),
             daily: BTreeMap::new(),
             last_stepped: 0,
+            leases_checked_at: 0,
             log: Vec::new(),
             verbose,
         };
@@ -261,6 +264,10 @@ impl Sim {
     pub fn apply(&mut self, event: &Event) {
         self.apply_event(event);
         self.flush_statements();
+        if self.world.steps.get() / 64 != self.leases_checked_at / 64 {
+            self.leases_checked_at = self.world.steps.get();
+            self.world.check_leases();
+        }
     }
 
     fn apply_event(&mut self, event: &Event) {

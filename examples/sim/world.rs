@@ -14,6 +14,7 @@ use media_usage_worker::exec::fault::COMMIT_UNKNOWN_MESSAGE;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
 use media_usage_worker::exec::{Error, Executor, Outcome, Statement};
 use media_usage_worker::migrations;
+use media_usage_worker::repo::lease;
 use media_usage_worker::storage::memory::MemoryStorage;
 use media_usage_worker::storage::{Listing, PartTag, Storage, StorageError, StoredObject};
 use rusqlite::functions::FunctionFlags;
@@ -215,6 +216,22 @@ impl World {
                     "media {id} ({key}) moved to the trash by op #{} `{}` while used by {users:?}",
                     op.serial, op.label
                 ));
+            }
+        }
+    }
+
+    /// No lease runs longer than its queue's lease from now: a holder that died frees its rows
+    /// within that time.
+    pub fn check_leases(&self) {
+        for queue in [lease::WORK, lease::REPAIR, lease::DELETION, lease::FIELD_DELETION] {
+            let sql = format!(
+                "SELECT count(*) FROM {} WHERE state = 'leased' AND lease_expires_at > \
+                 strftime('%Y-%m-%dT%H:%M:%fZ', sim_unix(), 'unixepoch', '+{} seconds')",
+                queue.table, queue.lease_seconds
+            );
+            let n = &model::rows(&self.db, &sql)[0][0];
+            if n != "0" {
+                self.violation(format!("{n} leases of {} run past their {} s", queue.table, queue.lease_seconds));
             }
         }
     }

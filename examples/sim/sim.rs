@@ -279,8 +279,9 @@ impl Sim {
                 }
             }
             Event::Time { ms } => {
-                // Long stretches only pass between requests: no isolate lives that long.
-                let ms = if self.in_flight.is_empty() { *ms } else { (*ms).min(30_000) };
+                // Long stretches only pass between requests; while one is in flight at most 90 s
+                // (a stalled statement): enough for a lease to lapse under its holder.
+                let ms = if self.in_flight.is_empty() { *ms } else { (*ms).min(90_000) };
                 self.world.advance(ms as f64);
             }
             Event::Quiesce => self.quiesce(),

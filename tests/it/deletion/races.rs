@@ -211,3 +211,56 @@ fn re_queued_links_skip_a_collection_being_deleted() {
         assert_gone(&api.db, &id, "posts");
     }
 }
+
+/// A job that read its collection's fields, then stalled while the collection was deleted and
+/// created again under its slug without one of those fields, loads nothing and reports no
+/// error: its work went with the deleted collection, and the new collection is indexed on its
+/// own. (Found by the simulator: the load named a column the new table does not have, and the
+/// tick reported the error.)
+#[test]
+fn a_job_outlived_by_its_collection_and_the_slug_s_new_collection_reports_no_error() {
+    let api = Api::new();
+    let fields = |extra: bool| {
+        let mut f = vec![json!({"slug": "title", "type": "string"}), json!({"slug": "hero", "type": "image"})];
+        if extra {
+            f.push(json!({"slug": "extra", "type": "image"}));
+        }
+        json!({"slug": "posts", "label": "posts", "fields": f})
+    };
+    assert_eq!(api.post("/schema/collections", &fields(true)).status, 201);
+    let m = api.register_media("m.png");
+    let id = collection_id(&api.db, "posts");
+    for title in ["A", "B", "C"] {
+        let r = api.post("/content/posts", &json!({"status": "published", "data": {"title": title, "hero": m}}));
+        let entry = data(&r)["item"]["id"].as_str().unwrap().to_owned();
+        // Queued for the ticks (as a write whose own job did not run leaves it).
+        exec_sql(
+            &api.db,
+            &format!("INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('{id}', '{entry}', 'posts')"),
+        );
+    }
+    let hooked = Hooked::new(&api.db).before("WITH asked AS", |db| {
+        assert_eq!(call_on(db, "DELETE", "/schema/collections/posts?force=true").status, 200);
+        let (budget, policy) = budget();
+        for _ in 0..100 {
+            let clock = FnClock(|| 0.0);
+            let metered = Metered::new(db, &clock);
+            now(tick::run(&metered, &clock, budget, &policy, tick::Continuation::Off, None));
+            if tombstone(db, "posts").is_none() {
+                break;
+            }
+            time_passes(db);
+        }
+        assert_eq!(tombstone(db, "posts"), None, "the deletion finished");
+        assert_eq!(call_on_body(db, "POST", "/schema/collections", Some(&fields(false))).status, 201);
+    });
+    let report = tick_counting_statements(&hooked, budget());
+    hooked.done();
+    assert_eq!(report.error, None, "{report:?}");
+    for table in ["_emdash_media_usage_work", "_emdash_media_usage_sources", "_emdash_media_usage_index_status"] {
+        assert_eq!(scalar(&api.db, &format!("SELECT count(*) FROM {table} WHERE collection_id = '{id}'")), 0, "{table}");
+    }
+    api.drain();
+    let (listed, coverage) = crate::support::used_in(&api, &m);
+    assert_eq!((listed, coverage.as_str()), (vec![], "complete"));
+}

@@ -223,6 +223,10 @@ fn main() -> ExitCode {
         files.sort();
         traces.extend(files);
     }
+    if a.replay.is_some() && traces.is_empty() {
+        println!("sim: no trace to replay");
+        return ExitCode::SUCCESS;
+    }
     if !traces.is_empty() {
         for path in &traces {
             let (header, events) = load(path);

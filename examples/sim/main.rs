@@ -59,7 +59,12 @@ fn replay(seed: u64, events: &[Event], verbose: bool) -> Result<(Stats, u64), Fa
 
 /// The first words of a violation: what kind of invariant broke.
 fn kind(violation: &str) -> String {
-    violation.split_whitespace().filter(|w| !w.starts_with('#') && !w.chars().any(|c| c.is_ascii_digit())).take(4).collect::<Vec<_>>().join(" ")
+    violation
+        .split_whitespace()
+        .filter(|w| !w.starts_with('#') && !w.chars().any(|c| c.is_ascii_digit()))
+        .take(4)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Removes events while the run still breaks an invariant of the same kind (delta debugging),
@@ -94,7 +99,8 @@ fn shrink(seed: u64, failure: &Failure, seconds: u64) -> Vec<Event> {
             let mut progress = false;
             let mut at = 0;
             while at < units.len() && started.elapsed().as_secs() < seconds {
-                let drop: std::collections::BTreeSet<usize> = units[at..(at + chunk).min(units.len())].iter().flatten().copied().collect();
+                let drop: std::collections::BTreeSet<usize> =
+                    units[at..(at + chunk).min(units.len())].iter().flatten().copied().collect();
                 let candidate: Vec<Event> =
                     events.iter().enumerate().filter(|(i, _)| !drop.contains(i)).map(|(_, e)| e.clone()).collect();
                 if let Some(shorter) = fails(&candidate) {
@@ -156,7 +162,11 @@ fn args() -> Result<Args, String> {
         match flag.as_str() {
             "--seed" => a.seeds = vec![value()?.parse().map_err(|e| format!("--seed: {e}"))?],
             "--seeds" => {
-                a.seeds = value()?.split(',').map(|s| s.trim().parse()).collect::<Result<_, _>>().map_err(|e| format!("--seeds: {e}"))?
+                a.seeds = value()?
+                    .split(',')
+                    .map(|s| s.trim().parse())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("--seeds: {e}"))?
             }
             "--ops" => a.ops = value()?.parse().map_err(|e| format!("--ops: {e}"))?,
             "--trace" => a.trace = Some(value()?.into()),
@@ -176,7 +186,15 @@ fn report_failure(seed: u64, failure: &Failure, shrink_it: bool) -> ExitCode {
         failure.events.len(),
         failure.violation
     );
-    for line in failure.log.iter().rev().take(if failure.log.len() > 400 { 40 } else { 400 }).collect::<Vec<_>>().into_iter().rev() {
+    for line in failure
+        .log
+        .iter()
+        .rev()
+        .take(if failure.log.len() > 400 { 40 } else { 400 })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+    {
         eprintln!("    {line}");
     }
     if !failure.log.is_empty() {

@@ -69,7 +69,8 @@ fn entries(db: &SqliteExecutor) -> Vec<Stored> {
     let mut out = Vec::new();
     for slug in rows(db, "SELECT slug FROM _emdash_collections ORDER BY slug").into_iter().map(|r| r[0].clone()) {
         let table = format!("ec_{slug}");
-        let exists = !rows(db, &format!("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{table}'")).is_empty();
+        let exists =
+            !rows(db, &format!("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{table}'")).is_empty();
         if !exists {
             continue;
         }

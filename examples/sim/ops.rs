@@ -35,32 +35,92 @@ pub enum Spelling {
 /// One operation. Handles (`entry`, `media`, …) pick, modulo, among what the simulator knows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Op {
-    CreateEntry { who: Who, collection: u32, refs: Vec<(u32, Spelling)>, publish: bool },
+    CreateEntry {
+        who: Who,
+        collection: u32,
+        refs: Vec<(u32, Spelling)>,
+        publish: bool,
+    },
     /// `rev`: the `_rev` of that version of the entry sent along (stale unless it is current).
-    UpdateEntry { who: Who, entry: u32, refs: Vec<(u32, Spelling)>, draft: bool, rev: Option<u8> },
-    Publish { who: Who, entry: u32 },
-    Unpublish { who: Who, entry: u32 },
-    TrashEntry { who: Who, entry: u32 },
-    RestoreEntry { entry: u32 },
-    DeleteEntry { entry: u32 },
-    DiscardDraft { who: Who, entry: u32 },
-    Upload { who: Who, salt: u32 },
-    Register { n: u32 },
-    TrashMedia { who: Who, media: u32, force: bool },
-    RestoreMedia { media: u32 },
-    DeleteMedia { media: u32, force: bool },
-    BulkTrash { media: Vec<u32> },
-    UsedIn { media: u32 },
-    CreateCollection { slug: u32 },
-    AddField { collection: u32, n: u32 },
-    DeleteCollection { collection: u32, force: bool },
+    UpdateEntry {
+        who: Who,
+        entry: u32,
+        refs: Vec<(u32, Spelling)>,
+        draft: bool,
+        rev: Option<u8>,
+    },
+    Publish {
+        who: Who,
+        entry: u32,
+    },
+    Unpublish {
+        who: Who,
+        entry: u32,
+    },
+    TrashEntry {
+        who: Who,
+        entry: u32,
+    },
+    RestoreEntry {
+        entry: u32,
+    },
+    DeleteEntry {
+        entry: u32,
+    },
+    DiscardDraft {
+        who: Who,
+        entry: u32,
+    },
+    Upload {
+        who: Who,
+        salt: u32,
+    },
+    Register {
+        n: u32,
+    },
+    TrashMedia {
+        who: Who,
+        media: u32,
+        force: bool,
+    },
+    RestoreMedia {
+        media: u32,
+    },
+    DeleteMedia {
+        media: u32,
+        force: bool,
+    },
+    BulkTrash {
+        media: Vec<u32>,
+    },
+    UsedIn {
+        media: u32,
+    },
+    CreateCollection {
+        slug: u32,
+    },
+    AddField {
+        collection: u32,
+        n: u32,
+    },
+    DeleteCollection {
+        collection: u32,
+        force: bool,
+    },
     Repair,
-    MintToken { editor: bool },
-    RevokeToken { token: u32 },
+    MintToken {
+        editor: bool,
+    },
+    RevokeToken {
+        token: u32,
+    },
     /// A cron tick.
     Tick,
     /// Delivers a continuation message the simulator holds (`keep`: delivered again later too).
-    Continue { which: u32, keep: bool },
+    Continue {
+        which: u32,
+        keep: bool,
+    },
 }
 
 impl Op {
@@ -168,7 +228,8 @@ pub fn request(op: &Op, known: &Known, media_origin: &str) -> Option<(Who, Strin
             post(*who, format!("/content/{slug}"), json!({"data": text(refs), "status": status}))
         }
         Op::UpdateEntry { who, entry: e, refs, draft, rev } => {
-            let mut body = if *draft { json!({"data": text(refs), "draft": true}) } else { json!({"data": text(refs)}) };
+            let mut body =
+                if *draft { json!({"data": text(refs), "draft": true}) } else { json!({"data": text(refs)}) };
             if let Some(version) = rev {
                 body["_rev"] = json!(URL_SAFE_NO_PAD.encode(format!("rev:{version}")));
             }
@@ -178,7 +239,9 @@ pub fn request(op: &Op, known: &Known, media_origin: &str) -> Option<(Who, Strin
         Op::Unpublish { who, entry: e } => post(*who, format!("{}/unpublish", entry(*e)?), json!({})),
         Op::TrashEntry { who, entry: e } => Some((*who, "DELETE".into(), entry(*e)?, None)),
         Op::RestoreEntry { entry: e } => post(Who::Editor, format!("{}/restore", entry(*e)?), json!({})),
-        Op::DeleteEntry { entry: e } => Some((Who::Admin, "DELETE".into(), format!("{}?permanent=true", entry(*e)?), None)),
+        Op::DeleteEntry { entry: e } => {
+            Some((Who::Admin, "DELETE".into(), format!("{}?permanent=true", entry(*e)?), None))
+        }
         Op::DiscardDraft { who, entry: e } => post(*who, format!("{}/discard-draft", entry(*e)?), json!({})),
         Op::Upload { who, .. } => Some((*who, "POST".into(), "/media".into(), None)),
         Op::Register { n } => {
@@ -202,7 +265,9 @@ pub fn request(op: &Op, known: &Known, media_origin: &str) -> Option<(Who, Strin
             }
             post(Who::Editor, "/media/bulk-delete".into(), json!({"ids": ids}))
         }
-        Op::UsedIn { media: m } => Some((Who::Editor, "GET".into(), format!("/media/{}/usage?limit=100", media(*m)?), None)),
+        Op::UsedIn { media: m } => {
+            Some((Who::Editor, "GET".into(), format!("/media/{}/usage?limit=100", media(*m)?), None))
+        }
         Op::CreateCollection { slug } => {
             let slug = SLUGS[*slug as usize % SLUGS.len()];
             post(Who::Admin, "/schema/collections".into(), collection_body(slug))

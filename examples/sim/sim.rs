@@ -154,7 +154,7 @@ impl Sim {
     /// A fresh world seeded with `seed`: collections `posts` and `pages`, an editor and two
     /// authors.
     pub fn new(seed: u64, verbose: bool) -> Sim {
-        ids::seeded::seed_this_thread(Some(seed ^ 0x5EED_1D5));
+        ids::seeded::seed_this_thread(Some(seed ^ 0x05EE_D1D5));
         let world = World::new();
         let settings = settings();
         let shared = Rc::new(Shared {
@@ -184,7 +184,12 @@ impl Sim {
         }
         let mint = |sim: &mut Sim, role: &str| {
             let scopes = ["content:read", "content:write", "media:read", "media:write"];
-            let r = sim.call(Who::Admin, "POST", "/admin/tokens", Some(&json!({"name": role, "role": role, "scopes": scopes})));
+            let r = sim.call(
+                Who::Admin,
+                "POST",
+                "/admin/tokens",
+                Some(&json!({"name": role, "role": role, "scopes": scopes})),
+            );
             assert_eq!(r.status, 201, "{}", r.body);
             body(&r)["data"]["token"].as_str().expect("a secret").to_owned()
         };
@@ -241,14 +246,17 @@ impl Sim {
         let store = OpStore { world: Rc::clone(&self.world), op: Rc::clone(&state) };
         let shared = Rc::clone(&self.shared);
         let future: Pin<Box<dyn Future<Output = Done>>> = match request.clone() {
-            Some(req) => Box::pin(async move { Done::Http(api::handle_with(&exec, &shared.config, Some(&store), &req).await) }),
+            Some(req) => {
+                Box::pin(async move { Done::Http(api::handle_with(&exec, &shared.config, Some(&store), &req).await) })
+            }
             None => Box::pin(async move {
                 let clock = FnClock(world::now_ms);
                 let metered = Metered::new(exec, clock);
                 let continuation = Continuation::On { handing_on: handing_on.as_deref() };
                 let when = TickTime::database();
                 Done::Tick(
-                    tick::run_on(&metered, &clock, shared.budget, &shared.policy, continuation, Some(&store), &when).await,
+                    tick::run_on(&metered, &clock, shared.budget, &shared.policy, continuation, Some(&store), &when)
+                        .await,
                 )
             }),
         };
@@ -445,7 +453,9 @@ impl Sim {
             .into_iter()
             .flatten()
             .chain(page["unindexed"].as_array().into_iter().flatten())
-            .map(|i| (i["collection"].as_str().unwrap_or("").to_owned(), i["contentId"].as_str().unwrap_or("").to_owned()))
+            .map(|i| {
+                (i["collection"].as_str().unwrap_or("").to_owned(), i["contentId"].as_str().unwrap_or("").to_owned())
+            })
             .collect();
         let Some(key) = self.world.media_rows().get(id).cloned() else { return };
         let expected: BTreeSet<Entry> = model::shown_in(&self.world.db, id, &key).into_iter().collect();
@@ -478,7 +488,10 @@ impl Sim {
             ));
         }
         if report.rows.written > budget.max_rows.written || report.rows.read > budget.max_rows.read {
-            self.world.violation(format!("tick #{} spent {:?} rows (budget {:?})", state.serial, report.rows, budget.max_rows));
+            self.world.violation(format!(
+                "tick #{} spent {:?} rows (budget {:?})",
+                state.serial, report.rows, budget.max_rows
+            ));
         }
         let day = (world::now_ms() / 86_400_000.0).floor() as i64;
         let spent = self.daily.entry(day).or_default();
@@ -572,7 +585,12 @@ impl Sim {
                 let db = &self.world.db;
                 let occurrences = model::rows(db, &format!("SELECT source_key, generation, field_path, reference_type FROM _emdash_media_usage WHERE media_id = '{id}'"));
                 let sources: Vec<Vec<String>> = users.iter().flat_map(|(_, e)| model::rows(db, &format!("SELECT source_key, current_generation, source_version, content_status, content_deleted_at FROM _emdash_media_usage_sources WHERE content_id = '{e}'"))).collect();
-                let work: Vec<Vec<String>> = users.iter().flat_map(|(_, e)| model::rows(db, &format!("SELECT * FROM _emdash_media_usage_work WHERE content_id = '{e}'"))).collect();
+                let work: Vec<Vec<String>> = users
+                    .iter()
+                    .flat_map(|(_, e)| {
+                        model::rows(db, &format!("SELECT * FROM _emdash_media_usage_work WHERE content_id = '{e}'"))
+                    })
+                    .collect();
                 self.world.violation(format!(
                     "at quiescence \"Used in\" of {id} lists {listed:?}; the content uses it in {users:?} (occurrences {occurrences:?}, sources {sources:?}, work {work:?})"
                 ));
@@ -599,7 +617,9 @@ impl Sim {
             if has_collection && !t.starts_with("ec_") {
                 let left = model::rows(
                     db,
-                    &format!("SELECT count(*) FROM {t} WHERE collection_id NOT IN (SELECT id FROM _emdash_collections)"),
+                    &format!(
+                        "SELECT count(*) FROM {t} WHERE collection_id NOT IN (SELECT id FROM _emdash_collections)"
+                    ),
                 );
                 if left[0][0] != "0" {
                     self.world.violation(format!("{} rows of {t} belong to no registered collection", left[0][0]));
@@ -662,7 +682,7 @@ impl Generator {
             return Some(Event::Time { ms });
         }
         self.ops += 1;
-        if self.ops % QUIESCE_EVERY == 0 {
+        if self.ops.is_multiple_of(QUIESCE_EVERY) {
             return Some(Event::Quiesce);
         }
         let op = Op::random(rng);

@@ -201,7 +201,10 @@ impl World {
 
     /// The media items in the trash.
     pub fn trashed(&self) -> BTreeSet<String> {
-        model::rows(&self.db, "SELECT id FROM media WHERE deleted_at IS NOT NULL").into_iter().map(|r| r[0].clone()).collect()
+        model::rows(&self.db, "SELECT id FROM media WHERE deleted_at IS NOT NULL")
+            .into_iter()
+            .map(|r| r[0].clone())
+            .collect()
     }
 
     /// The items moved to the trash since `before` were unused (by the model) unless an admin's
@@ -327,9 +330,15 @@ impl OpExec {
             .collect();
         if let Some(log) = self.world.statement_log.borrow_mut().as_mut() {
             for (i, s) in stmts.iter().enumerate() {
-                let sql: String = s.sql().lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join(" ");
+                let sql: String =
+                    s.sql().lines().filter(|l| !l.trim_start().starts_with("--")).collect::<Vec<_>>().join(" ");
                 let sql: String = sql.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(160).collect();
-                log.push(format!("  #{} stmt {}{}: {sql}", self.op.serial, first + i as u32, fate.map(|f| format!(" [{f:?}]")).unwrap_or_default()));
+                log.push(format!(
+                    "  #{} stmt {}{}: {sql}",
+                    self.op.serial,
+                    first + i as u32,
+                    fate.map(|f| format!(" [{f:?}]")).unwrap_or_default()
+                ));
             }
         }
         let watched = self.world.watch.get() && stmts.iter().any(|s| removes_media(s.sql()));

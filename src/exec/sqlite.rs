@@ -114,7 +114,9 @@ impl SqliteExecutor {
             while let Some(row) = cursor.next().map_err(map)? {
                 if names.is_empty() {
                     let stmt = row.as_ref();
-                    names = (0..stmt.column_count()).map(|i| stmt.column_name(i).map_or_else(|_| String::new(), str::to_owned)).collect();
+                    names = (0..stmt.column_count())
+                        .map(|i| stmt.column_name(i).map_or_else(|_| String::new(), str::to_owned))
+                        .collect();
                 }
                 let mut out = Row::new();
                 for (i, name) in names.iter().enumerate() {

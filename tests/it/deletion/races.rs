@@ -197,7 +197,8 @@ fn re_queued_links_skip_a_collection_being_deleted() {
     for api in [fenced, unregistered] {
         let sources = format!("SELECT count(*) FROM _emdash_media_usage_sources WHERE collection_id = '{id}'");
         assert!(scalar(&api.db, &sources) > 0);
-        let work = || scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_work WHERE collection_id = '{id}'"));
+        let work =
+            || scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_work WHERE collection_id = '{id}'"));
         let before = work();
 
         api.register_media("later.png");
@@ -258,7 +259,11 @@ fn a_job_outlived_by_its_collection_and_the_slug_s_new_collection_reports_no_err
     hooked.done();
     assert_eq!(report.error, None, "{report:?}");
     for table in ["_emdash_media_usage_work", "_emdash_media_usage_sources", "_emdash_media_usage_index_status"] {
-        assert_eq!(scalar(&api.db, &format!("SELECT count(*) FROM {table} WHERE collection_id = '{id}'")), 0, "{table}");
+        assert_eq!(
+            scalar(&api.db, &format!("SELECT count(*) FROM {table} WHERE collection_id = '{id}'")),
+            0,
+            "{table}"
+        );
     }
     api.drain();
     let (listed, coverage) = crate::support::used_in(&api, &m);

@@ -1,7 +1,9 @@
 // `npm run sim:mutants`: plants each defect of tests/sim/mutants.json in a scratch copy of the
 // crate, builds the simulator there and runs its default run (scripts/sim.sh's seeds and
 // operations): every defect must break an invariant. Prints the table README shows and ends with
-// `mutants: K planted, K found`. Exits non-zero when a defect goes unnoticed.
+// `mutants: K planted, K found`. Exits non-zero when a defect goes unnoticed. Numbers given as
+// arguments plant only those; `--shrink` also shrinks each failure to a short trace, saved as
+// target/sim-mutants/shrunk-<n>.jsonl (what tests/sim/traces keeps for the defects that were real).
 import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -12,6 +14,7 @@ const scratch = join(root, "target", "sim-mutants");
 const copy = join(scratch, "crate");
 const mutants = JSON.parse(readFileSync(join(root, "tests", "sim", "mutants.json"), "utf8"));
 const only = process.argv.slice(2).map(Number).filter((n) => n > 0);
+const shrink = process.argv.includes("--shrink");
 const { seeds, ops } = defaultRun();
 
 function defaultRun() {
@@ -58,6 +61,14 @@ mutants.forEach((m, i) => {
     if (run.status !== 0 && broken) {
       found += 1;
       rows.push([n, m.defect, broken[1], broken[2], broken[3].slice(0, 90)]);
+      if (shrink) {
+        spawnSync(join(scratch, "target", "debug", "examples", "sim"), ["--trace", join("target", "sim", `failure-${broken[1]}.jsonl`), "--shrink"], {
+          cwd: copy,
+          encoding: "utf8",
+          maxBuffer: 1 << 28,
+        });
+        cpSync(join(copy, "target", "sim", `shrunk-${broken[1]}.jsonl`), join(scratch, `shrunk-${n}.jsonl`));
+      }
     } else {
       rows.push([n, m.defect, "-", "not found", (run.stderr ?? "").split("\n").filter(Boolean).pop() ?? ""]);
     }

@@ -19,6 +19,8 @@ step "cargo clippy (wasm32)"
 cargo clippy --target wasm32-unknown-unknown --locked -- -D warnings
 step "cargo test (native)"
 cargo test --locked
+step "deterministic simulation (npm run sim: 100,000 operations over 4 seeds, then the regression traces)"
+bash scripts/sim.sh
 step "worker-build --release"
 worker-build --release
 step "wrangler deploy --dry-run (bundle, bindings and compatibility flags checked offline)"

@@ -24,6 +24,10 @@ use rusqlite::{Connection, StatementStatus};
 use super::{classify, Error, Executor, Outcome, Row, Statement, Value};
 use crate::migrations;
 
+/// Prepared statements kept per connection: more than the crate has distinct statement texts
+/// on any one path.
+const STATEMENT_CACHE: usize = 512;
+
 #[derive(Debug)]
 pub struct SqliteExecutor {
     conn: Connection,
@@ -51,6 +55,7 @@ impl SqliteExecutor {
         // D1's compound selects: a statement with more arms fails here as it would there.
         conn.set_limit(rusqlite::limits::Limit::SQLITE_LIMIT_COMPOUND_SELECT, super::MAX_COMPOUND_SELECT)
             .map_err(|e| Error::Backend(e.to_string()))?;
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         let changed = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&changed);
         conn.update_hook(Some(move |action: Action, _db: &str, table: &str, _rowid: i64| {
@@ -83,7 +88,10 @@ impl SqliteExecutor {
             rows.clear();
         }
         let map = |e: rusqlite::Error| classify(&e.to_string());
-        let mut prepared = self.conn.prepare(stmt.sql()).map_err(map)?;
+        // Prepared once per text and kept (the crate's statements are few and reused); SQLite
+        // prepares a kept statement again itself after a schema change.
+        let mut prepared = self.conn.prepare_cached(stmt.sql()).map_err(map)?;
+        prepared.reset_status(StatementStatus::FullscanStep);
         for (i, value) in stmt.params().iter().enumerate() {
             let idx = i + 1;
             match value {
@@ -94,13 +102,22 @@ impl SqliteExecutor {
             }
             .map_err(map)?;
         }
-        let names: Vec<String> = prepared.column_names().iter().map(|s| (*s).to_owned()).collect();
         let readonly = prepared.readonly();
         let before = self.conn.total_changes();
         let mut rows = Vec::new();
         {
             let mut cursor = prepared.raw_query();
+            // The columns as the statement has them once stepped: a kept statement prepared
+            // again after a schema change (`SELECT *` of a table that gained a column) has the
+            // new ones.
+            let mut names: Vec<String> = Vec::new();
             while let Some(row) = cursor.next().map_err(map)? {
+                if names.is_empty() {
+                    let stmt = row.as_ref();
+                    names = (0..stmt.column_count())
+                        .map(|i| stmt.column_name(i).map_or_else(|_| String::new(), str::to_owned))
+                        .collect();
+                }
                 let mut out = Row::new();
                 for (i, name) in names.iter().enumerate() {
                     out.insert(name.clone(), to_json(row.get_ref(i).map_err(map)?));

@@ -143,8 +143,11 @@ async fn load_and_plan<'w, E: Executor>(
     let ids: Vec<String> = rows.iter().map(|w| w.content_id.clone()).collect();
     let group = match projection::load_group(exec, slug, cid, &ids, field_slugs, GROUP_LOAD_BYTES).await {
         Ok(g) => g,
-        // The content table is gone: the collection was deleted (or is being deleted).
-        Err(e) if e.is_missing_content_table() => return Ok(Err(Stop::Obsolete)),
+        // The content table is gone: the collection was deleted (or is being deleted). Or it
+        // lacks a column of the fields read before the load: a field was deleted since, or the
+        // collection was deleted and another created under its slug (the claim's rows are then
+        // its deletion's, and the guard of `obsolete` keeps what a live collection still needs).
+        Err(e) if e.is_missing_content_table() || e.missing_column().is_some() => return Ok(Err(Stop::Obsolete)),
         Err(Error::Decode(_)) => return Ok(Err(Stop::Unreadable)),
         Err(e) => return Err(e),
     };

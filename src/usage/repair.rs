@@ -25,8 +25,6 @@ pub const BARRIER_POLL_SECONDS: i64 = 10;
 /// (guard, enqueue, advance), and the end of a run whose batch lost its guard; or claim and
 /// [`RULES_CHECK_STATEMENTS`] when no run is due.
 pub const STEP_MAX_STATEMENTS: u64 = 6;
-/// The statements of a step of a run known to be at its barrier: claim and a batch of three.
-pub const BARRIER_STEP_STATEMENTS: u64 = 4;
 /// The most rows an entry (or orphaned source) of a page costs: read by the page query and
 /// queued (its work row written with its five index entries, an existing one read first).
 pub const PAGE_ENTRY_ROWS: RowCount = RowCount::new(6, 10);
@@ -223,12 +221,11 @@ impl<E: Executor, K> Lane<E, K> for RepairLane<'_> {
         Self::NAME
     }
 
-    /// The most statements its next step issues (fewer for a run known to be at its barrier).
+    /// The most statements its next step issues. A run that waited at its barrier may have
+    /// passed it by its next step (the work lane drained its queue in this tick), so that step
+    /// may be a whole one too.
     fn reserve(&self) -> u64 {
-        match self.barrier {
-            Some(_) => BARRIER_STEP_STATEMENTS,
-            None => STEP_MAX_STATEMENTS,
-        }
+        STEP_MAX_STATEMENTS
     }
 
     /// The most rows one step reads and writes at its smallest (a page of one entry); its pages

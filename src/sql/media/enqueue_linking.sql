@@ -1,7 +1,9 @@
 -- Re-queues the entries whose file URLs may now name a different media item: those whose URLs
 -- named the storage key ?1 when no media item had it (a registration under that key), and those
 -- whose URLs named the media item ?2 (being deleted: its key may be registered again). Reads
--- only sources with such links (a partial index, and the occurrences' media index).
+-- only sources with such links (a partial index, and the occurrences' media index). Not the entries
+-- of a collection being deleted (from its fence on): its sources stay until its deletion removes
+-- them, and work queued for them would be left behind that deletion's cleanup.
 INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug, change_epoch)
 SELECT t.collection_id, t.content_id, t.collection_slug,
        (SELECT st.change_epoch FROM _emdash_media_usage_index_status AS st
@@ -20,4 +22,5 @@ FROM (
     AND s.source_key = u.source_key AND s.current_generation = u.generation
 ) AS t
 WHERE t.collection_id IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage_collection_deletions AS d WHERE d.collection_id = t.collection_id)
 {requeue_work}

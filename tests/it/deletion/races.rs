@@ -164,3 +164,108 @@ fn content_writes_racing_the_delete_at_any_statement_leave_no_orphans() {
         assert_eq!(orphans(&api.db), 0, "k={k}");
     }
 }
+
+/// A registration of a storage key, or a delete of a media item, re-queues the entries whose URLs
+/// name it — not in a collection being deleted. A deleted collection's sources
+/// stay until its deletion removes them; work queued for them afterwards outlived the cleanup of
+/// the work rows, and the deletion failed at `status` ("rows left behind") on every tick, its
+/// slug never freed (found by the simulator, `tests/sim/traces`).
+#[test]
+fn re_queued_links_skip_a_collection_being_deleted() {
+    let api = Api::new();
+    site(&api, 2);
+    let url = |key: &str| format!("{}{key}", crate::support::MEDIA_PUBLIC_URL);
+    let linked = api.register_media("linked.png");
+    for title in [format!("Soon {}", url("later.png")), format!("Now {}", url("linked.png"))] {
+        let r = api.post("/content/posts", &json!({"status": "published", "data": {"title": title}}));
+        assert_eq!(r.status, 201, "{}", r.body);
+    }
+    api.drain();
+    let id = collection_id(&api.db, "posts");
+    // Fenced and still registered (the request died after its fence), then unregistered.
+    let fenced = (1..40)
+        .map(|k| {
+            let copy = api.snapshot();
+            let req = crate::support::request("DELETE", "/schema/collections/posts?force=true", Some(ADMIN), None);
+            copy.request_on(&Faulty::new(&copy.db, Some(k)), &req);
+            copy
+        })
+        .find(|copy| phase(&copy.db, "posts") == "registry")
+        .expect("a crash that leaves the deletion fenced, the collection registered");
+    let unregistered = api.snapshot();
+    assert_eq!(delete(&unregistered, "posts?force=true").status, 200);
+    for api in [fenced, unregistered] {
+        let sources = format!("SELECT count(*) FROM _emdash_media_usage_sources WHERE collection_id = '{id}'");
+        assert!(scalar(&api.db, &sources) > 0);
+        let work =
+            || scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_work WHERE collection_id = '{id}'"));
+        let before = work();
+
+        api.register_media("later.png");
+        assert_eq!(work(), before, "a registration queues nothing for a collection being deleted");
+        let gone = api.call("DELETE", &format!("/media/{linked}?permanent=true&force=true"), Some(ADMIN), None);
+        assert_eq!(gone.status, 200, "{}", gone.body);
+        assert_eq!(work(), before, "a media delete queues nothing for a collection being deleted");
+
+        time_passes(&api.db);
+        tick_until_gone(&api.db, "posts", budget());
+        assert_gone(&api.db, &id, "posts");
+    }
+}
+
+/// A job that read its collection's fields, then stalled while the collection was deleted and
+/// created again under its slug without one of those fields, loads nothing and reports no
+/// error: its work went with the deleted collection, and the new collection is indexed on its
+/// own. (Found by the simulator: the load named a column the new table does not have, and the
+/// tick reported the error.)
+#[test]
+fn a_job_outlived_by_its_collection_and_the_slug_s_new_collection_reports_no_error() {
+    let api = Api::new();
+    let fields = |extra: bool| {
+        let mut f = vec![json!({"slug": "title", "type": "string"}), json!({"slug": "hero", "type": "image"})];
+        if extra {
+            f.push(json!({"slug": "extra", "type": "image"}));
+        }
+        json!({"slug": "posts", "label": "posts", "fields": f})
+    };
+    assert_eq!(api.post("/schema/collections", &fields(true)).status, 201);
+    let m = api.register_media("m.png");
+    let id = collection_id(&api.db, "posts");
+    for title in ["A", "B", "C"] {
+        let r = api.post("/content/posts", &json!({"status": "published", "data": {"title": title, "hero": m}}));
+        let entry = data(&r)["item"]["id"].as_str().unwrap().to_owned();
+        // Queued for the ticks (as a write whose own job did not run leaves it).
+        exec_sql(
+            &api.db,
+            &format!("INSERT INTO _emdash_media_usage_work (collection_id, content_id, collection_slug) VALUES ('{id}', '{entry}', 'posts')"),
+        );
+    }
+    let hooked = Hooked::new(&api.db).before("WITH asked AS", |db| {
+        assert_eq!(call_on(db, "DELETE", "/schema/collections/posts?force=true").status, 200);
+        let (budget, policy) = budget();
+        for _ in 0..100 {
+            let clock = FnClock(|| 0.0);
+            let metered = Metered::new(db, &clock);
+            now(tick::run(&metered, &clock, budget, &policy, tick::Continuation::Off, None));
+            if tombstone(db, "posts").is_none() {
+                break;
+            }
+            time_passes(db);
+        }
+        assert_eq!(tombstone(db, "posts"), None, "the deletion finished");
+        assert_eq!(call_on_body(db, "POST", "/schema/collections", Some(&fields(false))).status, 201);
+    });
+    let report = tick_counting_statements(&hooked, budget());
+    hooked.done();
+    assert_eq!(report.error, None, "{report:?}");
+    for table in ["_emdash_media_usage_work", "_emdash_media_usage_sources", "_emdash_media_usage_index_status"] {
+        assert_eq!(
+            scalar(&api.db, &format!("SELECT count(*) FROM {table} WHERE collection_id = '{id}'")),
+            0,
+            "{table}"
+        );
+    }
+    api.drain();
+    let (listed, coverage) = crate::support::used_in(&api, &m);
+    assert_eq!((listed, coverage.as_str()), (vec![], "complete"));
+}

@@ -23,6 +23,6 @@ cat target/sim-a.log target/sim-b.log
 [ "$status" -eq 0 ] || exit 1
 "$SIM" --replay tests/sim/traces
 cat target/sim-a.log target/sim-b.log | awk -v seeds="$SIM_SEEDS" '
-  /^sim: [0-9]+ operations, [0-9]+ faults, invariants held/ { ops += $2; faults += $4 }
+  /^sim: [0-9]+ operations, [0-9]+ faults, invariants held \(seed [0-9,]+\)$/ { ops += $2; faults += $4 }
   END { printf "sim: %d operations, %d faults, invariants held (seed %s)\n", ops, faults, seeds }'
 

@@ -288,8 +288,10 @@ fn main() -> ExitCode {
     let seeds = a.seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "sim: {ops} operations, {faults} faults, invariants held (seed {seeds}) in {secs:.0} s, {:.2} interleavings per operation",
+        "sim: {secs:.0} s, {:.0} operations/s, {:.2} interleavings per operation",
+        ops as f64 / secs.max(0.001),
         interleavings as f64 / ops.max(1) as f64
     );
+    println!("sim: {ops} operations, {faults} faults, invariants held (seed {seeds})");
     ExitCode::SUCCESS
 }

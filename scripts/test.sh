@@ -9,7 +9,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 step() { printf '\n==> %s (at %ds)\n' "$*" "$SECONDS"; }
-trap 'printf "\n==> npm test: %ds\n" "$SECONDS"' EXIT
+sim_pid=
+stop_sim() { [ -z "$sim_pid" ] || { pkill -P "$sim_pid" 2>/dev/null; kill "$sim_pid" 2>/dev/null; } || true; }
+trap 'stop_sim; printf "\n==> npm test: %ds\n" "$SECONDS"' EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -19,8 +21,6 @@ step "cargo clippy (wasm32)"
 cargo clippy --target wasm32-unknown-unknown --locked -- -D warnings
 step "cargo test (native)"
 cargo test --locked
-step "deterministic simulation (npm run sim: 100,000 operations over 4 seeds, then the regression traces)"
-bash scripts/sim.sh
 step "worker-build --release"
 worker-build --release
 step "wrangler deploy --dry-run (bundle, bindings and compatibility flags checked offline)"
@@ -31,6 +31,9 @@ grep -E 'Total Upload|env\.(DB|MEDIA_BUCKET) ' build/dry-run.log
 gzip_kib=$(sed -nE 's/.*gzip: ([0-9.]+) KiB.*/\1/p' build/dry-run.log)
 [ -n "$gzip_kib" ] || { echo "no bundle size in the dry run's output"; exit 1; }
 awk -v k="$gzip_kib" 'BEGIN { if (k > 3072) { print "the bundle is " k " KiB gzipped: over the Free plan'"'"'s 3 MiB"; exit 1 } }'
+step "deterministic simulation (npm run sim: 100,000 operations over 4 seeds, then the regression traces), in the background of the workerd and browser tests"
+bash scripts/sim.sh >target/sim.log 2>&1 &
+sim_pid=$!
 step "node --test tests/workerd/"
 # The suite reaches workers, ticks, D1 and R2 by HTTP only (see tests/workerd/harness.mjs): no
 # binding proxy, whose synchronous calls were seen paired with the wrong reply under load.
@@ -38,6 +41,12 @@ node --test --test-concurrency=1 tests/workerd/
 step "node --test tests/browser/ (the operator console in Chromium)"
 ensure_chromium
 node --test --test-concurrency=1 tests/browser/
+step "deterministic simulation: waiting for it"
+sim_status=0
+wait "$sim_pid" || sim_status=$?
+sim_pid=
+cat target/sim.log
+[ "$sim_status" -eq 0 ] || { echo "the simulation broke an invariant (above)"; exit 1; }
 step "bench at BENCH_SCALE=0.01 (so it cannot rot)"
 BENCH_SCALE=0.01 node tests/bench/run.mjs
 step "contract fuzzing: the fuzzer catches an undeclared status"

@@ -11,9 +11,8 @@ page AS MATERIALIZED (
     AND (source_key, id) > ((SELECT k FROM cur), (SELECT t FROM cur))
   ORDER BY source_key, id LIMIT ?4),
 edge AS MATERIALIZED (
-  SELECT count(*) AS n, (SELECT k FROM page ORDER BY k DESC, t DESC LIMIT 1) AS k,
-         (SELECT t FROM page ORDER BY k DESC, t DESC LIMIT 1) AS t
-  FROM page)
+  SELECT (SELECT count(*) FROM page) AS n, last.k, last.t
+  FROM (SELECT 1) LEFT JOIN (SELECT k, t FROM page ORDER BY k DESC, t DESC LIMIT 1) AS last)
 UPDATE _emdash_media_usage_collection_deletions
 SET left_occurrences = left_occurrences + (SELECT n FROM edge),
     count_kind = CASE WHEN (SELECT n FROM edge) < ?4 THEN 3 ELSE 2 END,

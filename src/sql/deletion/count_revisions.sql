@@ -10,9 +10,8 @@ page AS MATERIALIZED (
   WHERE collection = ?5 AND (entry_id, rowid) > ((SELECT k FROM cur), (SELECT t FROM cur))
   ORDER BY entry_id, rowid LIMIT ?4),
 edge AS MATERIALIZED (
-  SELECT count(*) AS n, (SELECT k FROM page ORDER BY k DESC, t DESC LIMIT 1) AS k,
-         (SELECT t FROM page ORDER BY k DESC, t DESC LIMIT 1) AS t
-  FROM page)
+  SELECT (SELECT count(*) FROM page) AS n, last.k, last.t
+  FROM (SELECT 1) LEFT JOIN (SELECT k, t FROM page ORDER BY k DESC, t DESC LIMIT 1) AS last)
 UPDATE _emdash_media_usage_collection_deletions
 SET left_revisions = left_revisions + (SELECT n FROM edge),
     count_kind = CASE WHEN (SELECT n FROM edge) < ?4 THEN 2 ELSE 1 END,

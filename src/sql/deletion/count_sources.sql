@@ -10,9 +10,8 @@ page AS MATERIALIZED (
   WHERE source_type = 'content' AND collection_id = ?1 AND source_key > (SELECT k FROM cur)
   ORDER BY source_key LIMIT ?4),
 edge AS MATERIALIZED (
-  SELECT count(*) AS n, (SELECT k FROM page ORDER BY k DESC, t DESC LIMIT 1) AS k,
-         (SELECT t FROM page ORDER BY k DESC, t DESC LIMIT 1) AS t
-  FROM page)
+  SELECT (SELECT count(*) FROM page) AS n, last.k, last.t
+  FROM (SELECT 1) LEFT JOIN (SELECT k, t FROM page ORDER BY k DESC, t DESC LIMIT 1) AS last)
 UPDATE _emdash_media_usage_collection_deletions
 SET left_sources = left_sources + (SELECT n FROM edge),
     count_kind = CASE WHEN (SELECT n FROM edge) < ?4 THEN 4 ELSE 3 END,

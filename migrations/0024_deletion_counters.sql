@@ -8,7 +8,7 @@
 -- counted and moves the cursor at once, so a statement repeated after a crash or a
 -- commit-unknown counts the next page, never the same one twice. Each cleanup statement then
 -- runs in one atomic batch with the statement that takes what it deleted off its kind's figure,
--- and a kind found exhausted (or a phase left) sets its figure to 0.
+-- and a kind found exhausted sets its figure to 0.
 ALTER TABLE _emdash_media_usage_collection_deletions ADD COLUMN left_work INTEGER NOT NULL DEFAULT 0 CHECK (left_work >= 0);
 ALTER TABLE _emdash_media_usage_collection_deletions ADD COLUMN left_revisions INTEGER NOT NULL DEFAULT 0 CHECK (left_revisions >= 0);
 ALTER TABLE _emdash_media_usage_collection_deletions ADD COLUMN left_occurrences INTEGER NOT NULL DEFAULT 0 CHECK (left_occurrences >= 0);

@@ -7,14 +7,7 @@ SET phase = ?4,
     last_error_code = NULL,
     -- With ?6 = 1 the holder releases it, due now.
     {release},
-    next_attempt_at = CASE WHEN ?6 = 1 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE next_attempt_at END,
-    -- A cleanup phase left has none of its rows left (its condition below proves it), and past
-    -- the cleanup phases nothing is left to count.
-    left_work = CASE WHEN ?4 <> ?3 AND ?3 = 'work' THEN 0 ELSE left_work END,
-    left_revisions = CASE WHEN ?4 <> ?3 AND ?3 = 'work' THEN 0 ELSE left_revisions END,
-    left_occurrences = CASE WHEN ?4 <> ?3 AND ?3 = 'sources' THEN 0 ELSE left_occurrences END,
-    left_sources = CASE WHEN ?4 <> ?3 AND ?3 = 'sources' THEN 0 ELSE left_sources END,
-    count_kind = CASE WHEN ?4 IN ('status', 'finalize') THEN 4 ELSE count_kind END
+    next_attempt_at = CASE WHEN ?6 = 1 THEN strftime('%Y-%m-%dT%H:%M:%fZ', 'now') ELSE next_attempt_at END
 WHERE collection_id = ?1 AND lease_token = ?2 AND phase = ?3
   AND lease_expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
   -- A phase is left only once what it removes is gone.

@@ -3,6 +3,7 @@
 //! every tick, across a crash or a commit-unknown at any statement, and 0 when the deletion ends.
 
 use super::*;
+use crate::support::expire_leases;
 use media_usage_worker::exec::fault::Fault;
 
 /// The site of the crash tests with more rows sharing a key: three revisions of one entry (a
@@ -127,6 +128,30 @@ fn a_cleanup_statement_takes_off_exactly_what_it_deleted_and_an_exhausted_kind_i
     step(&api.db, b, &mut held);
     assert_eq!(left_work(), 0);
     assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 0);
+}
+
+#[test]
+fn a_counter_never_goes_below_0_nor_moves_under_a_lease_that_ran_out() {
+    let api = Api::new();
+    let id = deleted_collection(&api, "posts");
+    work_rows(&api.db, &id, 9);
+    let b = CleanupBatch::Fixed(2);
+    let mut held = None;
+    step(&api.db, b, &mut held);
+    let left_work = || scalar(&api.db, "SELECT left_work FROM _emdash_media_usage_collection_deletions");
+    assert_eq!(left_work(), 7);
+    // A counter that says less than is there stops at 0 (it never fails the batch).
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET left_work = 1");
+    step(&api.db, b, &mut held);
+    assert_eq!(left_work(), 0);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 5);
+    // Under a lease that ran out nothing is deleted, and the counter does not move (a delete that
+    // deleted nothing is not taken for an exhausted kind).
+    exec_sql(&api.db, "UPDATE _emdash_media_usage_collection_deletions SET left_work = 5");
+    expire_leases(&api.db, "_emdash_media_usage_collection_deletions", "TRUE");
+    assert_eq!(step(&api.db, b, &mut held), Some(StepOutcome::LeaseLost));
+    assert_eq!(left_work(), 5);
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_work"), 5);
 }
 
 /// A commit-unknown at every statement of every tick of the deletion, then ticks to the end:

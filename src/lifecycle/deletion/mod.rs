@@ -55,8 +55,9 @@ pub const COUNTER_ROWS: RowCount = RowCount::new(8, 10);
 /// lease check read, and the revisions of one entry it may pass over to reach its cursor (an
 /// entry keeps at most 1,000, `MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`'s ceiling).
 pub const COUNT_STATEMENT_ROWS: RowCount = RowCount::new(8, 1_020);
-/// What counting one row reads: its index entry, then the page's rows as the statement reads
-/// them back (its size, its last key). SQLite reads each about once; D1 at most three times.
+/// What counting one row reads until a statement of its kind has measured it: its index entry,
+/// then the page's rows as the statement reads them back (its size, its last key). D1 reads
+/// each twice (`workerd/status.test.mjs`), SQLite's counters once.
 pub const COUNT_ROW_COST: RowCount = RowCount::new(0, 3);
 /// The most rows one counting statement counts.
 pub const MAX_COUNT_ROWS: u32 = 10_000;
@@ -477,7 +478,12 @@ async fn count_step<E: Executor>(
         if page >= 100 && read > 0 {
             h.count_cost = RowCount::new(0, read.div_ceil(page).max(1));
         }
-        h.count_kind = u32::try_from(row.count_kind).unwrap_or(0).min(COUNTED);
+        let next = u32::try_from(row.count_kind).unwrap_or(0).min(COUNTED);
+        if next != h.count_kind {
+            // The next kind's rows may cost more: declared until measured.
+            h.count_cost = COUNT_ROW_COST;
+        }
+        h.count_kind = next;
         // Progress: the attempt under way is the only one that counts.
         h.attempts = Attempts::new(1);
     }

@@ -7,8 +7,11 @@ WITH cur AS (SELECT count_key AS k, count_tie AS t FROM _emdash_media_usage_coll
              WHERE collection_id = ?1),
 page AS MATERIALIZED (
   SELECT source_key AS k, id AS t FROM _emdash_media_usage
-  WHERE source_key >= ?5 AND source_key < ?6
-    AND (source_key, id) > ((SELECT k FROM cur), (SELECT t FROM cur))
+  -- One lower bound, the cursor (the range's start before the first page), so the index is
+  -- entered at the cursor rather than walked from the range's start.
+  WHERE (source_key, id) > ((SELECT CASE WHEN k = '' THEN ?5 ELSE k END FROM cur),
+                            (SELECT coalesce(t, '') FROM cur))
+    AND source_key < ?6
   ORDER BY source_key, id LIMIT ?4),
 edge AS MATERIALIZED (
   SELECT (SELECT count(*) FROM page) AS n, last.k, last.t

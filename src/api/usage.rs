@@ -53,12 +53,13 @@ pub async fn coverage<E: Executor>(ctx: &Ctx<'_, E>) -> Result<(CoverageStatus, 
     Ok((aggregate(&cov), rows))
 }
 
-/// Rows of each kind a status read counts at most per deletion or repair run, so what one read
-/// costs does not grow with what is in progress: a figure that reaches it is flagged capped (at
-/// least that many are left), and its estimate is then a lower bound.
+/// Rows of each kind a status read counts at most per repair run, so what one read costs does
+/// not grow with what is in progress: a figure that reaches it is flagged capped (at least that
+/// many are left), and its estimate is then a lower bound. (A collection deletion's figures are
+/// counters on its tombstone: nothing is counted at read time.)
 pub const STATUS_COUNT_CAP: u32 = 1_000;
 /// Deletions of collections and repair runs the status lists at most (oldest first; `…More`
-/// says there are others); each costs a counting statement.
+/// says there are others); each repair run costs a counting statement.
 pub const STATUS_PAGE: u32 = 5;
 /// Field deletions the status lists at most (one row each, nothing counted).
 pub const STATUS_FIELD_DELETIONS: u32 = 20;
@@ -71,7 +72,8 @@ fn first_page<T>(mut rows: Vec<T>, page: u32) -> (Vec<T>, bool) {
 }
 
 /// `GET /admin/media-usage/status?day=`: coverage, deletions (of collections and of fields) and
-/// repair runs in progress with what they have left (counted up to [`STATUS_COUNT_CAP`]) and an
+/// repair runs in progress with what they have left (a deletion's from the counters its lane
+/// keeps, a run's counted up to [`STATUS_COUNT_CAP`]) and an
 /// estimate of when they finish, the tick budget, and the daily budget's use on `day` (a UTC
 /// date; default: the database's today). At most a page of each list: one read costs a bounded
 /// number of statements and rows whatever is in progress.
@@ -111,8 +113,9 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     let (tombstones, deletions_more) =
         first_page(crate::repo::deletion::in_progress(ctx.exec, STATUS_PAGE + 1).await?, STATUS_PAGE);
     for t in tombstones {
-        let left = crate::repo::deletion::remaining(ctx.exec, &t, STATUS_COUNT_CAP).await?;
-        let capped = left.iter().any(|(_, n)| *n >= cap);
+        // Until the lane has counted every kind, the figure is what it has counted: a lower bound.
+        let left = t.left();
+        let counting = !t.counted();
         deletions.push(json!({
             "collection": t.collection_slug,
             "collectionId": t.collection_id,
@@ -123,8 +126,9 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "leaseExpiresAt": t.lease.lease_expires_at,
             "lastErrorCode": t.lease.last_error_code,
             "rowsLeft": left.iter().map(|(_, n)| n).sum::<u64>(),
-            "rowsLeftCapped": capped,
-            "estimate": estimate(DeletionLane::rows_to_write(&left), capped),
+            "rowsLeftCapped": counting,
+            "counting": counting,
+            "estimate": estimate(DeletionLane::rows_to_write(&left), counting),
         }));
     }
     let (field_rows, field_deletions_more) = first_page(

@@ -298,6 +298,12 @@ function dailyText(d) {
     : `${used} of a daily budget of ${count(d.budget)} (${count(d.remaining)} left).`;
 }
 
+/** What a deletion has left, from the status: while its lane is still counting, a lower bound. */
+function rowsLeftText(p) {
+  const left = p.counting ? `at least ${count(p.rowsLeft)} rows left (counting)` : `${count(p.rowsLeft)} rows left`;
+  return `${left}; ${estimateText(p.estimate)}`;
+}
+
 /** When background work is expected to finish, in words. */
 function estimateText(e) {
   const days = e.days ? `, on ${e.days} more day(s) of the daily budget` : "";
@@ -396,7 +402,7 @@ async function showDeletions() {
       h("td", {}, orDash(d.lastErrorCode)),
       h("td", {}, when(d.nextAttemptAt)),
       h("td", {}, when(d.leaseExpiresAt)),
-      h("td", {}, progress.has(d.collectionId) ? `${count(progress.get(d.collectionId).rowsLeft)} rows left; ${estimateText(progress.get(d.collectionId).estimate)}` : "—"),
+      h("td", {}, progress.has(d.collectionId) ? rowsLeftText(progress.get(d.collectionId)) : "—"),
       h(
         "td",
         {},

@@ -40,7 +40,11 @@ const LIST: &str = include_str!("../sql/deletion/list.sql");
 const LIST_IN_PROGRESS: &str = include_str!("../sql/deletion/list_in_progress.sql");
 const GET: &str = include_str!("../sql/deletion/get.sql");
 const RETRY: &str = include_str!("../sql/deletion/retry.sql");
-const REMAINING: &str = include_str!("../sql/deletion/remaining.sql");
+const COUNT_WORK: &str = include_str!("../sql/deletion/count_work.sql");
+const COUNT_REVISIONS: &str = include_str!("../sql/deletion/count_revisions.sql");
+const COUNT_OCCURRENCES: &str = include_str!("../sql/deletion/count_occurrences.sql");
+const COUNT_SOURCES: &str = include_str!("../sql/deletion/count_sources.sql");
+const COUNT_DELETED: &str = include_str!("../sql/deletion/count_deleted.sql");
 
 /// A tombstone row.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -57,12 +61,39 @@ pub struct Tombstone {
     /// kinds).
     pub cleanup_rows_kind: i64,
     pub created_at: String,
+    /// Rows of each kind counted and not yet deleted ([`Tombstone::left`]).
+    pub left_work: i64,
+    pub left_revisions: i64,
+    pub left_occurrences: i64,
+    pub left_sources: i64,
+    /// The kind of row being counted ([`Rows::index`]); [`COUNTED`] once every kind is.
+    pub count_kind: i64,
 }
+
+/// A tombstone's `count_kind` once every kind of row it deletes has been counted.
+pub const COUNTED: u32 = 4;
 
 impl Tombstone {
     /// Its lease and attempt columns.
     pub fn lease_view(&self) -> LeaseView<'_> {
         self.lease.view()
+    }
+
+    /// What the deletion has left of each kind of row, as its counters say: exact once
+    /// [`Tombstone::counted`], a lower bound before (the kinds not yet counted show 0).
+    pub fn left(&self) -> Vec<(Rows, u64)> {
+        let n = |v: i64| u64::try_from(v).unwrap_or(0);
+        vec![
+            (Rows::Work, n(self.left_work)),
+            (Rows::Revisions, n(self.left_revisions)),
+            (Rows::Occurrences, n(self.left_occurrences)),
+            (Rows::Sources, n(self.left_sources)),
+        ]
+    }
+
+    /// Whether every kind of row the deletion deletes has been counted.
+    pub fn counted(&self) -> bool {
+        self.count_kind >= i64::from(COUNTED)
     }
 }
 
@@ -270,6 +301,19 @@ pub enum Rows {
 }
 
 impl Rows {
+    /// Every kind, in the order the deletion counts and deletes them.
+    pub const ALL: [Rows; 4] = [Rows::Work, Rows::Revisions, Rows::Occurrences, Rows::Sources];
+
+    /// Its place in [`Rows::ALL`]: its number in `count_kind` and in the counting statements.
+    pub fn index(self) -> u32 {
+        match self {
+            Rows::Work => 0,
+            Rows::Revisions => 1,
+            Rows::Occurrences => 2,
+            Rows::Sources => 3,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Rows::Work => "work",
@@ -280,8 +324,18 @@ impl Rows {
     }
 }
 
-/// Deletes up to `limit` rows of one kind, guarded by the live lease; returns how many went.
-pub async fn delete_rows<E: Executor>(exec: &E, lease: &Lease, rows: Rows, limit: u32) -> Result<u64, Error> {
+/// What a cleanup statement did: how many rows it deleted, and what it alone read and wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deleted {
+    pub rows: u64,
+    pub read: u64,
+    pub written: u64,
+}
+
+/// Deletes up to `limit` rows of one kind, guarded by the live lease, and takes them off the
+/// kind's counter in the same atomic batch (to 0 when fewer than `limit` went: the kind is
+/// exhausted).
+pub async fn delete_rows<E: Executor>(exec: &E, lease: &Lease, rows: Rows, limit: u32) -> Result<Deleted, Error> {
     let key_range = lease.key_range();
     let stmt = match rows {
         Rows::Work => lease.guarded(DELETE_WORK).bind(limit),
@@ -291,7 +345,30 @@ pub async fn delete_rows<E: Executor>(exec: &E, lease: &Lease, rows: Rows, limit
         }
         Rows::Sources => lease.guarded(DELETE_SOURCES).bind(limit),
     };
-    exec.execute(stmt).await
+    let counter = lease.guarded(COUNT_DELETED).bind(rows.index()).bind(limit);
+    let outcomes = exec.batch(vec![stmt, counter]).await?;
+    let deleted = outcomes.first().ok_or_else(|| Error::Decode("a cleanup batch returned no outcome".into()))?;
+    Ok(Deleted { rows: deleted.changes, read: deleted.rows_read, written: deleted.rows_written })
+}
+
+/// Counts the next page of up to `limit` rows of the kind the deletion is counting (`rows`),
+/// from its stored cursor, under the live lease; the tombstone as it now is, or `None` when the
+/// lease was lost or another kind is being counted. One statement: a repeat counts the next
+/// page.
+pub async fn count_rows<E: Executor>(
+    exec: &E,
+    lease: &Lease,
+    rows: Rows,
+    limit: u32,
+) -> Result<Option<Tombstone>, Error> {
+    let (lo, hi) = lease.key_range();
+    let stmt = match rows {
+        Rows::Work => lease.guarded(COUNT_WORK).bind(limit),
+        Rows::Revisions => lease.guarded(COUNT_REVISIONS).bind(limit).bind(lease.slug.as_str()),
+        Rows::Occurrences => lease.guarded(COUNT_OCCURRENCES).bind(limit).bind(lo).bind(hi),
+        Rows::Sources => lease.guarded(COUNT_SOURCES).bind(limit),
+    };
+    exec.query_first(stmt).await
 }
 
 /// What is left of a collection's index rows.
@@ -423,29 +500,4 @@ pub async fn get<E: Executor>(exec: &E, collection_id: &str) -> Result<Option<To
 /// (already pending, or leased live).
 pub async fn retry<E: Executor>(exec: &E, collection_id: &str, batch_rows: u32) -> Result<Option<Tombstone>, Error> {
     exec.query_first(Statement::new(lease::render(RETRY, &[])).bind(collection_id).bind(batch_rows)).await
-}
-
-/// How many rows of each kind a deletion has left, each counted up to `cap`.
-pub async fn remaining<E: Executor>(exec: &E, row: &Tombstone, cap: u32) -> Result<Vec<(Rows, u64)>, Error> {
-    #[derive(Deserialize, Default)]
-    struct Counts {
-        work: u64,
-        revisions: u64,
-        sources: u64,
-        occurrences: u64,
-    }
-    let (lo, hi) = source_key_range(&row.collection_id);
-    let stmt = Statement::new(REMAINING)
-        .bind(row.collection_id.as_str())
-        .bind(lo)
-        .bind(hi)
-        .bind(row.collection_slug.as_str())
-        .bind(i64::from(cap));
-    let c: Counts = exec.query_first(stmt).await?.unwrap_or_default();
-    Ok(vec![
-        (Rows::Work, c.work),
-        (Rows::Revisions, c.revisions),
-        (Rows::Occurrences, c.occurrences),
-        (Rows::Sources, c.sources),
-    ])
 }

@@ -413,6 +413,23 @@ fn plan_of(api: &Api, file: &str) -> Vec<String> {
     query_plan(&api.db, &sql)
 }
 
+/// A deletion's counting statements enter their index at the cursor (never at the start of the
+/// collection's range, which would read every row counted so far again: quadratic in D1's rows
+/// read).
+#[test]
+fn the_counting_statements_enter_their_index_at_their_cursor() {
+    let api = site();
+    for (file, seek) in [
+        ("deletion/count_work.sql", "SEARCH _emdash_media_usage_work USING COVERING INDEX sqlite_autoindex__emdash_media_usage_work_1 (collection_id=? AND content_id>?)"),
+        ("deletion/count_revisions.sql", "SEARCH revisions USING COVERING INDEX idx_revisions_entry (collection=? AND entry_id>?)"),
+        ("deletion/count_occurrences.sql", "SEARCH _emdash_media_usage USING COVERING INDEX idx__emdash_media_usage_source_cursor ((source_key,id)>(?,?) AND source_key<?)"),
+        ("deletion/count_sources.sql", "SEARCH _emdash_media_usage_sources USING COVERING INDEX idx__emdash_media_usage_sources_collection_cursor (source_type=? AND collection_id=? AND source_key>?)"),
+    ] {
+        let plan = plan_of(&api, file);
+        assert!(plan.iter().any(|d| d == seek), "{file}: {plan:#?}");
+    }
+}
+
 #[test]
 fn the_content_operations_search_by_index() {
     let api = site();

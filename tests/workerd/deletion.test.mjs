@@ -11,7 +11,7 @@ import { ok, err, validation, rows, uniq, NO_STORE } from "./helpers.mjs";
 // Crash points below count a tick's statements; without a daily budget a tick does not read the
 // day's use before its deletion step (rows_budget.test.mjs tests the daily budget).
 const BATCH_50 = { MEDIA_USAGE_CLEANUP_BATCH_ROWS: "50", MEDIA_USAGE_DAILY_ROWS_WRITTEN: "0" };
-const w = await startWorker(BATCH_50, faultVariants([5, 6, 7, 8]));
+const w = await startWorker(BATCH_50, faultVariants([5, 6, 7, 8, 9]));
 after(() => w.dispose());
 
 const FIELDS = [
@@ -321,9 +321,30 @@ async function deleted() {
 }
 
 // A tick's first statements: the work lane's (empty) claim, the schedule lane's look for due
-// entries, the deletion lane's claim, then the deletion's first step; the fields lane's claim
-// comes next, so a fault at 5 stops right after the first deletion step.
-const AFTER_FIRST_STEP = 5;
+// entries, the deletion lane's claim, then the deletion's first step (a cleanup statement in a
+// batch with its counter's); the fields lane's claim comes next, so a fault at 6 stops right
+// after the first deletion step.
+const AFTER_FIRST_STEP = 6;
+
+/**
+ * Sets a deletion's counters to what its tables hold, as its lane's counting steps would (they
+ * come before any cleanup step; tested in `status.test.mjs` and natively), so the cleanup steps
+ * below are each one tick's first deletion step.
+ */
+async function counted(c) {
+  await sql(
+    `UPDATE _emdash_media_usage_collection_deletions
+     SET count_kind = 4,
+         left_work = (SELECT count(*) FROM _emdash_media_usage_work WHERE collection_id = ?1),
+         left_revisions = (SELECT count(*) FROM revisions WHERE collection = ?2),
+         left_occurrences = (SELECT count(*) FROM _emdash_media_usage
+                             WHERE source_key >= 'content:' || ?1 || ':' AND source_key < 'content:' || ?1 || ';'),
+         left_sources = (SELECT count(*) FROM _emdash_media_usage_sources WHERE collection_id = ?1)
+     WHERE collection_id = ?1`,
+    c.id,
+    c.slug,
+  );
+}
 
 /**
  * Queues work rows for a deleted collection in states the work lane does not claim (failed, or
@@ -369,11 +390,15 @@ test("work rows go 50 per step: 55 → 5 left, then the phase moves on; of 51 ex
   const c = await deleted();
   const ids = Array.from({ length: 55 }, (_, i) => `entry-${String(i).padStart(3, "0")}`);
   await workRows(c, ids);
+  await counted(c);
   await tickCrashingAt(AFTER_FIRST_STEP);
   assert.equal((await one("SELECT count(*) AS n FROM _emdash_media_usage_work WHERE collection_id = ?1", c.id)).n, 5);
   assert.equal((await tomb(c.slug)).phase, "work");
-  // The next step: the last 5, the (absent) revisions, and the checkpoint; then the fault.
-  await tickCrashingAt(AFTER_FIRST_STEP + 2);
+  // The batch took what it deleted off the counter (D1's `changes()` in the same batch).
+  assert.equal((await one("SELECT left_work AS n FROM _emdash_media_usage_collection_deletions WHERE collection_id = ?1", c.id)).n, 5);
+  // The next step: the last 5, the (absent) revisions (each with its counter's statement), and
+  // the checkpoint; then the fault.
+  await tickCrashingAt(AFTER_FIRST_STEP + 3);
   assert.equal((await one("SELECT count(*) AS n FROM _emdash_media_usage_work WHERE collection_id = ?1", c.id)).n, 0);
   assert.equal((await tomb(c.slug)).phase, "sources", "the last 5 and the (absent) revisions, then the next phase");
   await tickUntilGone(c.slug);
@@ -381,6 +406,7 @@ test("work rows go 50 per step: 55 → 5 left, then the phase moves on; of 51 ex
 
   const d = await deleted();
   await workRows(d, ids.slice(0, 51));
+  await counted(d);
   await tickCrashingAt(AFTER_FIRST_STEP);
   assert.deepEqual(await rows(w, "SELECT content_id FROM _emdash_media_usage_work WHERE collection_id = ?1", d.id), [
     { content_id: "entry-050" },
@@ -420,6 +446,7 @@ test("occurrences go by the collection's key range across generations, then the 
   await source(legacy, null, c.slug);
   await occurrences(legacy, 2);
   await source(`content:other_${c.id}:e:columns`, `other_${c.id}`, c.slug);
+  await counted(c);
   await tickCrashingAt(AFTER_FIRST_STEP);
   assert.equal((await one("SELECT count(*) AS n FROM _emdash_media_usage WHERE source_key = ?1", key)).n, 5);
   assert.equal((await one("SELECT count(*) AS n FROM _emdash_media_usage_sources WHERE source_key = ?1", key)).n, 1);

@@ -5,8 +5,8 @@
 use super::batch::CleanupBatch;
 use super::declared_row_cost;
 use super::{
-    release, step_within, Held, Rows, StepOutcome, MAX_DECLARED_ROW_COST, RELEASE_ROWS, RELEASE_STATEMENTS,
-    STEP_FIXED_ROWS, STEP_MAX_STATEMENTS,
+    release, step_within, Held, Rows, StepOutcome, COUNTER_ROWS, COUNT_ROW_COST, COUNT_STATEMENT_ROWS,
+    MAX_DECLARED_ROW_COST, RELEASE_ROWS, RELEASE_STATEMENTS, STEP_FIXED_ROWS, STEP_MAX_STATEMENTS,
 };
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
@@ -63,7 +63,15 @@ impl<E: Executor, K: Clock> Lane<E, K> for DeletionLane {
     /// The most rows one step reads and writes at its smallest: its fixed statements and one
     /// row of the kind being deleted (its cleanup statements are sized to the rows it is given).
     fn reserve_rows(&self) -> RowCount {
-        STEP_FIXED_ROWS.plus(self.held.as_ref().map_or(MAX_DECLARED_ROW_COST, |h| h.row_cost))
+        let counting = COUNT_STATEMENT_ROWS.plus(COUNT_ROW_COST);
+        let deleting = COUNTER_ROWS.plus(self.held.as_ref().map_or(MAX_DECLARED_ROW_COST, |h| h.row_cost));
+        let step = match &self.held {
+            Some(h) if h.counting() => counting,
+            Some(_) => deleting,
+            // The next due deletion may be counting or deleting.
+            None => RowCount::new(counting.written.max(deleting.written), counting.read.max(deleting.read)),
+        };
+        STEP_FIXED_ROWS.plus(step)
     }
 
     /// Rows [`DeletionLane::finish`] will cost.
@@ -88,11 +96,14 @@ impl<E: Executor, K: Clock> Lane<E, K> for DeletionLane {
     /// nothing is held and nothing is due. A failure recorded on the tombstone is the step's
     /// `failure`.
     async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
-        let Some(outcome) = step_within(ctx.exec, ctx.clock, self.batch, &mut self.held, ctx.rows, ctx.spent).await?
+        let Some(outcome) =
+            step_within(ctx.exec, ctx.clock, self.batch, &mut self.held, (ctx.room, ctx.rows), ctx.spent).await?
         else {
             return Ok(None);
         };
-        if matches!(&outcome, StepOutcome::Deleted { deleted, advanced_to: None } if deleted.is_empty()) {
+        if matches!(&outcome, StepOutcome::Deleted { deleted, advanced_to: None } if deleted.is_empty())
+            || matches!(outcome, StepOutcome::Counted { statements: 0 })
+        {
             return Ok(Some(LaneStep::out_of_room()));
         }
         ctx.count(DELETION_STEPS, 1);
@@ -104,7 +115,10 @@ impl<E: Executor, K: Clock> Lane<E, K> for DeletionLane {
                 ctx.count(DELETION_FAILURES, 1);
                 failure = Some(reason);
             }
-            StepOutcome::Advanced { .. } | StepOutcome::Cancelled | StepOutcome::LeaseLost => {}
+            StepOutcome::Advanced { .. }
+            | StepOutcome::Counted { .. }
+            | StepOutcome::Cancelled
+            | StepOutcome::LeaseLost => {}
         }
         Ok(Some(LaneStep { failure, ..LaneStep::progress() }))
     }

@@ -4,7 +4,9 @@
 //! The DELETE request creates (or takes over) the tombstone and runs the front phases under its
 //! lease: `fence` (content writes refused from here on), `registry` (the collection leaves the
 //! API), `table` (the content table is dropped); then it releases the tombstone at `work`. Cron
-//! ticks run the rest as a lane, several bounded steps per tick: `work` (queued work, revisions),
+//! ticks run the rest as a lane, several bounded steps per tick: first, within `work`, the count
+//! of every kind of row it will delete (a page per statement, kept on the tombstone, so the
+//! status reads what is left from one row), then `work` (queued work, revisions),
 //! `sources` (occurrences by the collection's source-key range, then source rows), `status`
 //! (repair runs, coverage row) and `finalize` (verify nothing is left, delete the tombstone). A
 //! crash anywhere leaves a tombstone whose phase says what to redo, and every step is idempotent.
@@ -18,7 +20,7 @@ use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::RowCount;
 use crate::model::state::DeletionPhase;
-use crate::repo::deletion::{self as repo, Batch, Lease, Rows};
+use crate::repo::deletion::{self as repo, Batch, Lease, Rows, COUNTED};
 use crate::repo::lease::Failure;
 use crate::usage::backoff::Attempts;
 
@@ -32,13 +34,33 @@ use front::{front_step, Front};
 /// The error code recorded on a tombstone whose step failed.
 pub const FAILURE_CODE: &str = "MEDIA_USAGE_COLLECTION_DELETION_FAILED";
 
-/// The most statements one lane step issues: a claim, then the largest phase step (`status`: the
-/// leftover check and a batch of three; a cleanup step is at most [`STEP_MAX_DELETES`] deletes
-/// and a checkpoint, the table drop a guarded batch of three), then recording its failure.
+/// The most statements one lane step issues at its smallest: a claim, then the largest phase
+/// step (`status`: the leftover check and a batch of three; the table drop a guarded batch of
+/// three; a cleanup step one delete in a batch with its counter's statement, and a checkpoint; a
+/// counting step one statement), then recording its failure. A step given more room issues more
+/// cleanup or counting statements, up to [`STEP_MAX_DELETES`].
 pub const STEP_MAX_STATEMENTS: u64 = 6;
-/// The most cleanup statements one step issues (a probe of one row, a statement sized from it,
-/// and the next kind's first).
+/// The most cleanup (or counting) statements one step issues (a probe of one row, a statement
+/// sized from it, and the next kind's first), when its room has the statements.
 pub const STEP_MAX_DELETES: usize = 3;
+/// Statements a cleanup statement costs: itself and its counter's, in one batch.
+const DELETE_STATEMENTS: u64 = 2;
+/// Statements of a step besides its cleanup or counting statements: a claim, a checkpoint and
+/// a failure record.
+const STEP_OTHER_STATEMENTS: u64 = 3;
+/// What the counter's statement beside each cleanup statement costs: the tombstone written (as
+/// [`RELEASE_ROWS`]) and the lease check's reads.
+pub const COUNTER_ROWS: RowCount = RowCount::new(8, 10);
+/// What a counting statement costs beside its rows: the tombstone written, its cursor and the
+/// lease check read, and the revisions of one entry it may pass over to reach its cursor (an
+/// entry keeps at most 1,000, `MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`'s ceiling).
+pub const COUNT_STATEMENT_ROWS: RowCount = RowCount::new(8, 1_020);
+/// What counting one row reads until a statement of its kind has measured it: its index entry,
+/// then the page's rows as the statement reads them back (its size, its last key). D1 reads
+/// each twice (`workerd/status.test.mjs`), SQLite's counters once.
+pub const COUNT_ROW_COST: RowCount = RowCount::new(0, 3);
+/// The most rows one counting statement counts.
+pub const MAX_COUNT_ROWS: u32 = 10_000;
 /// Statements releasing a held deletion costs at the end of a tick.
 pub const RELEASE_STATEMENTS: u64 = 1;
 /// The rows releasing a held deletion costs (its tombstone written with its index entries).
@@ -99,6 +121,14 @@ pub struct Held {
     /// kind that is [`probed`] deletes a single row first, so it passes the rows budget by at
     /// most one row's cost however far its cost is from the declared one.
     measured: bool,
+    /// The kind of row being counted (an index into [`Rows::ALL`]; [`COUNTED`] once all are):
+    /// nothing is deleted before every kind is counted.
+    count_kind: u32,
+    /// The rows counted so far, every kind together (as the tombstone says).
+    counted_rows: u64,
+    /// What counting one row costs: measured by the last counting statement, declared
+    /// ([`COUNT_ROW_COST`]) before.
+    count_cost: RowCount,
 }
 
 impl Held {
@@ -119,6 +149,11 @@ impl Held {
         self.measured = false;
     }
 
+    /// Whether its next step counts rows rather than deleting them.
+    fn counting(&self) -> bool {
+        self.count_kind < COUNTED && matches!(self.lease.phase, DeletionPhase::Work | DeletionPhase::Sources)
+    }
+
     /// The batch to store for the next holder.
     fn batch(&self) -> Batch {
         Batch { rows: self.batch_rows, kind: u32::try_from(self.rows_idx).unwrap_or(0) }
@@ -133,6 +168,8 @@ pub enum StepOutcome {
     /// Cleanup statements ran, each deleting up to a batch of one kind of row (`advanced_to`
     /// when that finished the phase).
     Deleted { deleted: Vec<(Rows, u64)>, advanced_to: Option<DeletionPhase> },
+    /// Counting statements ran (`statements`; 0 when the rows left did not fit one).
+    Counted { statements: u32 },
     /// Nothing was left: the tombstone is gone and the slug is free.
     Finalized,
     /// The (background) fence found entries outside the trash without force: the tombstone was
@@ -147,7 +184,7 @@ pub enum StepOutcome {
 impl StepOutcome {
     /// Whether the lane still holds the deletion after this step.
     fn keeps_hold(&self) -> bool {
-        matches!(self, StepOutcome::Advanced { .. } | StepOutcome::Deleted { .. })
+        matches!(self, StepOutcome::Advanced { .. } | StepOutcome::Deleted { .. } | StepOutcome::Counted { .. })
     }
 }
 
@@ -174,17 +211,19 @@ pub async fn step<E: Executor, K: Clock>(
     batch: CleanupBatch,
     held: &mut Option<Held>,
 ) -> Result<Option<StepOutcome>, Error> {
-    step_within(exec, clock, batch, held, RowCount::new(u64::MAX, u64::MAX), &RowCount::default).await
+    step_within(exec, clock, batch, held, (u64::MAX, RowCount::new(u64::MAX, u64::MAX)), &RowCount::default).await
 }
 
-/// [`step`] within `rows`: its cleanup statements delete no more rows than fit, at what a row of
-/// their kind costs (measured through `spent`, the rows read and written so far).
+/// [`step`] within `statements` (at least [`STEP_MAX_STATEMENTS`]) and `rows`: it issues no more
+/// cleanup or counting statements than the statements allow, and they delete (or count) no more
+/// rows than fit, at what a row of their kind costs (measured through `spent`, the rows read and
+/// written so far).
 pub async fn step_within<E: Executor, K: Clock>(
     exec: &E,
     clock: &K,
     batch: CleanupBatch,
     held: &mut Option<Held>,
-    rows: RowCount,
+    (statements, rows): (u64, RowCount),
     spent: &dyn Fn() -> RowCount,
 ) -> Result<Option<StepOutcome>, Error> {
     if held.is_none() {
@@ -211,7 +250,19 @@ pub async fn step_within<E: Executor, K: Clock>(
         let rows_idx = usize::try_from(row.cleanup_rows_kind).unwrap_or(0).min(phase_rows(row.phase).len());
         let attempts = Attempts::new(row.lease.attempt_count);
         let row_cost = MAX_DECLARED_ROW_COST;
-        let mut h = Held { lease, attempts, batch_rows, rows_idx, row_cost, measured: false };
+        let count_kind = u32::try_from(row.count_kind).unwrap_or(0).min(COUNTED);
+        let counted_rows = row.left().iter().map(|(_, n)| n).sum();
+        let mut h = Held {
+            lease,
+            attempts,
+            batch_rows,
+            rows_idx,
+            row_cost,
+            measured: false,
+            count_kind,
+            counted_rows,
+            count_cost: COUNT_ROW_COST,
+        };
         h.row_cost = phase_rows(row.phase).get(rows_idx).map_or(MAX_DECLARED_ROW_COST, |r| declared_row_cost(*r));
         // Claimed more often than it may be attempted: earlier holders died without recording
         // anything. Stop here, visibly.
@@ -224,7 +275,7 @@ pub async fn step_within<E: Executor, K: Clock>(
     let Some(h) = held.as_mut() else { return Ok(None) };
     // Without a rows budget there is nothing a probe would protect.
     let probes = rows != RowCount::new(u64::MAX, u64::MAX);
-    let room = Room { rows, spent, from: spent(), probes };
+    let room = Room { statements, rows, spent, from: spent(), probes };
     let res = match phase_step(exec, clock, batch, h, &room).await {
         Ok(outcome) => Ok(outcome),
         Err(failure) => fail(exec, batch, h, failure).await,
@@ -265,6 +316,8 @@ async fn fail<E: Executor>(
 
 /// The rows a step may spend, and how it measures what it spent.
 struct Room<'a> {
+    /// Statements the step may issue.
+    statements: u64,
     rows: RowCount,
     spent: &'a dyn Fn() -> RowCount,
     /// What was spent before the step.
@@ -274,11 +327,19 @@ struct Room<'a> {
 }
 
 impl Room<'_> {
-    /// How many rows of `cost` each the next statement may delete (at most `cap`), leaving room
-    /// for the step's fixed statements.
-    fn items(&self, cost: RowCount, cap: u32) -> u32 {
+    /// How many statements of `each` statements the step may issue beside its others, at most
+    /// [`STEP_MAX_DELETES`] and at least one.
+    fn statements(&self, each: u64) -> usize {
+        let n = self.statements.saturating_sub(STEP_OTHER_STATEMENTS) / each;
+        usize::try_from(n).unwrap_or(usize::MAX).clamp(1, STEP_MAX_DELETES)
+    }
+
+    /// How many rows of `cost` each the next statement may delete (or count; at most `cap`),
+    /// leaving room for the step's fixed statements and what the statement costs beside its rows
+    /// (`beside`).
+    fn items(&self, cost: RowCount, cap: u32, beside: RowCount) -> u32 {
         let used = (self.spent)().minus(self.from);
-        self.rows.minus(used).minus(STEP_FIXED_ROWS).items(cost, cap)
+        self.rows.minus(used).minus(STEP_FIXED_ROWS).minus(beside).items(cost, cap)
     }
 }
 
@@ -299,6 +360,7 @@ async fn phase_step<E: Executor, K: Clock>(
             Front::HasContent => Ok(StepOutcome::Cancelled),
             Front::Lost => Err(StepFailure::Stale("a front-phase guard failed")),
         },
+        _ if h.counting() => count_step(exec, batch, h, room).await,
         phase @ (DeletionPhase::Work | DeletionPhase::Sources) => {
             // Delete from the first kind of row that is not exhausted; a kind is exhausted once
             // a statement deletes fewer rows than asked. Moving on within the step means every
@@ -311,21 +373,20 @@ async fn phase_step<E: Executor, K: Clock>(
             // Rows the probe of the current kind deleted in this step: part of its batch.
             let mut probed_rows = 0;
             while let Some(&rows) = kinds.get(h.rows_idx) {
-                if issued == STEP_MAX_DELETES {
+                if issued == room.statements(DELETE_STATEMENTS) {
                     return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
                 }
                 let probe = room.probes && probed(rows) && !h.measured;
                 let cap = if probe { 1 } else { h.batch_rows.saturating_sub(probed_rows).max(1) };
-                let limit = room.items(h.row_cost, cap);
+                let limit = room.items(h.row_cost, cap, COUNTER_ROWS);
                 if limit == 0 {
                     // The rows left do not fit one more row of this kind.
                     return Ok(StepOutcome::Deleted { deleted, advanced_to: None });
                 }
                 issued += 1;
                 let started = clock.now_ms();
-                let before = (room.spent)();
-                let n = repo::delete_rows(exec, &h.lease, rows, limit).await?;
-                let cost = (room.spent)().minus(before);
+                let done = repo::delete_rows(exec, &h.lease, rows, limit).await?;
+                let (n, cost) = (done.rows, RowCount::new(done.written, done.read));
                 deleted.push((rows, n));
                 if n > 0 {
                     // Progress: the attempt under way is the only one that counts.
@@ -379,6 +440,54 @@ async fn phase_step<E: Executor, K: Clock>(
         }
         other => Err(StepFailure::Error(Error::Decode(format!("unhandled phase {other}")))),
     }
+}
+
+/// Counts the rows the held deletion has left, a page per statement from the cursor kept on its
+/// tombstone, kind after kind, up to [`STEP_MAX_DELETES`] statements sized to the rows the step
+/// has (and, with a fixed cleanup batch, to that batch; the adaptive one counts up to
+/// [`MAX_COUNT_ROWS`] a statement).
+async fn count_step<E: Executor>(
+    exec: &E,
+    batch: CleanupBatch,
+    h: &mut Held,
+    room: &Room<'_>,
+) -> Result<StepOutcome, StepFailure> {
+    let cap = match batch {
+        CleanupBatch::Fixed(n) => n.min(MAX_COUNT_ROWS),
+        CleanupBatch::Adaptive { .. } => MAX_COUNT_ROWS,
+    };
+    let mut statements = 0;
+    while let Some(&kind) = Rows::ALL.get(h.count_kind as usize) {
+        if statements as usize == room.statements(1) {
+            break;
+        }
+        let limit = room.items(h.count_cost, cap, COUNT_STATEMENT_ROWS);
+        if limit == 0 {
+            break;
+        }
+        statements += 1;
+        let before = (room.spent)();
+        let Some(row) = repo::count_rows(exec, &h.lease, kind, limit).await? else {
+            return Err(StepFailure::Stale("a counting statement changed nothing"));
+        };
+        // What a row cost, measured on a page of some size (the statement's own rows aside).
+        let counted: u64 = row.left().iter().map(|(_, n)| n).sum();
+        let page = counted.saturating_sub(h.counted_rows);
+        h.counted_rows = counted;
+        let read = (room.spent)().minus(before).read;
+        if page >= 100 && read > 0 {
+            h.count_cost = RowCount::new(0, read.div_ceil(page).max(1));
+        }
+        let next = u32::try_from(row.count_kind).unwrap_or(0).min(COUNTED);
+        if next != h.count_kind {
+            // The next kind's rows may cost more: declared until measured.
+            h.count_cost = COUNT_ROW_COST;
+        }
+        h.count_kind = next;
+        // Progress: the attempt under way is the only one that counts.
+        h.attempts = Attempts::new(1);
+    }
+    Ok(StepOutcome::Counted { statements })
 }
 
 /// Checkpoints the held deletion to `to`.

@@ -88,7 +88,7 @@ fn a_lease_guards_only_its_own_collection() {
     // A holds its deletion under token `t`; a statement built for B with A's token is a no-op.
     forge_lease(&api, "_emdash_media_usage_collection_deletions", &format!("collection_id = '{a}'"), "t", FAR_AHEAD);
     let confused = lease(&b, "t", DeletionPhase::Work, false);
-    assert_eq!(block_on(repo::delete_rows(&api.db, &confused, Rows::Work, 50)).unwrap(), 0);
+    assert_eq!(block_on(repo::delete_rows(&api.db, &confused, Rows::Work, 50)).unwrap().rows, 0);
     assert!(!block_on(repo::checkpoint(&api.db, &confused, DeletionPhase::Sources, BATCH, false)).unwrap());
     let retry = Failure { terminal: false, delay_seconds: 30 };
     assert!(!block_on(repo::record_failure(&api.db, (&b, "t", DeletionPhase::Work), (retry, 1), BATCH, "X")).unwrap());

@@ -27,6 +27,7 @@ use crate::support::{
 };
 
 mod budgets;
+mod counting;
 mod crash;
 mod lane;
 mod preconditions;
@@ -140,6 +141,51 @@ fn tombstone(db: &SqliteExecutor, slug: &str) -> Option<(String, String, i64, Op
         .ok()
 }
 
+/// The counters of every collection deletion against the rows each has left: each kind counted
+/// equals what is there (nothing is deleted before every kind is counted, and each cleanup
+/// statement takes off exactly what it deleted), the kind being counted is at most what is
+/// there, and the kinds not yet reached are 0. Returns each deletion's counters and whether it
+/// has counted everything.
+fn assert_counters_exact(db: &SqliteExecutor, what: &str) -> Vec<([i64; 4], bool)> {
+    let tombstones: Vec<(String, String, [i64; 4], i64)> = db
+        .connection()
+        .prepare(
+            "SELECT collection_id, collection_slug, left_work, left_revisions, left_occurrences, left_sources, count_kind
+             FROM _emdash_media_usage_collection_deletions",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, [r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?], r.get(6)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut out = Vec::new();
+    for (id, slug, left, kind) in tombstones {
+        let (lo, hi) = media_usage_worker::model::source::source_key_range(&id);
+        let count = |sql: &str, params: &[&str]| -> i64 {
+            db.connection().query_row(sql, rusqlite::params_from_iter(params), |r| r.get(0)).unwrap()
+        };
+        let there = [
+            count("SELECT count(*) FROM _emdash_media_usage_work WHERE collection_id = ?1", &[&id]),
+            count("SELECT count(*) FROM revisions WHERE collection = ?1", &[&slug]),
+            count("SELECT count(*) FROM _emdash_media_usage WHERE source_key >= ?1 AND source_key < ?2", &[&lo, &hi]),
+            count(
+                "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_type = 'content' AND collection_id = ?1",
+                &[&id],
+            ),
+        ];
+        for k in 0..4 {
+            let ok = match (k as i64).cmp(&kind) {
+                std::cmp::Ordering::Less => left[k] == there[k],
+                std::cmp::Ordering::Equal => left[k] <= there[k],
+                std::cmp::Ordering::Greater => left[k] == 0,
+            };
+            assert!(ok, "{what}: {slug}'s counters {left:?} (counting kind {kind}) against {there:?} left");
+        }
+        out.push((left, kind == 4));
+    }
+    out
+}
+
 /// What a tick may spend, and how it does the work.
 type Tick = (Budget, BackgroundPolicy);
 
@@ -174,6 +220,7 @@ fn tick_until_gone(db: &SqliteExecutor, slug: &str, tick: Tick) -> u32 {
     for n in 1..=100 {
         let report = tick_with(db, tick.clone());
         assert!(report.error.is_none() || report.count("deletionFailures") > 0, "{:?}", report.error);
+        assert_counters_exact(db, &format!("after tick {n}"));
         if tombstone(db, slug).is_none() {
             return n;
         }
@@ -289,8 +336,15 @@ fn call_on<E: Executor>(exec: &E, method: &str, path: &str) -> Response {
     call_on_body(exec, method, path, None)
 }
 
+/// One step of the lane that deletes or moves the deletion on: the steps that count what it
+/// has left, which come first, are taken on the way (`counting.rs` tests them).
 fn step(db: &SqliteExecutor, batch: CleanupBatch, held: &mut Option<Held>) -> Option<StepOutcome> {
-    block_on(deletion::step(db, &MonotonicClock::default(), batch, held)).unwrap()
+    loop {
+        match block_on(deletion::step(db, &MonotonicClock::default(), batch, held)).unwrap() {
+            Some(StepOutcome::Counted { .. }) if held.is_some() => continue,
+            other => return other,
+        }
+    }
 }
 
 /// Steps until nothing is due (at most 100 steps); returns the outcomes.

@@ -412,14 +412,23 @@ fn of_several_due_deletions_one_step_claims_and_advances_exactly_one() {
     let before = tombstone_row(&api.db);
     let mut held = None;
     let metered = Metered::new(&api.db, MonotonicClock::default());
-    let outcome =
-        block_on(deletion::step(&metered, &MonotonicClock::default(), CleanupBatch::Fixed(50), &mut held)).unwrap();
+    let mut step_on = || {
+        let before = metered.usage().statements;
+        let outcome =
+            block_on(deletion::step(&metered, &MonotonicClock::default(), CleanupBatch::Fixed(50), &mut held)).unwrap();
+        (outcome, metered.usage().statements - before)
+    };
+    // One claim and three counting statements (work rows, revisions, occurrences: none of each),
+    // then the last kind's count (sources).
+    assert_eq!(step_on(), (Some(StepOutcome::Counted { statements: 3 }), 4));
+    assert_eq!(step_on(), (Some(StepOutcome::Counted { statements: 1 }), 1));
+    let (outcome, statements) = step_on();
     assert!(
         matches!(outcome, Some(StepOutcome::Deleted { advanced_to: Some(DeletionPhase::Sources), .. })),
         "{outcome:?}"
     );
-    // One claim, two deletes (work rows, revisions) and a checkpoint.
-    assert_eq!(metered.usage().statements, 4);
+    // Two deletes (work rows, revisions), each with its counter's statement, and a checkpoint.
+    assert_eq!(statements, 5);
     let changed: Vec<&String> = ids
         .iter()
         .filter(|id| scalar(&api.db, &format!("SELECT count(*) FROM _emdash_media_usage_collection_deletions WHERE collection_id = '{id}' AND phase = 'sources'")) == 1)

@@ -654,13 +654,16 @@ pub struct Generator {
     ops: u64,
     target: u64,
     done: bool,
+    /// Operations the scheduler steps rarely (a slow isolate, a stalled connection): others run
+    /// many statements, ticks and whole requests between two of theirs.
+    slow: std::collections::BTreeSet<u64>,
 }
 
 impl Generator {
     pub fn new(seed: u64, target: u64) -> Generator {
         let mut rng = Rng::new(seed);
         let fault_rate = 0.02 + rng.below(20) as f64 / 100.0;
-        Generator { rng, fault_rate, ops: 0, target, done: false }
+        Generator { rng, fault_rate, ops: 0, target, done: false, slow: Default::default() }
     }
 
     /// The next event given the operations in flight; `None` at the end.
@@ -675,7 +678,18 @@ impl Generator {
         let rng = &mut self.rng;
         let roll = rng.below(100);
         if !in_flight.is_empty() && (roll < 62 || in_flight.len() >= MAX_IN_FLIGHT) {
-            return Some(Event::Step { op: in_flight[rng.below(in_flight.len() as u64) as usize] });
+            // A slow operation is stepped one time in fifty it would otherwise be.
+            self.slow.retain(|id| in_flight.iter().any(|k| k & !1 == *id));
+            let weight = |k: &u64| if self.slow.contains(&(k & !1)) { 1 } else { 50 };
+            let total: u64 = in_flight.iter().map(weight).sum();
+            let mut pick = rng.below(total);
+            for k in in_flight {
+                if pick < weight(k) {
+                    return Some(Event::Step { op: *k });
+                }
+                pick -= weight(k);
+            }
+            unreachable!("a pick within the total weight");
         }
         if roll < 68 {
             let ms = if rng.chance(0.1) { 3_600_000 * (1 + rng.below(48)) } else { 1_000 * (1 + rng.below(30)) };
@@ -696,6 +710,9 @@ impl Generator {
             Fault { kind, at: 1 + rng.below(12) as u32 }
         });
         let retry = fault.is_some() && rng.chance(0.6);
+        if rng.chance(0.03) {
+            self.slow.insert(2 * self.ops);
+        }
         Some(Event::Spawn { id: 2 * self.ops, op, fault, retry })
     }
 }

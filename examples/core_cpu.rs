@@ -7,7 +7,8 @@
 //! adds up the CPU spent inside the executor (SQLite's share, which D1 does not charge to the
 //! worker); the rest of the invocation's CPU is the core's. The sizes follow `tests/bench/run.mjs`
 //! and scale with `BENCH_SCALE` (default 1). Prints one `CORE_JSON {…}` line. Run:
-//! `cargo run --release --example core_cpu`.
+//! `cargo run --release --example core_cpu` (`CORE_CPU=extraction`: the extraction bench of
+//! 1 MiB bodies alone, `shared/extraction.rs`, which the wasm build also runs).
 
 use futures::executor::block_on;
 use media_usage_worker::api::input::MAX_BODY_BYTES;
@@ -19,8 +20,10 @@ use media_usage_worker::model::state::TickOutcome;
 use media_usage_worker::settings::Settings;
 use media_usage_worker::tick::{self, budget::Budget, lanes::BackgroundPolicy};
 use media_usage_worker::usage::cost::{self, CpuWork};
-use media_usage_worker::usage::extract::{extract, Library, Rules};
 use serde_json::{json, Value as Json};
+
+#[path = "shared/extraction.rs"]
+mod extraction;
 
 const ADMIN: &str = "core-bench-admin-token-0123456789abcdef";
 
@@ -124,44 +127,14 @@ impl Bench {
     }
 }
 
-/// Extraction (and resolution against an empty library) of 1 MiB bodies: plain text, and bodies
-/// built to make a naive reader slow. Each body's best of five runs, in milliseconds and MB/s.
-fn extraction(clock: &CpuClock) -> Json {
-    const MIB: usize = 1 << 20;
-    let rules = Rules::current(Some("https://cdn.example.com/media"));
-    let rep = |unit: &str| unit.repeat(MIB / unit.len());
-    let long_key = "k".repeat(MIB / 2);
-    let bodies: Vec<(&str, Json)> = vec![
-        ("plain text", json!({"title": rep("lorem ipsum dolor sit amet ")})),
-        ("public URL prefixes", json!({"title": rep("//cdn.example.com/media/")})),
-        ("file routes", json!({"title": rep("/_emdash/api/media/file/")})),
-        ("one endless key", json!({"title": format!("/_emdash/api/media/file/{}", rep("a"))})),
-        ("transformation URLs", json!({"title": rep("https://cdn.example.com/cdn-cgi/image/w=1/")})),
-        ("encoded query values", json!({"title": rep("/_image?url=%2F")})),
-        ("entities and escapes", json!({"title": rep("&#47;&amp;\\/\\u00")})),
-        ("id tokens", json!({"title": rep("0123456789abcdef01234,")})),
-        ("a data: URI", json!({"title": format!("data:image/png;base64,{}", rep("0123456789abcdef0123+/"))})),
-        ("a long key over numbers", json!({"extra": {long_key.clone(): vec![1; MIB / 4]}})),
-        ("a long key over assets", json!({"extra": {long_key: vec![json!({"asset": {"_ref": "x"}}); MIB / 40]}})),
-    ];
-    let mut out = Vec::new();
-    for (name, body) in bodies {
-        let data = body.as_object().unwrap();
-        let bytes = body.to_string().len();
-        let ms = (0..5)
-            .map(|_| {
-                let started = clock.now_ms();
-                let extracted = extract(&[], data, &rules);
-                let _ = extracted.resolve(&Library::default());
-                clock.now_ms() - started
-            })
-            .fold(f64::INFINITY, f64::min);
-        out.push(json!({"body": name, "bytes": bytes, "ms": ms, "mbPerS": bytes as f64 / 1e6 / (ms / 1e3)}));
-    }
-    Json::Array(out)
-}
-
 fn main() {
+    // `CORE_CPU=extraction`: the extraction bench alone (what `tests/bench/wasm_extraction.mjs`
+    // compares the wasm build's with).
+    if std::env::var("CORE_CPU").as_deref() == Ok("extraction") {
+        let clock = CpuClock;
+        println!("CORE_JSON {}", json!({"extraction": extraction::measure(|| clock.now_ms())}));
+        return;
+    }
     let scale: f64 = std::env::var("BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1.0);
     let n = |full: f64, min: usize| ((full * scale).round() as usize).max(min);
     let (settings, _) = Settings::parse(|name| (name == "EMDASH_ADMIN_TOKEN").then(|| ADMIN.to_owned()));
@@ -320,7 +293,7 @@ fn main() {
         json!({"entries": entries, "request": summary(vec![request]), "ticks": summary(b.ticks())}),
     );
 
-    let extraction = extraction(&b.clock);
+    let extraction = extraction::measure(|| b.clock.now_ms());
     let plain_mb_per_s = extraction[0]["mbPerS"].as_f64().unwrap_or(0.0);
     out.insert("extraction".into(), extraction);
 

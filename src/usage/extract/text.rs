@@ -7,6 +7,8 @@
 
 use std::borrow::Cow;
 
+use memchr::memmem::Finder;
+
 use super::Names;
 
 /// The path of the file route, after which a URL names a storage key (slashes included: the
@@ -83,6 +85,11 @@ impl Public {
 #[derive(Debug)]
 pub struct Scanner<'r> {
     public: &'r Public,
+    /// The searches of every view, built once per scanner: the file route, `//`, and the
+    /// public URL when it is matched as written.
+    file_route: Finder<'static>,
+    slashes: Finder<'static>,
+    prefix: Option<Finder<'r>>,
     /// Bytes examined, decoded and copied so far: the extraction's cost, in units that grow
     /// with its CPU time.
     pub work: u64,
@@ -93,7 +100,18 @@ pub struct Scanner<'r> {
 
 impl<'r> Scanner<'r> {
     pub fn new(public: &'r Public) -> Scanner<'r> {
-        Scanner { public, work: 0, key_spans: Vec::new() }
+        let prefix = match public {
+            Public::Prefix(p) => Some(Finder::new(p.as_bytes())),
+            Public::None | Public::Url { .. } => None,
+        };
+        Scanner {
+            public,
+            file_route: Finder::new(FILE_ROUTE.as_bytes()),
+            slashes: Finder::new(b"//"),
+            prefix,
+            work: 0,
+            key_spans: Vec::new(),
+        }
     }
 
     /// Everything `s` names, each once: ids as whole tokens, and the readings of its file URLs'
@@ -119,7 +137,7 @@ impl<'r> Scanner<'r> {
 
     /// HTML character references and JSON string escapes decoded (borrowed when `s` has none).
     fn decode<'s>(&mut self, s: &'s str) -> Cow<'s, str> {
-        if !s.contains(['&', '\\']) {
+        if memchr::memchr2(b'&', b'\\', s.as_bytes()).is_none() {
             self.work += s.len() as u64;
             return Cow::Borrowed(s);
         }
@@ -146,23 +164,24 @@ impl<'r> Scanner<'r> {
 
     /// Where `pattern` stands in `t`, each match searched for from `advance` bytes after the last
     /// one's start (so that overlapping matches are found); `(match, end of the match)`.
-    fn find_all(&mut self, t: &str, pattern: &str, advance: usize) -> Vec<(usize, usize)> {
+    fn find_all(work: &mut u64, t: &str, pattern: &Finder<'_>, advance: usize) -> Vec<(usize, usize)> {
+        let (b, len) = (t.as_bytes(), pattern.needle().len());
         let mut found = Vec::new();
         let mut from = 0;
-        while let Some(i) = t[from..].find(pattern) {
+        while let Some(i) = b.get(from..).and_then(|rest| pattern.find(rest)) {
             let at = from + i;
-            self.work += (i + pattern.len()) as u64;
-            found.push((at, at + pattern.len()));
+            *work += (i + len) as u64;
+            found.push((at, at + len));
             from = at + advance;
         }
-        self.work += (t.len() - from.min(t.len())) as u64;
+        *work += (t.len() - from.min(t.len())) as u64;
         found
     }
 
     /// Keys after the file route, on any origin or none.
     fn file_route(&mut self, t: &str, out: &mut Vec<Names>) {
         // The route ends with the `/` it may start again with.
-        let starts = self.find_all(t, FILE_ROUTE, FILE_ROUTE.len() - 1);
+        let starts = Self::find_all(&mut self.work, t, &self.file_route, FILE_ROUTE.len() - 1);
         self.keys(t, &starts, out);
     }
 
@@ -170,10 +189,13 @@ impl<'r> Scanner<'r> {
     fn public_url(&mut self, t: &str, out: &mut Vec<Names>) {
         let starts = match self.public {
             Public::None => return,
-            Public::Prefix(prefix) => self.find_all(t, prefix, 1),
+            Public::Prefix(_) => match &self.prefix {
+                Some(prefix) => Self::find_all(&mut self.work, t, prefix, 1),
+                None => return,
+            },
             Public::Url { host, port, path } => {
                 let mut starts = Vec::new();
-                for (at, _) in self.find_all(t, "//", 1) {
+                for (at, _) in Self::find_all(&mut self.work, t, &self.slashes, 1) {
                     if let Some(key) = authority_path(t.as_bytes(), at, host, *port, path) {
                         self.work += (key - at) as u64;
                         starts.push((at, key));
@@ -190,7 +212,7 @@ impl<'r> Scanner<'r> {
     fn query_values(&mut self, t: &str, out: &mut Vec<Names>) {
         let b = t.as_bytes();
         let mut from = 0;
-        while let Some(i) = t[from..].find('=') {
+        while let Some(i) = b.get(from..).and_then(|rest| memchr::memchr(b'=', rest)) {
             let eq = from + i;
             self.work += (i + 1) as u64;
             from = eq + 1;
@@ -208,7 +230,9 @@ impl<'r> Scanner<'r> {
                 b[value_start..limit].iter().position(|&c| ends_query_value(c)).map_or(limit, |n| value_start + n);
             self.work += (end - value_start) as u64;
             from = end;
-            let Some(value) = t.get(value_start..end).filter(|v| v.contains('%')) else { continue };
+            let Some(value) = t.get(value_start..end).filter(|v| memchr::memchr(b'%', v.as_bytes()).is_some()) else {
+                continue;
+            };
             let decoded = percent_decode_lossy(value);
             self.work += 2 * value.len() as u64;
             // The decoded value's keys are not positions of `t`: its token spans stay as they are.
@@ -382,8 +406,20 @@ fn ends_data_uri(c: u8) -> bool {
     c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'<' | b'>' | b'(' | b')' | b'`' | b'\\')
 }
 
+/// Which bytes are id characters (letters, digits, `-`, `_`): one load a byte in the token scan.
+const ID_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        table[c] = b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+        c += 1;
+    }
+    table
+};
+
 fn is_id_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'-' || c == b'_'
+    ID_BYTES[c as usize]
 }
 
 /// The readings of a key as written in a URL: as written and without trailing punctuation,
@@ -403,9 +439,8 @@ fn readings(run: &str) -> Vec<String> {
 
 /// `%XX` sequences decoded, when there are any and the result is UTF-8.
 pub fn percent_decode(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return None;
-    }
+    // (Where the first one is does not matter: whether there is one.)
+    memchr::memchr(b'%', s.as_bytes())?;
     String::from_utf8(percent_decode_bytes(s)).ok()
 }
 
@@ -438,9 +473,7 @@ fn percent_decode_bytes(s: &str) -> Vec<u8> {
 /// `\n` …), as a JSON export written into a text field holds them; `None` when there are none.
 /// A backslash that starts no escape stays.
 pub fn json_unescape(s: &str) -> Option<String> {
-    if !s.contains('\\') {
-        return None;
-    }
+    memchr::memchr(b'\\', s.as_bytes())?;
     let mut out = String::with_capacity(s.len());
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {

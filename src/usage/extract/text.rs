@@ -273,8 +273,25 @@ impl<'r> Scanner<'r> {
         let b = t.as_bytes();
         self.work += b.len() as u64;
         let mut spans = self.key_spans.iter().peekable();
+        // The first `:` at or after `i` (a `data:` URI starts with a token before one).
+        let mut colon = 0;
         let mut i = 0;
         while i < b.len() {
+            // `i` starts a token or is not an id byte. A token long enough to be an id that
+            // starts in `[i, last]` covers `last`: reading back from `last`, a byte that is no
+            // id byte at `k` means none starts in `[i, k]`, and, with no `:` in `[i, last]`, no
+            // `data:` URI either, so reading resumes at `k + 1` (a few bytes read per 20
+            // skipped in prose).
+            let last = i + ID_LEN.start() - 1;
+            if colon < i {
+                colon = memchr::memchr(b':', &b[i..]).map_or(b.len(), |c| i + c);
+            }
+            if last < b.len() && colon > last {
+                if let Some(k) = b[i..=last].iter().rposition(|&c| !is_id_byte(c)) {
+                    i += k + 1;
+                    continue;
+                }
+            }
             if !is_id_byte(b[i]) {
                 i += 1;
                 continue;
@@ -446,26 +463,33 @@ pub fn percent_decode(s: &str) -> Option<String> {
 
 /// `%XX` sequences decoded; bytes that are not UTF-8 replaced.
 fn percent_decode_lossy(s: &str) -> String {
-    String::from_utf8_lossy(&percent_decode_bytes(s)).into_owned()
+    match String::from_utf8(percent_decode_bytes(s)) {
+        Ok(decoded) => decoded,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
 }
 
+/// `%XX` sequences decoded: the text between two `%` copied at once.
 fn percent_decode_bytes(s: &str) -> Vec<u8> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
     let hex = |b: u8| (b as char).to_digit(16);
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
-            (b'%', Some(h), Some(l)) => {
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'%', &bytes[i..]) {
+        let at = i + p;
+        out.extend_from_slice(&bytes[i..at]);
+        match (bytes.get(at + 1).copied().and_then(hex), bytes.get(at + 2).copied().and_then(hex)) {
+            (Some(h), Some(l)) => {
                 out.push((h * 16 + l) as u8);
-                i += 3;
+                i = at + 3;
             }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
+            _ => {
+                out.push(b'%');
+                i = at + 1;
             }
         }
     }
+    out.extend_from_slice(&bytes[i..]);
     out
 }
 
@@ -767,6 +791,15 @@ mod tests {
         assert_eq!(ids(&format!("/_emdash/api/media/file/{id}.png")), Vec::<String>::new(), "part of a key");
         assert_eq!(ids(&format!("note:{id}")), [id], "a colon after another word starts no data: URI");
         assert_eq!(ids(&format!("data {id}")), [id], "nor the word data alone");
+        // Prose is read a token at a time whatever comes before: the `data:` URI and the id
+        // after words, at every offset.
+        for pad in 0..24 {
+            let words = "lorem ipsum dolor sit amet ".repeat(3);
+            let s = format!("{}{words}data:x,{id} {words}{id} {words}", "a ".repeat(pad));
+            assert_eq!(ids(&s), [id], "{pad}");
+            let s = format!("{}{words}{id}:{id}", "b".repeat(pad));
+            assert_eq!(ids(&s), [id], "{pad}");
+        }
     }
 
     #[test]

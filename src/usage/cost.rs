@@ -31,7 +31,7 @@ pub const ROW_US: f64 = 20.0;
 /// The default of `MEDIA_USAGE_TICK_MAX_CPU_MS`: the modelled CPU a tick's projections may
 /// spend, in milliseconds of native core CPU. The Free plan allows 10 ms per invocation; this
 /// leaves room for the tick's own CPU ([`TICK_FIXED_MS`]) and for wasm running slower than
-/// native.
+/// native: 1.6 times, measured (`tests/bench/wasm_extraction.mjs`), so (4 + 1.5) × 1.6 = 8.8 ms.
 pub const DEFAULT_TICK_CPU_MS: f64 = 4.0;
 /// What a tick costs besides its projections (the driver, the other lanes' steps, the log
 /// write), measured natively: it is not spent from the CPU budget but is part of the margin.

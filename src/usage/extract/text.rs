@@ -6,6 +6,7 @@
 //! in [`Scanner::work`].
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use memchr::memmem::Finder;
 
@@ -132,7 +133,7 @@ impl<'r> Scanner<'r> {
     /// The ids an object key names as whole tokens.
     pub fn key(&mut self, k: &str, out: &mut Vec<Names>) {
         self.key_spans.clear();
-        self.tokens(k, out);
+        self.tokens(k, out, false);
     }
 
     /// HTML character references and JSON string escapes decoded (borrowed when `s` has none).
@@ -158,7 +159,7 @@ impl<'r> Scanner<'r> {
         if tokens {
             self.query_values(t, out);
             self.key_spans.sort_unstable();
-            self.tokens(t, out);
+            self.tokens(t, out, true);
         }
     }
 
@@ -269,7 +270,11 @@ impl<'r> Scanner<'r> {
 
     /// Media ids as whole tokens: maximal runs of id characters (letters, digits, `-`, `_`) of
     /// 20 to 64 characters with a digit, outside `data:` URIs and outside file URLs' keys.
-    fn tokens(&mut self, t: &str, out: &mut Vec<Names>) {
+    /// With `once`, an id already found in `t` is not added again (a string's names are
+    /// deduplicated anyway: [`Scanner::string`]).
+    fn tokens(&mut self, t: &str, out: &mut Vec<Names>, once: bool) {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut previous: Option<&str> = None;
         let b = t.as_bytes();
         self.work += b.len() as u64;
         let mut spans = self.key_spans.iter().peekable();
@@ -316,7 +321,11 @@ impl<'r> Scanner<'r> {
             }
             if ID_LEN.contains(&token.len()) && token.bytes().any(|c| c.is_ascii_digit()) {
                 self.work += token.len() as u64;
-                out.push(Names::Id(token.to_owned()));
+                // (The last one found is compared first: a repeated id is not hashed again.)
+                if !once || (previous != Some(token) && seen.insert(token)) {
+                    out.push(Names::Id(token.to_owned()));
+                }
+                previous = Some(token);
             }
         }
     }

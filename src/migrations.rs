@@ -41,4 +41,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0021_content_schedule.sql", sql: include_str!("../migrations/0021_content_schedule.sql") },
     Migration { name: "0022_field_deletion.sql", sql: include_str!("../migrations/0022_field_deletion.sql") },
     Migration { name: "0023_idle_passes.sql", sql: include_str!("../migrations/0023_idle_passes.sql") },
+    Migration { name: "0025_rules_index.sql", sql: include_str!("../migrations/0025_rules_index.sql") },
 ];

@@ -504,3 +504,39 @@ fn strings_that_name_nothing_never_make_an_entry_unindexable() {
     assert!(metered.usage().statements <= JOB_MAX_STATEMENTS);
     assert_eq!(used_in(&api, &m.c).0[0].1, [("extra[50000]".to_owned(), "embedded_id".to_owned())]);
 }
+
+#[test]
+fn coverage_under_rules_before_or_after_the_deployed_ones_is_repaired_and_a_deleting_collections_is_not() {
+    let api = Api::new();
+    for slug in ["older", "newer", "proven", "going"] {
+        collection(&api, slug);
+    }
+    let rules = api.config.background.projection.rules.clone();
+    let id = rules.id().to_owned();
+    let set = |slug: &str, sql: &str| {
+        api.db
+            .connection()
+            .execute(&format!("UPDATE _emdash_media_usage_index_status SET {sql} WHERE scope_key = ?1"), [slug])
+            .unwrap();
+    };
+    // Proven under rules whose ids sort before and after the deployed one (an upgrade, a
+    // rollback), under the deployed ones, and a collection being deleted under older ones.
+    assert!("!" < id.as_str() && id.as_str() < format!("{id}~").as_str());
+    set("older", "rules_version = '!'");
+    set("newer", &format!("rules_version = '{id}~'"));
+    set("going", "rules_version = '!', capture_state = 'deleting'");
+    let needing = || {
+        let mut ids = block_on(media_usage_worker::repo::repair::needing_rules(&api.db, &id)).unwrap();
+        ids.sort();
+        ids
+    };
+    let mut expected =
+        vec![crate::support::collection_id(&api.db, "older"), crate::support::collection_id(&api.db, "newer")];
+    expected.sort();
+    assert_eq!(needing(), expected);
+    let started = block_on(media_usage_worker::usage::repair::step_next(&api.db, None, &rules)).unwrap();
+    assert_eq!(started, Some(media_usage_worker::usage::repair::StepOutcome::Started { n: 2 }));
+    // Started: their runs are under the deployed rules, so they are not started again.
+    assert_eq!(needing(), Vec::<String>::new());
+    assert_eq!(collection_status(&api, "proven")["status"], "complete");
+}

@@ -1,13 +1,16 @@
 // An idle tick costs what an empty site's costs, on the real worker with local D1 and R2: beside
-// 1,000 items in the trash (half of them in use) and 1,500 objects of another application in the
-// bucket, once the work there is to do is done, an idle tick issues the same statements and reads
-// and writes the same D1 rows (as D1 reports them, from the tick log) as on an empty site; beside
-// a collection deletion waiting to be retried too, the same statements and rows written. The purge walks on from where the last tick left
-// it, so unused items behind 500 in use are purged within a few ticks.
+// 1,000 items in the trash (half of them in use), 1,500 objects of another application in the
+// bucket and a large collection deletion with nothing due (waiting to be retried, or leased by
+// another invocation), once the work there is to do is done, an idle tick issues the same
+// statements and reads and writes the same D1 rows (as D1 reports them, from the tick log) as on
+// an empty site (while the deletion still has queued work rows to delete, at most 3 rows read
+// more, whatever their number). The purge walks on from where the last tick left it, so unused
+// items behind 500 in use are purged within a few ticks.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { Miniflare } from "miniflare";
-import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, ProbeBucket, dispatchTo, scheduledOn } from "./harness.mjs";
+import { workerOptions, migrationStatements, ADMIN_TOKEN, probeWorker, ProbeDb, ProbeBucket, dispatchTo, scheduledOn, Worker } from "./harness.mjs";
+import { largeCollection } from "./helpers.mjs";
 
 /** Two sites, each its own worker, database and bucket. */
 const sites = {};
@@ -107,21 +110,51 @@ test("idle ticks beside a large trash, a shared bucket and a waiting deletion co
 
   const emptyCost = await idleCost(empty);
   assert.deepEqual(await idleCost(big), emptyCost, "an idle tick beside 500 trashed items in use and 1,500 foreign objects");
-  // A collection deletion waiting to be retried (backing off after a failure).
-  assert.equal((await big.api("POST", "/schema/collections", { slug: "old", label: "Old", fields: [{ slug: "hero", type: "image" }] })).status, 201);
-  await big.db.prepare(
-    `WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 2000)
-     INSERT INTO ec_old (id, slug, status, hero) SELECT printf('o%04d', i), printf('o%04d', i), 'published', 'm0001' FROM k`,
-  ).run();
-  await big.db.prepare("DELETE FROM _emdash_media_usage_work").run();
+  // A large collection deletion (20,000 indexed entries, each queued for work, their sources and
+  // occurrences left to delete) waiting to be retried (backing off after a failure).
+  const old = await largeCollection(new Worker(big.mf, big.db), { slug: "old", entries: 20_000, occurrences: 1 });
   assert.equal((await big.api("DELETE", "/schema/collections/old?force=true")).status, 200);
   await big.db.prepare("UPDATE _emdash_media_usage_collection_deletions SET state = 'retry', attempt_count = 3, next_attempt_at = '2099-01-01T00:00:00.000Z'").run();
 
-  // Beside the waiting deletion: the same statements and rows written; rows read differ by the
-  // deleting collection's coverage row, which the lanes' looks at coverage (the repair lane's)
-  // read: a row or two per waiting deletion, whatever its size.
-  const bigCost = await idleCost(big);
-  assert.deepEqual({ ...bigCost, rowsRead: 0 }, { ...emptyCost, rowsRead: 0 }, "an idle tick beside 500 trashed items in use, 1,500 foreign objects and a waiting deletion");
-  assert.ok(bigCost.rowsRead <= emptyCost.rowsRead + 2, `${JSON.stringify(bigCost)} ${JSON.stringify(emptyCost)}`);
+  // D1 counts every row a statement steps onto, a neighbour that ends an index range included,
+  // so the deleting collection's rows are tried on either side of the registered one's
+  // (collection ids are random): its id is moved to the first and to the last possible id, in
+  // every table that holds it.
+  let id = old.id;
+  const moveTo = async (to) => {
+    for (const t of ["_emdash_fields", "_emdash_media_usage_sources", "_emdash_media_usage_index_status", "_emdash_media_usage_work",
+      "_emdash_media_usage_reconciliations", "_emdash_media_usage_collection_deletions", "_emdash_content_schedule", "_emdash_media_usage_field_deletions"]) {
+      await big.db.prepare(`UPDATE ${t} SET collection_id = ?1 WHERE collection_id = ?2`).bind(to, id).run();
+    }
+    id = to;
+  };
+  // While its first cleanup phase (`work`) has work rows left to delete, the claim's look for work of a
+  // collection neither registered nor being deleted steps onto the first due work row of each
+  // state: a few rows more than an empty site's, the same for 20,000 rows queued as for 10.
+  const queued = {};
+  for (const to of ["0".repeat(32), "f".repeat(32)]) {
+    await moveTo(to);
+    queued[to] = await idleCost(big);
+    assert.deepEqual({ ...queued[to], rowsRead: 0 }, { ...emptyCost, rowsRead: 0 }, `beside a deletion with 20,000 work rows left (id ${to})`);
+    assert.ok(queued[to].rowsRead <= emptyCost.rowsRead + 3, `${JSON.stringify(queued[to])} ${JSON.stringify(emptyCost)}`);
+  }
+  await big.db.prepare("DELETE FROM _emdash_media_usage_work WHERE rowid NOT IN (SELECT rowid FROM _emdash_media_usage_work ORDER BY rowid LIMIT 10)").run();
+  assert.deepEqual(await idleCost(big), queued["f".repeat(32)], "beside a deletion with 10 work rows left");
+  // Past that phase (its work rows deleted), 20,000 sources and occurrences left: the same
+  // statements and rows, read and written, as an empty site.
+  await big.db.prepare("DELETE FROM _emdash_media_usage_work").run();
+  await big.db.prepare("UPDATE _emdash_media_usage_collection_deletions SET phase = 'sources'").run();
+  for (const to of ["0".repeat(32), "f".repeat(32)]) {
+    await moveTo(to);
+    assert.deepEqual(await idleCost(big), emptyCost, `an idle tick beside 500 trashed items in use, 1,500 foreign objects and a deletion waiting to be retried (id ${to})`);
+  }
+  // Leased by another invocation whose lease is live: nothing due either.
+  await big.db.prepare("UPDATE _emdash_media_usage_collection_deletions SET state = 'leased', lease_token = 'another', lease_expires_at = '2099-01-01T00:00:00.000Z'").run();
+  for (const to of ["0".repeat(32), "f".repeat(32)]) {
+    await moveTo(to);
+    assert.deepEqual(await idleCost(big), emptyCost, `an idle tick beside a deletion another invocation holds (id ${to})`);
+  }
+  const [{ left }] = await big.rows("SELECT count(*) AS left FROM _emdash_media_usage_sources WHERE collection_id = ?1", id);
+  assert.equal(left, 20_000, "the deletion waited: its 20,000 sources are left");
   assert.equal((await big.bucket.keys()).length, 1500, "the foreign objects stay");
 });

@@ -10,9 +10,11 @@
 SELECT p.cursor_deleted_at, p.cursor_id,
   (p.next_pass_at IS NULL OR p.next_pass_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) AS due,
   NOT EXISTS (
-    -- (From the registry: a coverage row per registered collection is read, no other.)
+    -- (From the registry: a coverage row per registered collection is read, no other. Each is
+    -- found by its primary key, every column of which is matched: a one-row lookup that never
+    -- steps on to the next coverage row, a collection being deleted's say.)
     SELECT 1 FROM _emdash_collections AS c
-    CROSS JOIN _emdash_media_usage_index_status AS s
+    CROSS JOIN _emdash_media_usage_index_status AS s INDEXED BY sqlite_autoindex__emdash_media_usage_index_status_1
       ON s.adapter_id = 'content-media' AND s.scope_type = 'collection'
      AND s.collection_id = c.id AND s.scope_key = c.slug
     WHERE s.status <> 'complete' OR s.reconciliation_required <> 0 OR s.rules_version IS NOT ?1) AS ready

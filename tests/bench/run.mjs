@@ -7,7 +7,8 @@
 // kind of request or tick, divided by their number — an upper bound, since the same process runs
 // Miniflare's D1 (SQLite) and its plumbing; and the core's own CPU natively
 // (examples/core_cpu.rs: the same requests and ticks on in-memory SQLite, the thread's CPU
-// minus what the executor spent).
+// minus what the executor spent). Extraction MB/s natively and in the wasm build
+// (tests/bench/wasm_extraction.mjs).
 import { execFileSync, execSync } from "node:child_process";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { gzipSync } from "node:zlib";
@@ -15,6 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startWorker } from "../workerd/harness.mjs";
 import { largeCollection } from "../workerd/helpers.mjs";
+import { printWasmExtraction, wasmExtraction } from "./wasm_extraction.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
@@ -302,6 +304,10 @@ const richData = (i) => ({
   results.core = JSON.parse(line.slice("CORE_JSON ".length));
 }
 
+// 5b. Extraction in the wasm build (workerd's clocks stand still while wasm runs: the same bench
+// built for wasm32 and run in this process), against the native figures of step 5.
+results.wasmExtraction = await wasmExtraction(results.core.extraction);
+
 // 6. The wasm module.
 {
   const dir = path.join(ROOT, "build");
@@ -350,7 +356,8 @@ console.log(`\nCPU per invocation (native core: p50, max; workerd process incl. 
 for (const [a, b, c] of cpuTable) console.log(`  ${a.padEnd(48)} ${b.padEnd(34)} workerd ${c}`);
 // Extraction of 1 MiB bodies, natively: plain text and adversarial ones, side by side.
 const plain = c.extraction.find((e) => e.body === "plain text");
-console.log(`\nExtraction of 1 MiB (native core, best of 5; ×: against plain text)`);
+console.log(`\nExtraction of 1 MiB (native core, best of 7; ×: against plain text)`);
 for (const e of c.extraction) console.log(`  ${e.body.padEnd(48)} ${`${f(e.ms, 2)} ms`.padEnd(34)} ${f(e.mbPerS, 0)} MB/s (×${f(e.ms / plain.ms, 2)})`);
+printWasmExtraction(r.wasmExtraction);
 console.log(`BENCH_JSON ${JSON.stringify({ scale: SCALE, ...results })}`);
 if (!r.deletion.finished || !r.repair.finished || !r.richRepair.finished) process.exitCode = 1;

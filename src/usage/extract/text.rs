@@ -6,6 +6,9 @@
 //! in [`Scanner::work`].
 
 use std::borrow::Cow;
+use std::collections::HashSet;
+
+use memchr::memmem::Finder;
 
 use super::Names;
 
@@ -83,6 +86,11 @@ impl Public {
 #[derive(Debug)]
 pub struct Scanner<'r> {
     public: &'r Public,
+    /// The searches of every view, built once per scanner: the file route, `//`, and the
+    /// public URL when it is matched as written.
+    file_route: Finder<'static>,
+    slashes: Finder<'static>,
+    prefix: Option<Finder<'r>>,
     /// Bytes examined, decoded and copied so far: the extraction's cost, in units that grow
     /// with its CPU time.
     pub work: u64,
@@ -93,7 +101,18 @@ pub struct Scanner<'r> {
 
 impl<'r> Scanner<'r> {
     pub fn new(public: &'r Public) -> Scanner<'r> {
-        Scanner { public, work: 0, key_spans: Vec::new() }
+        let prefix = match public {
+            Public::Prefix(p) => Some(Finder::new(p.as_bytes())),
+            Public::None | Public::Url { .. } => None,
+        };
+        Scanner {
+            public,
+            file_route: Finder::new(FILE_ROUTE.as_bytes()),
+            slashes: Finder::new(b"//"),
+            prefix,
+            work: 0,
+            key_spans: Vec::new(),
+        }
     }
 
     /// Everything `s` names, each once: ids as whole tokens, and the readings of its file URLs'
@@ -114,12 +133,12 @@ impl<'r> Scanner<'r> {
     /// The ids an object key names as whole tokens.
     pub fn key(&mut self, k: &str, out: &mut Vec<Names>) {
         self.key_spans.clear();
-        self.tokens(k, out);
+        self.tokens(k, out, false);
     }
 
     /// HTML character references and JSON string escapes decoded (borrowed when `s` has none).
     fn decode<'s>(&mut self, s: &'s str) -> Cow<'s, str> {
-        if !s.contains(['&', '\\']) {
+        if memchr::memchr2(b'&', b'\\', s.as_bytes()).is_none() {
             self.work += s.len() as u64;
             return Cow::Borrowed(s);
         }
@@ -140,29 +159,30 @@ impl<'r> Scanner<'r> {
         if tokens {
             self.query_values(t, out);
             self.key_spans.sort_unstable();
-            self.tokens(t, out);
+            self.tokens(t, out, true);
         }
     }
 
     /// Where `pattern` stands in `t`, each match searched for from `advance` bytes after the last
     /// one's start (so that overlapping matches are found); `(match, end of the match)`.
-    fn find_all(&mut self, t: &str, pattern: &str, advance: usize) -> Vec<(usize, usize)> {
+    fn find_all(work: &mut u64, t: &str, pattern: &Finder<'_>, advance: usize) -> Vec<(usize, usize)> {
+        let (b, len) = (t.as_bytes(), pattern.needle().len());
         let mut found = Vec::new();
         let mut from = 0;
-        while let Some(i) = t[from..].find(pattern) {
+        while let Some(i) = b.get(from..).and_then(|rest| pattern.find(rest)) {
             let at = from + i;
-            self.work += (i + pattern.len()) as u64;
-            found.push((at, at + pattern.len()));
+            *work += (i + len) as u64;
+            found.push((at, at + len));
             from = at + advance;
         }
-        self.work += (t.len() - from.min(t.len())) as u64;
+        *work += (t.len() - from.min(t.len())) as u64;
         found
     }
 
     /// Keys after the file route, on any origin or none.
     fn file_route(&mut self, t: &str, out: &mut Vec<Names>) {
         // The route ends with the `/` it may start again with.
-        let starts = self.find_all(t, FILE_ROUTE, FILE_ROUTE.len() - 1);
+        let starts = Self::find_all(&mut self.work, t, &self.file_route, FILE_ROUTE.len() - 1);
         self.keys(t, &starts, out);
     }
 
@@ -170,10 +190,13 @@ impl<'r> Scanner<'r> {
     fn public_url(&mut self, t: &str, out: &mut Vec<Names>) {
         let starts = match self.public {
             Public::None => return,
-            Public::Prefix(prefix) => self.find_all(t, prefix, 1),
+            Public::Prefix(_) => match &self.prefix {
+                Some(prefix) => Self::find_all(&mut self.work, t, prefix, 1),
+                None => return,
+            },
             Public::Url { host, port, path } => {
                 let mut starts = Vec::new();
-                for (at, _) in self.find_all(t, "//", 1) {
+                for (at, _) in Self::find_all(&mut self.work, t, &self.slashes, 1) {
                     if let Some(key) = authority_path(t.as_bytes(), at, host, *port, path) {
                         self.work += (key - at) as u64;
                         starts.push((at, key));
@@ -190,7 +213,7 @@ impl<'r> Scanner<'r> {
     fn query_values(&mut self, t: &str, out: &mut Vec<Names>) {
         let b = t.as_bytes();
         let mut from = 0;
-        while let Some(i) = t[from..].find('=') {
+        while let Some(i) = b.get(from..).and_then(|rest| memchr::memchr(b'=', rest)) {
             let eq = from + i;
             self.work += (i + 1) as u64;
             from = eq + 1;
@@ -208,7 +231,9 @@ impl<'r> Scanner<'r> {
                 b[value_start..limit].iter().position(|&c| ends_query_value(c)).map_or(limit, |n| value_start + n);
             self.work += (end - value_start) as u64;
             from = end;
-            let Some(value) = t.get(value_start..end).filter(|v| v.contains('%')) else { continue };
+            let Some(value) = t.get(value_start..end).filter(|v| memchr::memchr(b'%', v.as_bytes()).is_some()) else {
+                continue;
+            };
             let decoded = percent_decode_lossy(value);
             self.work += 2 * value.len() as u64;
             // The decoded value's keys are not positions of `t`: its token spans stay as they are.
@@ -245,12 +270,33 @@ impl<'r> Scanner<'r> {
 
     /// Media ids as whole tokens: maximal runs of id characters (letters, digits, `-`, `_`) of
     /// 20 to 64 characters with a digit, outside `data:` URIs and outside file URLs' keys.
-    fn tokens(&mut self, t: &str, out: &mut Vec<Names>) {
+    /// With `once`, an id already found in `t` is not added again (a string's names are
+    /// deduplicated anyway: [`Scanner::string`]).
+    fn tokens(&mut self, t: &str, out: &mut Vec<Names>, once: bool) {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut previous: Option<&str> = None;
         let b = t.as_bytes();
         self.work += b.len() as u64;
         let mut spans = self.key_spans.iter().peekable();
+        // The first `:` at or after `i` (a `data:` URI starts with a token before one).
+        let mut colon = 0;
         let mut i = 0;
         while i < b.len() {
+            // `i` starts a token or is not an id byte. A token long enough to be an id that
+            // starts in `[i, last]` covers `last`: reading back from `last`, a byte that is no
+            // id byte at `k` means none starts in `[i, k]`, and, with no `:` in `[i, last]`, no
+            // `data:` URI either, so reading resumes at `k + 1` (a few bytes read per 20
+            // skipped in prose).
+            let last = i + ID_LEN.start() - 1;
+            if colon < i {
+                colon = memchr::memchr(b':', &b[i..]).map_or(b.len(), |c| i + c);
+            }
+            if last < b.len() && colon > last {
+                if let Some(k) = b[i..=last].iter().rposition(|&c| !is_id_byte(c)) {
+                    i += k + 1;
+                    continue;
+                }
+            }
             if !is_id_byte(b[i]) {
                 i += 1;
                 continue;
@@ -275,7 +321,11 @@ impl<'r> Scanner<'r> {
             }
             if ID_LEN.contains(&token.len()) && token.bytes().any(|c| c.is_ascii_digit()) {
                 self.work += token.len() as u64;
-                out.push(Names::Id(token.to_owned()));
+                // (The last one found is compared first: a repeated id is not hashed again.)
+                if !once || (previous != Some(token) && seen.insert(token)) {
+                    out.push(Names::Id(token.to_owned()));
+                }
+                previous = Some(token);
             }
         }
     }
@@ -382,8 +432,20 @@ fn ends_data_uri(c: u8) -> bool {
     c.is_ascii_whitespace() || matches!(c, b'"' | b'\'' | b'<' | b'>' | b'(' | b')' | b'`' | b'\\')
 }
 
+/// Which bytes are id characters (letters, digits, `-`, `_`): one load a byte in the token scan.
+const ID_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        table[c] = b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+        c += 1;
+    }
+    table
+};
+
 fn is_id_byte(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'-' || c == b'_'
+    ID_BYTES[c as usize]
 }
 
 /// The readings of a key as written in a URL: as written and without trailing punctuation,
@@ -403,34 +465,40 @@ fn readings(run: &str) -> Vec<String> {
 
 /// `%XX` sequences decoded, when there are any and the result is UTF-8.
 pub fn percent_decode(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return None;
-    }
+    // (Where the first one is does not matter: whether there is one.)
+    memchr::memchr(b'%', s.as_bytes())?;
     String::from_utf8(percent_decode_bytes(s)).ok()
 }
 
 /// `%XX` sequences decoded; bytes that are not UTF-8 replaced.
 fn percent_decode_lossy(s: &str) -> String {
-    String::from_utf8_lossy(&percent_decode_bytes(s)).into_owned()
+    match String::from_utf8(percent_decode_bytes(s)) {
+        Ok(decoded) => decoded,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
 }
 
+/// `%XX` sequences decoded: the text between two `%` copied at once.
 fn percent_decode_bytes(s: &str) -> Vec<u8> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
     let hex = |b: u8| (b as char).to_digit(16);
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
-            (b'%', Some(h), Some(l)) => {
+    let mut i = 0;
+    while let Some(p) = memchr::memchr(b'%', &bytes[i..]) {
+        let at = i + p;
+        out.extend_from_slice(&bytes[i..at]);
+        match (bytes.get(at + 1).copied().and_then(hex), bytes.get(at + 2).copied().and_then(hex)) {
+            (Some(h), Some(l)) => {
                 out.push((h * 16 + l) as u8);
-                i += 3;
+                i = at + 3;
             }
-            (b, _, _) => {
-                out.push(b);
-                i += 1;
+            _ => {
+                out.push(b'%');
+                i = at + 1;
             }
         }
     }
+    out.extend_from_slice(&bytes[i..]);
     out
 }
 
@@ -438,9 +506,7 @@ fn percent_decode_bytes(s: &str) -> Vec<u8> {
 /// `\n` …), as a JSON export written into a text field holds them; `None` when there are none.
 /// A backslash that starts no escape stays.
 pub fn json_unescape(s: &str) -> Option<String> {
-    if !s.contains('\\') {
-        return None;
-    }
+    memchr::memchr(b'\\', s.as_bytes())?;
     let mut out = String::with_capacity(s.len());
     let mut chars = s.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
@@ -734,6 +800,15 @@ mod tests {
         assert_eq!(ids(&format!("/_emdash/api/media/file/{id}.png")), Vec::<String>::new(), "part of a key");
         assert_eq!(ids(&format!("note:{id}")), [id], "a colon after another word starts no data: URI");
         assert_eq!(ids(&format!("data {id}")), [id], "nor the word data alone");
+        // Prose is read a token at a time whatever comes before: the `data:` URI and the id
+        // after words, at every offset.
+        for pad in 0..24 {
+            let words = "lorem ipsum dolor sit amet ".repeat(3);
+            let s = format!("{}{words}data:x,{id} {words}{id} {words}", "a ".repeat(pad));
+            assert_eq!(ids(&s), [id], "{pad}");
+            let s = format!("{}{words}{id}:{id}", "b".repeat(pad));
+            assert_eq!(ids(&s), [id], "{pad}");
+        }
     }
 
     #[test]

@@ -44,7 +44,17 @@ fn ticks_under(api: &Api, policy: &media_usage_worker::tick::lanes::BackgroundPo
 fn the_default_budget_fits_the_free_plan_with_a_margin() {
     let defaults = crate::support::policy();
     assert_eq!(defaults.cpu_ms, cost::DEFAULT_TICK_CPU_MS);
-    assert!(defaults.cpu_ms + cost::TICK_FIXED_MS <= 6.0, "at least 1.6 times under Free's 10 ms");
+    let wasm_ms = (defaults.cpu_ms + cost::TICK_FIXED_MS) * cost::WASM_RATIO;
+    assert!(wasm_ms <= 9.0, "a tick's most in wasm, {wasm_ms} ms, at least 10% under Free's 10 ms");
+}
+
+#[test]
+fn the_largest_body_the_api_accepts_projects_within_the_default_budget_alone() {
+    // All of it source data, with a candidate and an occurrence and its source row.
+    let bytes = media_usage_worker::api::input::MAX_BODY_BYTES as u64;
+    let largest = CpuWork::entry(bytes, 1, 2);
+    assert!(largest.ms() <= cost::DEFAULT_TICK_CPU_MS, "{} ms", largest.ms());
+    assert!(cost::fitting_bytes(cost::DEFAULT_TICK_CPU_MS) >= bytes);
 }
 
 #[test]

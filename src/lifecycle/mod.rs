@@ -48,14 +48,16 @@ pub async fn create<E: Executor>(
     let id = ids::new_id();
     let mut stmts = schema::create_statements(&id, new);
     stmts.extend(capture::capture_statements(&id, &new.slug, rules_id)?);
-    match guarded_batch(exec, schema::creation_guard(&new.slug), stmts).await {
-        Ok(_) => {}
+    // The batch reads back what it created: a later read could find it deleted already by a
+    // request racing this one, and a 500 would invite a retry of a create that happened.
+    stmts.push(schema::select_statement(Some(&new.slug)));
+    let outcomes = match guarded_batch(exec, schema::creation_guard(&new.slug), stmts).await {
+        Ok(outcomes) => outcomes,
         Err(Error::Stale | Error::Unique(_)) => return Err(CreateError::Exists),
         Err(e) => return Err(e.into()),
-    }
-    schema::find(exec, &new.slug)
-        .await?
-        .ok_or_else(|| CreateError::Db(Error::Backend("the created collection vanished".into())))
+    };
+    let created = outcomes.last().map(schema::collections_of).transpose()?.and_then(|c| c.into_iter().next());
+    created.ok_or_else(|| CreateError::Db(Error::Backend("the created collection was not read back".into())))
 }
 
 /// Why a field could not be added.

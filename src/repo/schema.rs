@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use crate::exec::guard::Guard;
-use crate::exec::{Error, Executor, Statement};
+use crate::exec::{Error, Executor, Outcome, Statement};
 use crate::model::collection::Collection;
 use crate::model::field::{Field, FieldMeta, FieldType, MAX_FIELDS};
 use crate::model::ident::Ident;
@@ -54,8 +54,21 @@ struct CollectionFieldRow {
 
 /// Every collection (or only `slug`), with fields, in one statement.
 pub async fn load<E: Executor>(exec: &E, slug: Option<&Ident>) -> Result<Vec<Collection>, Error> {
-    let rows: Vec<CollectionFieldRow> =
-        exec.query(Statement::new(SELECT_COLLECTIONS).bind(slug.map(|s| s.as_str()))).await?;
+    collections(exec.query(select_statement(slug)).await?)
+}
+
+/// The statement [`load`] runs, for a batch that reads what it has just written
+/// ([`collections_of`] decodes its outcome).
+pub fn select_statement(slug: Option<&Ident>) -> Statement {
+    Statement::new(SELECT_COLLECTIONS).bind(slug.map(|s| s.as_str()))
+}
+
+/// The collections the outcome of a [`select_statement`] holds.
+pub fn collections_of(outcome: &Outcome) -> Result<Vec<Collection>, Error> {
+    collections(outcome.decode()?)
+}
+
+fn collections(rows: Vec<CollectionFieldRow>) -> Result<Vec<Collection>, Error> {
     let mut out: Vec<Collection> = Vec::new();
     for row in rows {
         if out.last().is_none_or(|c| c.id != row.collection_id) {

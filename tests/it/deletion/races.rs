@@ -269,3 +269,50 @@ fn a_job_outlived_by_its_collection_and_the_slug_s_new_collection_reports_no_err
     let (listed, coverage) = crate::support::used_in(&api, &m);
     assert_eq!((listed, coverage.as_str()), (vec![], "complete"));
 }
+
+/// Runs a hook right after the first batch whose SQL contains a needle has committed.
+struct AfterBatch<'a> {
+    inner: &'a SqliteExecutor,
+    needle: &'static str,
+    hook: RefCell<Option<Hook<'a>>>,
+}
+
+impl Executor for AfterBatch<'_> {
+    async fn run(&self, stmt: Statement) -> Result<Outcome, Error> {
+        self.inner.run(stmt).await
+    }
+
+    async fn batch(&self, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
+        let matches = stmts.iter().any(|s| s.sql().contains(self.needle));
+        let out = self.inner.batch(stmts).await;
+        if matches && out.is_ok() {
+            if let Some(hook) = self.hook.borrow_mut().take() {
+                hook(self.inner);
+            }
+        }
+        out
+    }
+}
+
+/// A collection deleted by another request right after its create committed: the create still
+/// answers 201 with what it created (its batch reads it back), not a 500 that would invite the
+/// client to create it again. (Found by the simulator: the create read the collection back in a
+/// statement of its own and found it gone.)
+#[test]
+fn a_create_answers_what_it_created_even_when_a_delete_follows_at_once() {
+    let api = Api::new();
+    let racer = AfterBatch {
+        inner: &api.db,
+        needle: "CREATE TABLE",
+        hook: RefCell::new(Some(Box::new(|db: &SqliteExecutor| {
+            assert_eq!(call_on(db, "DELETE", "/schema/collections/posts").status, 200);
+        }))),
+    };
+    let body = json!({"slug": "posts", "label": "Posts", "fields": [{"slug": "title", "type": "string"}]});
+    let r = call_on_body(&racer, "POST", "/schema/collections", Some(&body));
+    assert!(racer.hook.borrow().is_none(), "the delete ran");
+    assert_eq!(r.status, 201, "{}", r.body);
+    let item = &r.body_json()["data"]["item"];
+    assert_eq!((item["slug"].as_str(), item["fields"][0]["slug"].as_str()), (Some("posts"), Some("title")));
+    assert_eq!(scalar(&api.db, "SELECT count(*) FROM _emdash_collections WHERE slug = 'posts'"), 0, "deleted after");
+}

@@ -533,9 +533,22 @@ impl Sim {
                 continue;
             }
             let status = body(&self.call(Who::Admin, "GET", "/admin/media-usage/status", None));
-            if status["data"]["status"] == "complete" {
+            let deletions: Vec<String> = status["data"]["deletions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d["collectionId"].as_str().map(str::to_owned))
+                .collect();
+            if status["data"]["status"] == "complete" && deletions.is_empty() {
                 complete = true;
                 break;
+            }
+            // A deletion that failed for good (its holders kept dying) waits for an operator.
+            if round % 10 == 9 {
+                for id in &deletions {
+                    let body = json!({"collectionId": id});
+                    self.call(Who::Admin, "POST", "/admin/media-usage/collection-deletions/retry", Some(&body));
+                }
             }
             // What an operator does: repair what a schema change left stale (a repair run the
             // ticks carry on), and retry failed work after its back-off.
@@ -550,7 +563,7 @@ impl Sim {
         }
         if !complete {
             let status = body(&self.call(Who::Admin, "GET", "/admin/media-usage/status", None));
-            self.world.violation(format!("coverage not complete at quiescence: {status}"));
+            self.world.violation(format!("coverage not complete, or deletions left, at quiescence: {status}"));
             return;
         }
         self.check_index();
@@ -622,7 +635,14 @@ impl Sim {
                     ),
                 );
                 if left[0][0] != "0" {
-                    self.world.violation(format!("{} rows of {t} belong to no registered collection", left[0][0]));
+                    let rows = model::rows(
+                        db,
+                        &format!(
+                            "SELECT * FROM {t} WHERE collection_id NOT IN (SELECT id FROM _emdash_collections) LIMIT 3"
+                        ),
+                    );
+                    self.world
+                        .violation(format!("{} rows of {t} belong to no registered collection: {rows:?}", left[0][0]));
                 }
             }
         }

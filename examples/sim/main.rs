@@ -156,7 +156,8 @@ struct Args {
 
 fn args() -> Result<Args, String> {
     let mut a = Args { seeds: vec![1], ops: 25_000, trace: None, replay: None, shrink: false, verbose: false };
-    let mut it = std::env::args().skip(1);
+    let mut it = std::env::args();
+    it.next(); // the program's name
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {

@@ -137,12 +137,15 @@ fn save(path: &Path, seed: u64, violation: &str, events: &[Event]) {
     std::fs::write(path, text).expect("the trace file");
 }
 
-fn load(path: &Path) -> (Header, Vec<Event>) {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+fn load(path: &Path) -> Result<(Header, Vec<Event>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Header = serde_json::from_str(lines.next().expect("a header line")).expect("a header");
-    let events = lines.map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect();
-    (header, events)
+    let first = lines.next().ok_or(format!("{}: empty trace", path.display()))?;
+    let header: Header = serde_json::from_str(first).map_err(|e| format!("{}: header: {e}", path.display()))?;
+    let events = lines
+        .map(|l| serde_json::from_str(l).map_err(|e| format!("{}: {e}: {l}", path.display())))
+        .collect::<Result<_, _>>()?;
+    Ok((header, events))
 }
 
 struct Args {
@@ -248,7 +251,13 @@ fn main() -> ExitCode {
     }
     if !traces.is_empty() {
         for path in &traces {
-            let (header, events) = load(path);
+            let (header, events) = match load(path) {
+                Ok(trace) => trace,
+                Err(e) => {
+                    eprintln!("sim: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             match replay(header.seed, &events, a.verbose) {
                 Ok((stats, faults)) => println!(
                     "sim: {} replayed: {} operations, {faults} faults, invariants held (once: {})",

@@ -25,28 +25,36 @@ if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknow
   rustup target add wasm32-unknown-unknown >&2
 fi
 
-if [ "$("$CARGO_BIN/wasm-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
-  log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked --force >&2
-fi
+# The CLIs worker-build runs, compiled from the Rust crate registry (minutes, once).
+install_cargo_tools() {
+  if [ "$("$CARGO_BIN/wasm-bindgen" --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+    log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --locked --force >&2
+  fi
 
-if [ "$("$CARGO_BIN/worker-build" --version 2>/dev/null | awk '{print $NF}')" != "$WORKER_BUILD_VERSION" ]; then
-  log "installing worker-build $WORKER_BUILD_VERSION (a few minutes, once)"
-  cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked --force >&2
-fi
+  if [ "$("$CARGO_BIN/worker-build" --version 2>/dev/null | awk '{print $NF}')" != "$WORKER_BUILD_VERSION" ]; then
+    log "installing worker-build $WORKER_BUILD_VERSION (a few minutes, once)"
+    cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked --force >&2
+  fi
+}
 
+# The npm packages (esbuild and wasm-opt for worker-build, Miniflare, wrangler, the browser driver).
 STAMP="$ROOT/node_modules/.package-lock.json"
-if [ ! -f "$STAMP" ] || [ "$ROOT/package-lock.json" -nt "$STAMP" ]; then
-  log "installing npm packages"
-  (cd "$ROOT" && npm ci --no-audit --no-fund >&2)
-fi
+install_npm() {
+  if [ ! -f "$STAMP" ] || [ "$ROOT/package-lock.json" -nt "$STAMP" ]; then
+    log "installing npm packages"
+    (cd "$ROOT" && npm ci --no-audit --no-fund >&2)
+  fi
+}
 
 VENV="$ROOT/.tools/schemathesis"
-if [ "$("$VENV/bin/st" --version 2>/dev/null | awk '{print $NF}')" != "$SCHEMATHESIS_VERSION" ]; then
-  log "installing schemathesis $SCHEMATHESIS_VERSION"
-  python3 -m venv "$VENV" >&2
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
-fi
+install_schemathesis() {
+  if [ "$("$VENV/bin/st" --version 2>/dev/null | awk '{print $NF}')" != "$SCHEMATHESIS_VERSION" ]; then
+    log "installing schemathesis $SCHEMATHESIS_VERSION"
+    python3 -m venv "$VENV" >&2
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
+  fi
+}
 
 # The browser for the console tests (`npm test` calls this; `npm start` does not need it):
 # Debian's chromium package, driven by playwright-core from npm. Installed when missing and this
@@ -64,6 +72,14 @@ ensure_chromium() {
   CHROMIUM_BIN="$(command -v chromium || echo /usr/bin/chromium)"
   export CHROMIUM_BIN
 }
+
+# Everything at once, in order; `npm test` sets SETUP_LATER and runs these itself, beside its
+# first stages.
+if [ -z "${SETUP_LATER:-}" ]; then
+  install_cargo_tools
+  install_npm
+  install_schemathesis
+fi
 
 export SCHEMATHESIS_BIN="$VENV/bin/st"
 export WASM_BINDGEN_BIN="$CARGO_BIN/wasm-bindgen"

@@ -5,13 +5,25 @@
 # (schemathesis against the same worker served on a local port), with the bench at a small scale.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-. "$ROOT/scripts/setup.sh"
+SETUP_LATER=1 . "$ROOT/scripts/setup.sh"
 cd "$ROOT"
+mkdir -p target
 
 step() { printf '\n==> %s (at %ds)\n' "$*" "$SECONDS"; }
 sim_pid=
 stop_sim() { [ -z "$sim_pid" ] || { pkill -P "$sim_pid" 2>/dev/null; kill "$sim_pid" 2>/dev/null; } || true; }
 trap 'stop_sim; printf "\n==> npm test: %ds\n" "$SECONDS"' EXIT
+# The installs (scripts/setup.sh) run beside the first stages, which need none of them: the
+# downloads (npm, the fuzzer, the browser) while cargo compiles, and the two CLIs worker-build
+# runs in the gaps cargo's own build leaves. Each is awaited by the first stage that needs it.
+(install_npm && install_schemathesis && ensure_chromium) >target/setup-downloads.log 2>&1 &
+downloads_pid=$!
+install_cargo_tools >target/setup-tools.log 2>&1 &
+tools_pid=$!
+await() {
+  wait "$1" || { cat "$2"; echo "setup failed: $3 (above)"; exit 1; }
+  cat "$2"
+}
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -21,7 +33,9 @@ step "cargo clippy (wasm32)"
 cargo clippy --target wasm32-unknown-unknown --locked -- -D warnings
 step "cargo test (native)"
 cargo test --locked
-step "worker-build --release"
+step "worker-build --release (after the installs it needs)"
+await "$tools_pid" target/setup-tools.log "wasm-bindgen-cli, worker-build"
+await "$downloads_pid" target/setup-downloads.log "npm packages, schemathesis, chromium"
 worker-build --release
 step "wrangler deploy --dry-run (bundle, bindings and compatibility flags checked offline)"
 # The Workers Free plan takes a worker of at most 3 MiB compressed (Paid: 10 MiB).

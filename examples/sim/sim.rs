@@ -160,8 +160,11 @@ impl Sim {
         ids::seeded::seed_this_thread(Some(seed ^ 0x05EE_D1D5));
         let world = World::new();
         let settings = settings();
+        let mut config = settings.config(world::now_ms);
+        // Requests too: a write leaves its projection to the ticks unless it fits the budget.
+        config.background = config.background.clone().with_cpu_ms(cpu_ms(seed));
         let shared = Rc::new(Shared {
-            config: settings.config(world::now_ms),
+            config,
             budget: settings.budget(),
             policy: settings.background().with_cpu_ms(cpu_ms(seed)),
         });
@@ -743,7 +746,7 @@ impl Generator {
 
 /// The CPU budget of a seed's ticks: the default, or on even seeds a budget under an entry's
 /// fixed cost and a few hundred bytes, so that entries with a draft are projected one variant a
-/// job (and the ticks run single jobs, one a tick).
+/// job (the ticks run single jobs, one a tick, and writes leave their projections to them).
 pub fn cpu_ms(seed: u64) -> f64 {
     if seed.is_multiple_of(2) {
         0.041

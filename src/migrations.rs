@@ -43,5 +43,6 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0023_idle_passes.sql", sql: include_str!("../migrations/0023_idle_passes.sql") },
     Migration { name: "0024_deletion_counters.sql", sql: include_str!("../migrations/0024_deletion_counters.sql") },
     Migration { name: "0025_rules_index.sql", sql: include_str!("../migrations/0025_rules_index.sql") },
+    Migration { name: "0026_partial_projection.sql", sql: include_str!("../migrations/0026_partial_projection.sql") },
     Migration { name: "0027_media_versions.sql", sql: include_str!("../migrations/0027_media_versions.sql") },
 ];

@@ -214,7 +214,7 @@ pub const TICK_MAX_CPU_MS: Number = Number {
     min: 0.0,
     inclusive: false,
     finite: false,
-    meaning: "CPU one cron tick's projections may spend by the cost model, in milliseconds of native core CPU (an entry that does not fit still runs, past it)",
+    meaning: "CPU one cron tick's projections may spend by the cost model, in milliseconds of native core CPU (an entry too heavy for it with its draft is projected one source variant a tick; one that still does not fit runs, past it)",
 };
 
 pub const TICK_MAX_ROWS_WRITTEN: Count = Count {

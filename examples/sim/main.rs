@@ -278,10 +278,12 @@ fn main() -> ExitCode {
             Ok((stats, f)) => {
                 let secs = t.elapsed().as_secs_f64();
                 println!(
-                    "sim: seed {seed}: {} operations ({} retries, {} ticks, {} quiescences), {f} faults (rate {:.2}), {:.2} interleavings per operation, {} answers 5xx after a fault, {:.0} operations/s",
+                    "sim: seed {seed}: {} operations ({} retries, {} ticks, {} split jobs at {} ms of CPU, {} quiescences), {f} faults (rate {:.2}), {:.2} interleavings per operation, {} answers 5xx after a fault, {:.0} operations/s",
                     stats.ops,
                     stats.retries,
                     stats.ticks,
+                    stats.split_jobs,
+                    sim::cpu_ms(seed),
                     stats.quiescences,
                     sim::fault_rate(seed),
                     stats.interleavings as f64 / stats.ops.max(1) as f64,

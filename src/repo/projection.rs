@@ -29,6 +29,7 @@ const UPSERT_SOURCES: &str = include_str!("../sql/usage/upsert_sources.sql");
 const DELETE_SOURCES: &str = include_str!("../sql/usage/delete_sources.sql");
 const COMPLETE_GROUP: &str = include_str!("../sql/usage/complete_group.sql");
 const RELEASE_GROUP: &str = include_str!("../sql/usage/release_group.sql");
+const HOLD_PARTIAL: &str = include_str!("../sql/usage/hold_partial.sql");
 const RECORD_SUCCESS: &str = include_str!("../sql/usage/record_success.sql");
 
 /// Renders a projection statement: its content table and the contract fragments. The signature
@@ -396,11 +397,14 @@ pub struct Publish<'a> {
     pub delete_keys: Vec<String>,
     /// A draft-revision error to record on coverage.
     pub draft_error: Option<&'static str>,
+    /// The published entries' live columns only: their work rows go back queued, marked with
+    /// their work version (`hold_partial.sql`), instead of going.
+    pub live_only: bool,
 }
 
 /// Publishes in one guarded batch: new occurrences, source rows (superseded generations go with
-/// them), deleted sources, the published entries' work rows, the hand-back of the rest and
-/// coverage; or nothing, with [`Error::Stale`], when any observed entry, lease or source changed.
+/// them), deleted sources, the published entries' work rows (or, for a live-only half, their
+/// hand-back with the mark), the hand-back of the rest and coverage; or nothing, with [`Error::Stale`], when any observed entry, lease or source changed.
 pub async fn publish<E: Executor>(exec: &E, p: &Publish<'_>) -> Result<(), Error> {
     let guard = Guard::new(render_with_contract(GUARD_PUBLISH_GROUP, p.table_slug, &[]))
         .bind(p.collection_id)
@@ -418,7 +422,12 @@ pub async fn publish<E: Executor>(exec: &E, p: &Publish<'_>) -> Result<(), Error
         stmts.push(Statement::new(DELETE_SOURCES).bind(json!(p.delete_keys).to_string()));
     }
     let published: Vec<&str> = p.observed.iter().map(|o| o.id.as_str()).collect();
-    stmts.push(Statement::new(COMPLETE_GROUP).bind(p.collection_id).bind(p.token).bind(json!(published).to_string()));
+    let end = if p.live_only {
+        Statement::new(super::lease::render(HOLD_PARTIAL, &[]))
+    } else {
+        Statement::new(COMPLETE_GROUP)
+    };
+    stmts.push(end.bind(p.collection_id).bind(p.token).bind(json!(published).to_string()));
     if !p.released_ids.is_empty() {
         stmts.push(release_group_statement(p.collection_id, p.token, &p.released_ids));
     }

@@ -32,6 +32,10 @@ pub struct WorkRow {
     pub collection_slug: String,
     pub change_epoch: i64,
     pub work_version: i64,
+    /// The work version at which a job published the entry's live columns alone, leaving its
+    /// draft overlay to the next job; a mark is stale once the work version moves on.
+    #[serde(default)]
+    pub partial_work_version: Option<i64>,
     /// Its lease and attempt columns.
     #[serde(flatten)]
     pub lease: LeaseState,
@@ -40,6 +44,12 @@ pub struct WorkRow {
 }
 
 impl WorkRow {
+    /// The entry's live columns were published at this work version: a job projects only its
+    /// draft overlay.
+    pub fn live_published(&self) -> bool {
+        self.partial_work_version == Some(self.work_version)
+    }
+
     /// Its lease and attempt columns.
     pub fn lease_view(&self) -> LeaseView<'_> {
         self.lease.view()

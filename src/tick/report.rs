@@ -162,6 +162,7 @@ mod tests {
             "jobs": 3,
             "failedJobs": 0,
             "conflicts": 0,
+            "splitJobs": 0,
             "cpuModelUs": 0,
             "repairSteps": 0,
             "deletionSteps": 0,

@@ -17,6 +17,7 @@ use super::admission::{Lookup, MAX_BOUND_BYTES};
 use super::backoff::Attempts;
 use super::cost::CpuWork;
 use super::extract::Rules;
+use super::snapshot::Variants;
 use crate::clock::Clock;
 use crate::exec::{Error, Executor};
 use crate::lane::adaptive::AdaptiveBatch;
@@ -28,7 +29,7 @@ pub use group::{
     group_sizer, process_group, process_group_within, GroupOutcome, GROUP_LOAD_BYTES, GROUP_MAX, GROUP_MAX_STATEMENTS,
     GROUP_MIN, GROUP_START,
 };
-use plan::{plan, prepare, source_bytes, Plan, Prepared, Writes};
+use plan::{column_bytes, plan, prepare, single_variants, source_bytes, Plan, Prepared, Reading, Writes};
 
 /// What a projection needs besides the data: what counts as a use, and what it may publish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +56,10 @@ pub const JOB_MAX_STATEMENTS: u64 = 9;
 pub enum JobOutcome {
     /// The index now holds the entry's new projection.
     Published,
+    /// The entry was too heavy for the CPU left with both variants: its live columns' projection
+    /// was published alone and its work row went back queued, marked, for the next job to
+    /// project the draft overlay.
+    PublishedLive,
     /// The stored projection was already current.
     Unchanged,
     /// The collection no longer exists with this identity; the work row was dropped.
@@ -107,6 +112,8 @@ struct Planned<'w> {
     loaded: LoadedEntry,
     /// What to write, or the code saying why the entry's fields cannot be read.
     plan: Result<Plan, &'static str>,
+    /// The variants it projects.
+    variants: Variants,
 }
 
 /// Why a job cannot go on with any of its entries.
@@ -128,7 +135,9 @@ enum Stop {
 /// behind the API: admission refuses it) is planned as too large: what it names cannot be told.
 /// Entries are read in order while their modelled CPU ([`CpuWork`]) fits `cpu_ms`, the first
 /// always when `first_always` (a single job, or the tick's first: so no entry waits for ever for
-/// room): the rest are not planned either. Returns the modelled CPU of what it read and planned.
+/// room): the rest are not planned either. A single job's heavy entry is read one variant at a
+/// time ([`Reading`]). Returns the modelled CPU of what it read and planned: of the variants read.
+#[allow(clippy::too_many_arguments)]
 async fn load_and_plan<'w, E: Executor>(
     exec: &E,
     slug: &Ident,
@@ -137,6 +146,7 @@ async fn load_and_plan<'w, E: Executor>(
     policy: &Policy,
     cpu_ms: f64,
     first_always: bool,
+    reading: Reading,
 ) -> Result<Result<(Vec<Planned<'w>>, CpuWork), Stop>, Error> {
     let Some(first) = rows.first() else { return Ok(Ok((Vec::new(), CpuWork::default()))) };
     let (cid, cslug) = (first.collection_id.as_str(), first.collection_slug.as_str());
@@ -155,36 +165,56 @@ async fn load_and_plan<'w, E: Executor>(
         return Ok(Err(Stop::Obsolete));
     }
     let mut cpu = CpuWork::default();
-    let prepared: Vec<Result<Prepared, &'static str>> = group
-        .entries
-        .iter()
-        .enumerate()
-        .map_while(|(n, (_, loaded))| {
-            let read = cpu.plus(CpuWork::entry(source_bytes(loaded), 0, 0));
-            if (n > 0 || !first_always) && read.ms() > cpu_ms {
-                return None;
+    // Per loaded entry in order: `None` for one handed back unread (a group's), else its variants
+    // and what reading them gave.
+    type Read = Option<(Variants, Result<Prepared, &'static str>)>;
+    let mut prepared: Vec<Read> = Vec::with_capacity(group.entries.len());
+    for (content_id, loaded) in &group.entries {
+        let work = rows.iter().find(|w| w.content_id == *content_id);
+        let both = CpuWork::entry(source_bytes(loaded), 0, 0);
+        let variants = match (reading, work) {
+            (Reading::Single, Some(w)) => single_variants(w, loaded, cpu_ms),
+            _ => Variants::Both,
+        };
+        if reading == Reading::Group {
+            let half_done = work.is_some_and(WorkRow::live_published);
+            let heavy = cpu.entries == 0 && loaded.revision_data.is_some() && both.ms() > cpu_ms;
+            if half_done || heavy {
+                prepared.push(None);
+                continue;
             }
-            let prepared = prepare(cid, cslug, loaded, &policy.rules);
-            let candidates = match &prepared {
-                Ok(Prepared { entry: Some(e), .. }) => e.extracted().map(|x| x.candidates().len() as u64).sum(),
-                _ => 0,
-            };
-            cpu = read.plus(CpuWork { candidates, ..CpuWork::default() });
-            Some(prepared)
-        })
-        .collect();
+        }
+        let estimate = match variants {
+            Variants::Live => CpuWork::entry(column_bytes(loaded), 0, 0),
+            _ => both,
+        };
+        if (cpu.entries > 0 || !first_always) && cpu.plus(estimate).ms() > cpu_ms {
+            break;
+        }
+        let read = prepare(cid, cslug, loaded, &policy.rules, variants);
+        let (bytes, candidates) = match &read {
+            Ok(Prepared { entry: Some(e), .. }) => {
+                let bytes = if variants == Variants::Draft { e.bytes } else { estimate.bytes };
+                (bytes, e.extracted().map(|x| x.candidates().len() as u64).sum())
+            }
+            _ => (estimate.bytes, 0),
+        };
+        cpu = cpu.plus(CpuWork::entry(bytes, candidates, 0));
+        prepared.push(Some((variants, read)));
+    }
     let mut lookup = Lookup::default();
     let covered = prepared
         .iter()
         .take_while(|p| match p {
-            Ok(Prepared { entry: Some(e), .. }) => lookup.try_add(e.extracted()),
+            Some((_, Ok(Prepared { entry: Some(e), .. }))) => lookup.try_add(e.extracted()),
             _ => true,
         })
         .count();
     let library = lookup.run(exec).await?;
     let mut planned = Vec::with_capacity(group.entries.len());
-    for (n, ((content_id, loaded), prepared)) in group.entries.into_iter().zip(prepared).enumerate() {
+    for (n, ((content_id, loaded), read)) in group.entries.into_iter().zip(prepared).enumerate() {
         let Some(work) = rows.iter().find(|w| w.content_id == content_id) else { continue };
+        let Some((variants, prepared)) = read else { continue };
         let plan = match prepared {
             Ok(p) if n < covered => {
                 let planned = plan(&loaded, &p, policy, &library);
@@ -198,7 +228,7 @@ async fn load_and_plan<'w, E: Executor>(
             Ok(_) => break,
             Err(code) => Err(code),
         };
-        planned.push(Planned { work, loaded, plan });
+        planned.push(Planned { work, loaded, plan, variants });
     }
     Ok(Ok((planned, cpu)))
 }
@@ -217,7 +247,13 @@ impl<'a> Job<'a> {
     /// `released_ids` back to single jobs; `None` when the occurrences or the sources do not fit
     /// their [`PUBLISH_VALUES`] bound values of [`MAX_BOUND_BYTES`] (one variant's always fit one:
     /// admission).
-    fn publish(&self, observed: Vec<ObservedEntry>, writes: Writes, released_ids: Vec<String>) -> Option<Publish<'a>> {
+    fn publish(
+        &self,
+        observed: Vec<ObservedEntry>,
+        writes: Writes,
+        released_ids: Vec<String>,
+        live_only: bool,
+    ) -> Option<Publish<'a>> {
         let occurrences = BoundRows::split(&writes.occurrences, MAX_BOUND_BYTES, PUBLISH_VALUES)?;
         let sources = BoundRows::split(&writes.sources, MAX_BOUND_BYTES, PUBLISH_VALUES)?;
         Some(Publish {
@@ -231,23 +267,27 @@ impl<'a> Job<'a> {
             sources,
             delete_keys: writes.delete_keys,
             draft_error: writes.draft_error,
+            live_only,
         })
     }
 }
 
 /// Processes one claimed work row: a group of one that records what it cannot publish.
 pub async fn process<E: Executor>(exec: &E, work: &WorkRow, policy: &Policy) -> Result<JobOutcome, Error> {
-    process_costed(exec, work, policy).await.map(|(outcome, _)| outcome)
+    process_costed(exec, work, policy, f64::INFINITY).await.map(|(outcome, _)| outcome)
 }
 
-/// [`process`], with the modelled CPU of what it read and planned.
+/// [`process`] within `cpu_ms` of modelled CPU (an entry with a draft that does not fit it with
+/// both variants is projected one variant a job), with the modelled CPU of what it read and
+/// planned.
 async fn process_costed<E: Executor>(
     exec: &E,
     work: &WorkRow,
     policy: &Policy,
+    cpu_ms: f64,
 ) -> Result<(JobOutcome, CpuWork), Error> {
     let mut cpu = CpuWork::default();
-    let outcome = process_inner(exec, work, policy, &mut cpu).await?;
+    let outcome = process_inner(exec, work, policy, cpu_ms, &mut cpu).await?;
     Ok((outcome, cpu))
 }
 
@@ -255,6 +295,7 @@ async fn process_inner<E: Executor>(
     exec: &E,
     work: &WorkRow,
     policy: &Policy,
+    cpu_ms: f64,
     cpu: &mut CpuWork,
 ) -> Result<JobOutcome, Error> {
     // Claimed more often than it may be attempted: earlier holders died or lost the row without
@@ -265,7 +306,8 @@ async fn process_inner<E: Executor>(
     let Ok(slug) = Ident::parse(&work.collection_slug) else {
         return obsolete(exec, work).await;
     };
-    let entry = match load_and_plan(exec, &slug, std::slice::from_ref(work), &[], policy, f64::INFINITY, true).await? {
+    let rows = std::slice::from_ref(work);
+    let entry = match load_and_plan(exec, &slug, rows, &[], policy, cpu_ms, true, Reading::Single).await? {
         Ok((planned, work)) => {
             *cpu = work;
             planned.into_iter().next()
@@ -273,13 +315,22 @@ async fn process_inner<E: Executor>(
         Err(Stop::Obsolete) => return obsolete(exec, work).await,
         Err(Stop::Unreadable) => None,
     };
-    let Some(Planned { loaded, plan, .. }) = entry else {
+    let Some(Planned { loaded, plan, variants, .. }) = entry else {
         return record_failure(exec, work, "MEDIA_USAGE_SNAPSHOT_FAILED", false).await;
     };
+    // A half that passes a limit knows the media of one variant only: it fails without keeping
+    // them (coverage turns `partial`, so the safe delete refuses every item meanwhile).
+    const LIMIT: &str = "MEDIA_USAGE_RESOURCE_LIMIT";
+    let live_only = variants == Variants::Live;
     let writes = match plan {
         Err(code) => return record_failure(exec, work, code, false).await,
+        Ok(Plan::ResourceLimit(_) | Plan::TooLarge) if variants != Variants::Both => {
+            return record_failure(exec, work, LIMIT, true).await
+        }
         Ok(Plan::ResourceLimit(referenced)) => return over_limit(exec, work, &referenced).await,
-        Ok(Plan::TooLarge) => return record_failure(exec, work, "MEDIA_USAGE_RESOURCE_LIMIT", true).await,
+        Ok(Plan::TooLarge) => return record_failure(exec, work, LIMIT, true).await,
+        // The first half publishes even when its variant is unchanged: its publish leaves the mark.
+        Ok(Plan::Unchanged) if live_only => Writes::default(),
         Ok(Plan::Unchanged) => {
             work::complete_unchanged(exec, work).await?;
             return Ok(JobOutcome::Unchanged);
@@ -293,10 +344,14 @@ async fn process_inner<E: Executor>(
         token: work.lease.lease_token.as_deref().unwrap_or_default(),
     };
     let referenced = writes.referenced.clone();
-    let Some(publish) = job.publish(vec![ObservedEntry::of(work, &loaded)], writes, Vec::new()) else {
+    let Some(publish) = job.publish(vec![ObservedEntry::of(work, &loaded)], writes, Vec::new(), live_only) else {
+        if variants != Variants::Both {
+            return record_failure(exec, work, LIMIT, true).await;
+        }
         return over_limit(exec, work, &referenced).await;
     };
     match projection::publish(exec, &publish).await {
+        Ok(()) if live_only => Ok(JobOutcome::PublishedLive),
         Ok(()) => Ok(JobOutcome::Published),
         Err(Error::Stale) => Ok(JobOutcome::Conflict),
         // The collection's table was dropped after the load (its deletion got past `table`):
@@ -319,10 +374,15 @@ pub async fn process_next<E: Executor>(
     process(exec, &work, policy).await.map(Some)
 }
 
-/// [`process_next`] of the next due job, with the modelled CPU of what it read and planned.
-async fn process_next_costed<E: Executor>(exec: &E, policy: &Policy) -> Result<Option<(JobOutcome, CpuWork)>, Error> {
+/// [`process_next`] of the next due job within `cpu_ms`, with the modelled CPU of what it read
+/// and planned.
+async fn process_next_costed<E: Executor>(
+    exec: &E,
+    policy: &Policy,
+    cpu_ms: f64,
+) -> Result<Option<(JobOutcome, CpuWork)>, Error> {
     let Some(work) = work::claim(exec, None).await? else { return Ok(None) };
-    process_costed(exec, &work, policy).await.map(Some)
+    process_costed(exec, &work, policy, cpu_ms).await.map(Some)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -334,6 +394,8 @@ pub const JOBS: Counter = Counter::new("jobs");
 pub const FAILED_JOBS: Counter = Counter::new("failedJobs");
 /// Single jobs that lost a race, and groups handed back whole.
 pub const CONFLICTS: Counter = Counter::new("conflicts");
+/// Jobs that published their entry's live columns alone, leaving its draft overlay to the next.
+pub const SPLIT_JOBS: Counter = Counter::new("splitJobs");
 /// The modelled CPU of the tick's projections ([`CpuWork`]), in microseconds.
 pub const CPU_MODEL_US: Counter = Counter::new("cpuModelUs");
 
@@ -370,7 +432,7 @@ impl<'a> WorkLane<'a> {
     /// The lane's name in the tick log.
     pub const NAME: &'static str = "work";
     /// Its tick-log counters.
-    pub const COUNTERS: &'static [Counter] = &[JOBS, FAILED_JOBS, CONFLICTS, CPU_MODEL_US];
+    pub const COUNTERS: &'static [Counter] = &[JOBS, FAILED_JOBS, CONFLICTS, SPLIT_JOBS, CPU_MODEL_US];
 
     /// The lane at the start of a tick: jobs under `policy`, groups sized by `groups`, the
     /// projections' modelled CPU within `cpu_ms`.
@@ -493,7 +555,8 @@ impl WorkLane<'_> {
         if !self.policy.admission.job_max_rows().fits(ctx.rows) {
             return Ok(Some(LaneStep::out_of_room()));
         }
-        Ok(process_next_costed(ctx.exec, self.policy).await?.map(|(outcome, cpu)| {
+        let cpu_left = self.cpu_left();
+        Ok(process_next_costed(ctx.exec, self.policy, cpu_left).await?.map(|(outcome, cpu)| {
             self.cpu = self.cpu.plus(cpu);
             count_job(ctx, &outcome);
             LaneStep::progress()
@@ -506,6 +569,7 @@ fn count_job<E, K>(ctx: &mut Ctx<'_, E, K>, outcome: &JobOutcome) {
     match outcome {
         JobOutcome::Failed { .. } => ctx.count(FAILED_JOBS, 1),
         JobOutcome::Conflict => ctx.count(CONFLICTS, 1),
+        JobOutcome::PublishedLive => ctx.count(SPLIT_JOBS, 1),
         _ => {}
     }
 }

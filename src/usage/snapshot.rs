@@ -46,10 +46,10 @@ pub enum DraftSnapshot {
     Failed(DraftFailure),
 }
 
-/// Both variants of an entry.
+/// The variants of an entry a job projects.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntrySnapshots {
-    pub columns: Snapshot,
+    pub columns: Option<Snapshot>,
     pub draft: Option<DraftSnapshot>,
 }
 
@@ -99,11 +99,28 @@ pub enum PreparedDraft {
     Failed(DraftFailure),
 }
 
-/// Both variants of an entry, prepared.
+/// Which source variants of an entry a job projects: both, or one of them when the entry is too
+/// heavy for the CPU budget with both (the live columns first, then the draft overlay).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variants {
+    Both,
+    Live,
+    Draft,
+}
+
+/// The variants of an entry a job projects, prepared, and the source keys the entry has (whether
+/// this job projects them or not: a source it leaves to another job is not removed).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreparedEntry {
-    pub columns: Prepared,
+    /// `None` when only the draft overlay is projected.
+    pub columns: Option<Prepared>,
+    /// `None` without a draft revision, or when only the live columns are projected.
     pub draft: Option<PreparedDraft>,
+    /// The entry's source keys: its live columns', and its draft overlay's when it has a draft.
+    pub source_keys: Vec<String>,
+    /// The bytes of source data the prepared variants read (column text and draft data): with
+    /// the draft overlay alone, its draft's data and the columns it does not replace.
+    pub bytes: u64,
 }
 
 impl PreparedEntry {
@@ -113,7 +130,7 @@ impl PreparedEntry {
             Some(PreparedDraft::Ready(d)) => Some(&d.extracted),
             _ => None,
         };
-        std::iter::once(&self.columns.extracted).chain(draft)
+        self.columns.iter().map(|c| &c.extracted).chain(draft)
     }
 
     /// The snapshots, with the candidates resolved against what the library holds, fingerprinted
@@ -132,7 +149,7 @@ impl PreparedEntry {
             Snapshot { meta: p.meta.clone(), occurrences, pending_keys, fingerprint, byte_length }
         };
         EntrySnapshots {
-            columns: build(&self.columns),
+            columns: self.columns.as_ref().map(build),
             draft: self.draft.as_ref().map(|d| match d {
                 PreparedDraft::Ready(p) => DraftSnapshot::Indexed(build(p)),
                 PreparedDraft::Failed(f) => DraftSnapshot::Failed(f.clone()),
@@ -141,7 +158,12 @@ impl PreparedEntry {
     }
 }
 
-/// Prepares the variants of a present entry row: its live columns and, with a draft revision,
+/// The bytes a column's value counts for in the CPU cost model: its text, or 8.
+fn value_bytes(v: &Json) -> u64 {
+    v.as_str().map_or(8, str::len) as u64
+}
+
+/// Prepares both variants of a present entry row: its live columns and, with a draft revision,
 /// the columns with the draft's values of the collection's `fields` laid over them.
 pub fn prepare_entry(
     collection_id: &str,
@@ -152,9 +174,62 @@ pub fn prepare_entry(
     revision: &RevisionRow,
     rules: &Rules,
 ) -> PreparedEntry {
+    prepare_variants(collection_id, collection_slug, fields, schema, row, revision, rules, Variants::Both)
+}
+
+/// [`prepare_entry`] of the `variants` a job projects. The draft overlay alone decodes only the
+/// columns its draft does not replace.
+#[allow(clippy::too_many_arguments)]
+pub fn prepare_variants(
+    collection_id: &str,
+    collection_slug: &str,
+    fields: &[Field],
+    schema: &[ExtractionField],
+    row: &Row,
+    revision: &RevisionRow,
+    rules: &Rules,
+    variants: Variants,
+) -> PreparedEntry {
     let content_id = text(row, "id").unwrap_or_default();
-    let data = column_data(fields, row);
     let slug = text(row, "slug");
+    let draft_id = text(row, "draft_revision_id");
+    let mut source_keys = vec![source_key(collection_id, &content_id, Variant::Columns)];
+    if draft_id.is_some() {
+        source_keys.push(source_key(collection_id, &content_id, Variant::DraftOverlay));
+    }
+    // The draft revision, read when this job projects its overlay: the code says why it cannot be.
+    let rev: Option<Result<Map<String, Json>, &'static str>> =
+        draft_id.as_ref().filter(|_| variants != Variants::Live).map(|_| {
+            if revision.id.is_none() {
+                return Err("DRAFT_REVISION_NOT_FOUND");
+            }
+            if revision.collection.as_deref() != Some(collection_slug)
+                || revision.entry_id.as_deref() != Some(content_id.as_str())
+            {
+                return Err("DRAFT_REVISION_MISMATCH");
+            }
+            match revision.data.as_deref().and_then(|d| serde_json::from_str::<Json>(d).ok()) {
+                Some(Json::Object(rev)) => Ok(rev),
+                _ => Err("DRAFT_REVISION_INVALID"),
+            }
+        });
+    // The draft overlay alone needs only the columns its draft does not replace.
+    let replaced =
+        |f: &Field| variants == Variants::Draft && matches!(&rev, Some(Ok(r)) if r.contains_key(f.slug.as_str()));
+    let kept: Vec<Field> = fields.iter().filter(|f| !replaced(f)).cloned().collect();
+    let data = column_data(&kept, row);
+    let bytes = match variants {
+        Variants::Draft => {
+            let columns: u64 = kept.iter().filter_map(|f| row.get(f.slug.as_str())).map(value_bytes).sum();
+            columns + revision.data.as_ref().map_or(0, |d| d.len() as u64)
+        }
+        _ => {
+            let columns: u64 = row.values().map(value_bytes).sum();
+            let draft =
+                if variants == Variants::Both { revision.data.as_ref().map_or(0, |d| d.len() as u64) } else { 0 };
+            columns + draft
+        }
+    };
     let meta =
         |variant: Variant, revision_id: Option<String>, slug: Option<String>, data: &Map<String, Json>| SourceMeta {
             source_key: source_key(collection_id, &content_id, variant),
@@ -176,23 +251,15 @@ pub fn prepare_entry(
         };
     let prepare =
         |meta: SourceMeta, data: &Map<String, Json>| Prepared { meta, extracted: extract(schema, data, rules) };
-    let columns = prepare(meta(Variant::Columns, text(row, "live_revision_id"), slug.clone(), &data), &data);
-    let draft = text(row, "draft_revision_id").map(|draft_id| {
-        let failed = |code: &'static str| {
-            let meta = meta(Variant::DraftOverlay, Some(draft_id.clone()), slug.clone(), &data);
-            PreparedDraft::Failed(DraftFailure { meta, code })
-        };
-        if revision.id.is_none() {
-            return failed("DRAFT_REVISION_NOT_FOUND");
-        }
-        if revision.collection.as_deref() != Some(collection_slug)
-            || revision.entry_id.as_deref() != Some(content_id.as_str())
-        {
-            return failed("DRAFT_REVISION_MISMATCH");
-        }
-        let Some(Json::Object(rev)) = revision.data.as_deref().and_then(|d| serde_json::from_str::<Json>(d).ok())
-        else {
-            return failed("DRAFT_REVISION_INVALID");
+    let columns = (variants != Variants::Draft)
+        .then(|| prepare(meta(Variant::Columns, text(row, "live_revision_id"), slug.clone(), &data), &data));
+    let draft = draft_id.zip(rev).map(|(draft_id, rev)| {
+        let rev = match rev {
+            Ok(rev) => rev,
+            Err(code) => {
+                let meta = meta(Variant::DraftOverlay, Some(draft_id), slug.clone(), &data);
+                return PreparedDraft::Failed(DraftFailure { meta, code });
+            }
         };
         // The draft's values of the collection's fields, as publishing would make them live: a
         // key no field has (a field deleted since the draft was saved; `_slug`) is not content.
@@ -203,12 +270,9 @@ pub fn prepare_entry(
             }
         }
         let draft_slug = rev.get("_slug").and_then(Json::as_str).map(str::to_owned).or_else(|| slug.clone());
-        PreparedDraft::Ready(prepare(
-            meta(Variant::DraftOverlay, Some(draft_id.clone()), draft_slug, &overlay),
-            &overlay,
-        ))
+        PreparedDraft::Ready(prepare(meta(Variant::DraftOverlay, Some(draft_id), draft_slug, &overlay), &overlay))
     });
-    PreparedEntry { columns, draft }
+    PreparedEntry { columns, draft, source_keys, bytes }
 }
 
 #[cfg(test)]
@@ -258,7 +322,7 @@ mod tests {
     }
 
     fn columns(row: &Row) -> Snapshot {
-        entry_snapshots(row, &RevisionRow::default()).columns
+        entry_snapshots(row, &RevisionRow::default()).columns.unwrap()
     }
 
     fn snaps(draft: Option<&str>, rev: RevisionRow) -> EntrySnapshots {
@@ -268,9 +332,9 @@ mod tests {
     #[test]
     fn columns_snapshot_parses_json_text_and_takes_metadata() {
         let s = snaps(None, RevisionRow::default());
-        assert_eq!(s.columns.meta.source_key, "content:c1:e1:columns");
-        assert_eq!(s.columns.meta.content_title, "Hello");
-        assert_eq!(s.columns.occurrences[0].media_id.as_deref(), Some("m1"));
+        assert_eq!(s.columns.as_ref().unwrap().meta.source_key, "content:c1:e1:columns");
+        assert_eq!(s.columns.as_ref().unwrap().meta.content_title, "Hello");
+        assert_eq!(s.columns.as_ref().unwrap().occurrences[0].media_id.as_deref(), Some("m1"));
         assert!(s.draft.is_none());
     }
 
@@ -293,7 +357,7 @@ mod tests {
         assert_eq!(code(snaps(Some("r1"), ok_rev("posts", "e1", "[1]"))), "DRAFT_REVISION_INVALID");
         // The columns snapshot is still produced.
         let s = snaps(Some("r1"), ok_rev("posts", "e1", "[1]"));
-        assert_eq!(s.columns.occurrences.len(), 1);
+        assert_eq!(s.columns.as_ref().unwrap().occurrences.len(), 1);
     }
 
     #[test]
@@ -311,7 +375,7 @@ mod tests {
         assert_eq!(d.meta.content_title, "Draft");
         assert_eq!(d.meta.revision_id.as_deref(), Some("r1"));
         assert_eq!(d.occurrences[0].media_id.as_deref(), Some("m2"));
-        assert_ne!(d.fingerprint, s.columns.fingerprint);
+        assert_ne!(d.fingerprint, s.columns.as_ref().unwrap().fingerprint);
     }
 
     #[test]
@@ -327,7 +391,10 @@ mod tests {
         let s = snaps(Some("r1"), rev);
         let Some(DraftSnapshot::Indexed(d)) = s.draft else { panic!("expected an indexed draft") };
         let media: Vec<_> = d.occurrences.iter().map(|o| o.media_id.clone()).collect();
-        assert_eq!(media, s.columns.occurrences.iter().map(|o| o.media_id.clone()).collect::<Vec<_>>());
+        assert_eq!(
+            media,
+            s.columns.as_ref().unwrap().occurrences.iter().map(|o| o.media_id.clone()).collect::<Vec<_>>()
+        );
         assert_eq!(d.meta.content_title, "Hello", "the live title: `name` is no field here");
     }
 
@@ -337,7 +404,7 @@ mod tests {
         let schema = extraction_fields(&f);
         let prepared =
             prepare_entry("c1", "posts", &f, &schema, &row(None), &RevisionRow::default(), &Rules::default());
-        let at = |epoch| prepared.snapshots(&schema, &Rules::default(), epoch, &Library::default()).columns;
+        let at = |epoch| prepared.snapshots(&schema, &Rules::default(), epoch, &Library::default()).columns.unwrap();
         let (zero, one, two) = (at(0), at(1), at(2));
         assert_eq!(zero.occurrences, one.occurrences);
         assert!(zero.fingerprint != one.fingerprint && one.fingerprint != two.fingerprint);
@@ -366,7 +433,7 @@ mod tests {
 
     #[test]
     fn fingerprints_ignore_freshness_fields_but_track_content() {
-        let a = snaps(None, RevisionRow::default()).columns;
+        let a = snaps(None, RevisionRow::default()).columns.unwrap();
         let mut r = row(None);
         r.insert("version".into(), json!(9));
         r.insert("updated_at".into(), json!("2030-01-01T00:00:00.000Z"));

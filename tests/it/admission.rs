@@ -241,26 +241,49 @@ fn a_long_article_with_pasted_images_and_many_id_like_tokens_is_accepted_and_ind
     assert_eq!(used["items"][0]["occurrences"][0]["fieldPath"], "extra.html");
 }
 
-#[test]
-fn an_entry_whose_ids_pass_one_lookup_behind_the_api_fails_closed() {
-    let api = setup(1000);
+/// An entry written behind the API (an import) under a CPU budget of `cpu_ms`: 1.9 MB of
+/// distinct id-like tokens in the live row and as many others in the draft; its media item.
+fn imported_with_many_ids(cpu_ms: f64) -> (Api, String) {
+    let mut api = setup(1000);
+    api.config.background = api.config.background.clone().with_cpu_ms(cpu_ms);
     let m = media(&api, "a.png");
     let d =
         data(&api.post("/content/posts", &json!({"slug": "imported", "status": "published", "data": {"title": "T"}})));
     let id = d["item"]["id"].as_str().unwrap().to_owned();
     data(&api.put(&format!("/content/posts/{id}"), &json!({"draft": true, "data": {"title": "D"}})));
-    // Written behind the API (an import): 1.9 MB of distinct id-like tokens in the live row and
-    // as many others in the draft: more than one lookup binds, so what they name cannot be told.
     let tokens = |from: u32| -> String { (from..from + 57_000).map(|i| format!("{i:032x} ")).collect() };
     let draft = json!({"title": tokens(100_000)}).to_string();
     let conn = api.db.connection();
     conn.execute("UPDATE ec_posts SET title = ?1 WHERE id = ?2", [&tokens(0), &id]).unwrap();
     conn.execute("UPDATE revisions SET data = ?1 WHERE id = (SELECT draft_revision_id FROM ec_posts)", [&draft])
         .unwrap();
+    (api, m)
+}
+
+#[test]
+fn an_entry_whose_ids_pass_one_lookup_behind_the_api_fails_closed() {
+    // A budget that projects both variants in one job: their ids together pass one lookup, so
+    // what they name cannot be told.
+    let (api, m) = imported_with_many_ids(600_000.0);
     api.drain();
     assert_eq!(failed_jobs(&api), 1);
     assert_eq!(coverage(&api), "partial", "coverage cannot be proven");
     assert_eq!(safe_delete(&api, &m).1, "MEDIA_USAGE_COVERAGE_INCOMPLETE");
+}
+
+#[test]
+fn projected_one_variant_a_job_the_same_entry_is_indexed_each_variants_ids_in_one_lookup() {
+    // At the default budget the entry is too heavy with both variants: each is projected by a
+    // job of its own, whose ids fit one lookup.
+    let (api, m) = imported_with_many_ids(media_usage_worker::usage::cost::DEFAULT_TICK_CPU_MS);
+    api.drain();
+    assert_eq!(failed_jobs(&api), 0);
+    assert_eq!(
+        scalar(&api.db, "SELECT count(*) FROM _emdash_media_usage_sources WHERE source_completeness = 'complete'"),
+        2
+    );
+    assert_eq!(coverage(&api), "complete");
+    assert_eq!(safe_delete(&api, &m).0, 200, "nothing names it");
 }
 
 #[test]

@@ -196,6 +196,7 @@ fn handing_a_leased_row_back_is_written_once_in_its_fragment() {
             "src/sql/lease/reset_pending.sql",
             "src/sql/repair/advance_run.sql",
             "src/sql/repair/barrier_wait.sql",
+            "src/sql/usage/hold_partial.sql",
             "src/sql/usage/release_group.sql"
         ]
     );

@@ -5,7 +5,7 @@
 use super::super::admission::MAX_BOUND_BYTES;
 use super::super::cost::CpuWork;
 use super::plan::{Plan, Writes};
-use super::{load_and_plan, process_costed, Job, JobOutcome, Planned, Policy};
+use super::{load_and_plan, process_costed, Job, JobOutcome, Planned, Policy, Reading};
 use crate::exec::{Error, Executor};
 use crate::ids;
 use crate::lane::adaptive::AdaptiveBatch;
@@ -72,7 +72,7 @@ pub async fn process_group_within<E: Executor>(
     let rows = work::claim_group(exec, &token, limit).await?;
     let Some(first) = rows.first() else { return Ok(GroupOutcome::Nothing) };
     if rows.len() == 1 {
-        let (outcome, spent) = process_costed(exec, first, policy).await?;
+        let (outcome, spent) = process_costed(exec, first, policy, cpu_ms).await?;
         *cpu = cpu.plus(spent);
         return Ok(GroupOutcome::Single(outcome));
     }
@@ -89,7 +89,7 @@ pub async fn process_group_within<E: Executor>(
     };
     let field_slugs: Vec<Ident> = collection.fields.iter().map(|f| f.slug.clone()).collect();
     let Ok((planned, spent)) =
-        load_and_plan(exec, &slug, &rows, &field_slugs, policy, cpu_ms, cpu.entries == 0).await?
+        load_and_plan(exec, &slug, &rows, &field_slugs, policy, cpu_ms, cpu.entries == 0, Reading::Group).await?
     else {
         return hand_back().await;
     };
@@ -97,7 +97,7 @@ pub async fn process_group_within<E: Executor>(
     let mut writes = Writes::default();
     let (mut occurrence_bytes, mut source_bytes) = (0usize, 0usize);
     let mut observed = Vec::new();
-    for Planned { work, loaded, plan } in planned {
+    for Planned { work, loaded, plan, .. } in planned {
         let entry_writes = match plan {
             Ok(Plan::Write(w)) => w,
             Ok(Plan::Unchanged) => Writes::default(),
@@ -121,7 +121,7 @@ pub async fn process_group_within<E: Executor>(
     }
     let released: Vec<String> = ids.iter().filter(|id| !observed.iter().any(|o| o.id == **id)).cloned().collect();
     let job = Job { collection_id: cid, collection_slug: cslug, slug: &slug, token: &token };
-    let Some(publish) = job.publish(observed, writes, released) else { return hand_back().await };
+    let Some(publish) = job.publish(observed, writes, released, false) else { return hand_back().await };
     match projection::publish(exec, &publish).await {
         Ok(()) => {
             Ok(GroupOutcome::Published { published: publish.observed.len(), released: publish.released_ids.len() })

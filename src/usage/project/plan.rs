@@ -5,14 +5,17 @@
 use std::collections::BTreeSet;
 
 use super::super::admission::{check_occurrences, occurrence_rows, MAX_BOUND_BYTES};
+use super::super::cost::CpuWork;
 use super::super::extract::{extraction_fields, ExtractionField, Library, Rules};
 use super::super::fingerprint::is_v1;
-use super::super::snapshot::{prepare_entry, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot};
+use super::super::snapshot::{prepare_variants, DraftSnapshot, PreparedEntry, RevisionRow, Snapshot, Variants};
 use super::Policy;
 use crate::ids;
 use crate::model::field::{Field, FieldMeta, FieldType};
 use crate::model::ident::Ident;
+use crate::model::source::{source_key, Variant};
 use crate::repo::projection::{BoundRows, LoadedEntry, ObservedSource, OccurrenceRow, SourceRow};
+use crate::repo::work::WorkRow;
 
 /// The collection's fields as loaded with the entry. Any field the extractor cannot read makes
 /// the whole job fail (closed): skipping it could drop references from the index.
@@ -95,20 +98,59 @@ pub(super) struct Prepared {
     pub(super) entry: Option<PreparedEntry>,
 }
 
-/// The bytes of source data an entry's projection reads: its columns' text and its draft's data
-/// (what the CPU cost model charges per byte).
+/// The bytes of source data an entry's projection reads with both variants: its columns' text and
+/// its draft's data (what the CPU cost model charges per byte).
 pub(super) fn source_bytes(loaded: &LoadedEntry) -> u64 {
-    let columns: usize = loaded.row.iter().flatten().map(|(_, v)| v.as_str().map_or(8, str::len)).sum();
-    (columns + loaded.revision_data.as_ref().map_or(0, String::len)) as u64
+    column_bytes(loaded) + loaded.revision_data.as_ref().map_or(0, String::len) as u64
 }
 
-/// Reads the collection's fields and extracts the entry's references (pure); the code says why
-/// the fields cannot be read.
+/// The bytes of source data its live columns alone read.
+pub(super) fn column_bytes(loaded: &LoadedEntry) -> u64 {
+    loaded.row.iter().flatten().map(|(_, v)| v.as_str().map_or(8, str::len) as u64).sum()
+}
+
+/// How a job reads its entries' variants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reading {
+    /// A group: each entry with both variants; an entry whose live columns were published alone
+    /// (its draft overlay is left to a single job), and a first entry with a draft that does not
+    /// fit the CPU left with both, go back to single jobs.
+    Group,
+    /// A single job: an entry with a draft that does not fit the CPU left with both variants
+    /// projects its live columns alone (the first half); one whose live columns were published
+    /// alone at the work row's version projects its draft overlay alone (the second).
+    Single,
+}
+
+/// The variants a single job projects of `loaded` within `cpu_ms` (see [`Reading::Single`]): the
+/// draft overlay alone only when the mark is the row's work version and the live columns' source
+/// is there, complete, as loaded (the publish asserts it is still so).
+pub(super) fn single_variants(work: &WorkRow, loaded: &LoadedEntry, cpu_ms: f64) -> Variants {
+    if loaded.revision_data.is_none() {
+        return Variants::Both;
+    }
+    let live = source_key(&work.collection_id, &work.content_id, Variant::Columns);
+    let live_indexed = loaded
+        .observed
+        .iter()
+        .any(|o| o.source_key == live && o.source_completeness == "complete" && o.current_generation.is_some());
+    if work.live_published() && live_indexed {
+        Variants::Draft
+    } else if CpuWork::entry(source_bytes(loaded), 0, 0).ms() > cpu_ms {
+        Variants::Live
+    } else {
+        Variants::Both
+    }
+}
+
+/// Reads the collection's fields and extracts the references of the entry's `variants` (pure);
+/// the code says why the fields cannot be read.
 pub(super) fn prepare(
     collection_id: &str,
     collection_slug: &str,
     loaded: &LoadedEntry,
     rules: &Rules,
+    variants: Variants,
 ) -> Result<Prepared, &'static str> {
     let fields = fields_of(loaded)?;
     let schema = extraction_fields(&fields);
@@ -119,7 +161,7 @@ pub(super) fn prepare(
             entry_id: loaded.revision_entry_id.clone(),
             data: loaded.revision_data.clone(),
         };
-        prepare_entry(collection_id, collection_slug, &fields, &schema, row, &revision, rules)
+        prepare_variants(collection_id, collection_slug, &fields, &schema, row, &revision, rules, variants)
     });
     Ok(Prepared { schema, entry })
 }
@@ -140,24 +182,24 @@ pub(super) fn plan(loaded: &LoadedEntry, prepared: &Prepared, policy: &Policy, l
             Some(DraftSnapshot::Indexed(d)) => Some(d),
             _ => None,
         };
-        referenced = std::iter::once(&snaps.columns)
+        referenced = snaps
+            .columns
+            .iter()
             .chain(indexed_draft)
             .flat_map(|s| s.occurrences.iter().filter_map(|o| o.media_id.clone()))
             .collect();
         let mut changed: Vec<&Snapshot> = Vec::new();
-        wanted.push(snaps.columns.meta.source_key.clone());
-        if !is_noop(&snaps.columns, observed(&snaps.columns.meta.source_key)) {
-            changed.push(&snaps.columns);
+        // The entry's sources are all kept, those this job does not project included.
+        wanted.extend(entry.source_keys.iter().cloned());
+        if let Some(columns) = &snaps.columns {
+            if !is_noop(columns, observed(&columns.meta.source_key)) {
+                changed.push(columns);
+            }
         }
         match &snaps.draft {
-            Some(DraftSnapshot::Indexed(d)) => {
-                wanted.push(d.meta.source_key.clone());
-                if !is_noop(d, observed(&d.meta.source_key)) {
-                    changed.push(d);
-                }
-            }
+            Some(DraftSnapshot::Indexed(d)) if !is_noop(d, observed(&d.meta.source_key)) => changed.push(d),
+            Some(DraftSnapshot::Indexed(_)) => {}
             Some(DraftSnapshot::Failed(failure)) => {
-                wanted.push(failure.meta.source_key.clone());
                 let prior = observed(&failure.meta.source_key);
                 let already = prior.is_some_and(|o| {
                     o.source_completeness == "failed" && o.last_error_code.as_deref() == Some(failure.code)

@@ -23,6 +23,7 @@ mod groups;
 mod index;
 mod limits;
 mod queue;
+mod split;
 
 /// A collection `posts` with a title, an image, a file, Portable Text and a repeater.
 fn setup() -> Api {

@@ -15,6 +15,7 @@ use crate::lifecycle::deletion::batch::CleanupBatch;
 use crate::lifecycle::deletion::lane::DeletionLane;
 use crate::lifecycle::fields::FieldLane;
 use crate::lifecycle::media::purge::PurgeLane;
+use crate::lifecycle::media::relink::RelinkLane;
 use crate::lifecycle::schedule::ScheduleLane;
 use crate::lifecycle::tables::TablesLane;
 use crate::storage::sweep::StorageLane;
@@ -44,6 +45,9 @@ pub struct BackgroundPolicy {
     pub storage_grace_ms: f64,
     /// How many days a media item stays in the trash before the purge lane deletes it.
     pub trash_days: f64,
+    /// How many revisions an entry keeps when a relink saves its draft
+    /// (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`, as a draft save keeps them).
+    pub max_revisions: u32,
 }
 
 impl BackgroundPolicy {
@@ -87,6 +91,7 @@ pub const COUNTERS: &[&[Counter]] = &[
     FieldLane::COUNTERS,
     RepairLane::COUNTERS,
     PurgeLane::COUNTERS,
+    RelinkLane::COUNTERS,
     StorageLane::COUNTERS,
     TablesLane::COUNTERS,
 ];
@@ -95,7 +100,7 @@ pub const COUNTERS: &[&[Counter]] = &[
 /// an object store): projection jobs from the work queue; entries whose scheduled time has come
 /// (after the work lane: a tick of the smallest budget has room for one job before anything else
 /// looks); collection deletions past their front phases; field deletions; repair runs; the
-/// media trash's purge; the storage sweep; content tables brought up to the current table
+/// media trash's purge; media items' relinks; the storage sweep; content tables brought up to the current table
 /// revision.
 pub fn lanes<'a, E: Executor + 'a, K: Clock + 'a>(
     policy: &'a BackgroundPolicy,
@@ -109,6 +114,7 @@ pub fn lanes<'a, E: Executor + 'a, K: Clock + 'a>(
         Box::new(FieldLane::new(policy.cleanup)),
         Box::new(RepairLane::new(&policy.projection.rules)),
         Box::new(PurgeLane::new(storage, policy.trash_days, policy.projection.rules.id())),
+        Box::new(RelinkLane::new(&policy.projection.rules, policy.max_revisions, policy.cpu_ms)),
     ];
     if let Some(store) = storage {
         lanes.push(Box::new(StorageLane::new(store, policy.storage_grace_ms)));
@@ -197,7 +203,7 @@ mod tests {
         let names: Vec<&str> = lanes.iter().map(|l| l.name()).collect();
         assert_eq!(
             names,
-            ["work", "schedule", "deletion", "fields", "repair", "purge", "tables"],
+            ["work", "schedule", "deletion", "fields", "repair", "purge", "relink", "tables"],
             "no store: no sweep"
         );
         assert!(lanes.iter().all(|l| l.release_cost() == 0 && l.release_rows() == RowCount::default()), "nothing held");

@@ -174,6 +174,8 @@ mod tests {
             "fieldDeletionFailures": 0,
             "mediaPurged": 0,
             "purgeOperations": 0,
+            "entriesRelinked": 0,
+            "relinkConflicts": 0,
             "objectsDeleted": 0,
             "storageOperations": 2,
             "tablesUpgraded": 0,

@@ -91,17 +91,18 @@ pub const COUNTERS: &[&[Counter]] = &[
     FieldLane::COUNTERS,
     RepairLane::COUNTERS,
     PurgeLane::COUNTERS,
-    RelinkLane::COUNTERS,
     StorageLane::COUNTERS,
     TablesLane::COUNTERS,
+    RelinkLane::COUNTERS,
 ];
 
 /// The lanes of a tick at `when` under `policy`, in rotation order (the storage lane only with
 /// an object store): projection jobs from the work queue; entries whose scheduled time has come
 /// (after the work lane: a tick of the smallest budget has room for one job before anything else
 /// looks); collection deletions past their front phases; field deletions; repair runs; the
-/// media trash's purge; media items' relinks; the storage sweep; content tables brought up to the current table
-/// revision.
+/// media trash's purge; the storage sweep; content tables brought up to the current table
+/// revision; media items' relinks (last: their steps are the largest, and their look must not
+/// keep the others' from a small budget).
 pub fn lanes<'a, E: Executor + 'a, K: Clock + 'a>(
     policy: &'a BackgroundPolicy,
     storage: Option<&'a dyn Storage>,
@@ -114,12 +115,12 @@ pub fn lanes<'a, E: Executor + 'a, K: Clock + 'a>(
         Box::new(FieldLane::new(policy.cleanup)),
         Box::new(RepairLane::new(&policy.projection.rules)),
         Box::new(PurgeLane::new(storage, policy.trash_days, policy.projection.rules.id())),
-        Box::new(RelinkLane::new(&policy.projection.rules, policy.max_revisions, policy.cpu_ms)),
     ];
     if let Some(store) = storage {
         lanes.push(Box::new(StorageLane::new(store, policy.storage_grace_ms)));
     }
     lanes.push(Box::new(TablesLane::new()));
+    lanes.push(Box::new(RelinkLane::new(&policy.projection.rules, policy.max_revisions, policy.cpu_ms)));
     lanes
 }
 
@@ -203,7 +204,7 @@ mod tests {
         let names: Vec<&str> = lanes.iter().map(|l| l.name()).collect();
         assert_eq!(
             names,
-            ["work", "schedule", "deletion", "fields", "repair", "purge", "relink", "tables"],
+            ["work", "schedule", "deletion", "fields", "repair", "purge", "tables", "relink"],
             "no store: no sweep"
         );
         assert!(lanes.iter().all(|l| l.release_cost() == 0 && l.release_rows() == RowCount::default()), "nothing held");

@@ -42,6 +42,13 @@ pub const MAX_CONFLICTS: i64 = 5;
 /// The most statements a step issues: the write's batch (guard, live update, the draft's
 /// revision, pointer and pruning, the advance) and the conflict's count after it lost.
 pub const STEP_MAX_STATEMENTS: u64 = 7;
+/// The most statements a step that claims a relink issues: the claim, and the read of its
+/// item's keys (or its failure).
+pub const CLAIM_STATEMENTS: u64 = 2;
+/// The most statements a step that loads an entry issues: the keys read again after a lost
+/// write, the next entry, its collection, its row, its draft, and the pass over it (or the end of
+/// the walk).
+pub const LOAD_STATEMENTS: u64 = 6;
 /// The most rows a step reads and writes: an entry's write (its row and indexes, the capture's
 /// work row, the draft revision and the pruning of one, the relink's row) or its load, and a
 /// count of what is left from the cursor.
@@ -186,10 +193,12 @@ impl<'a> RelinkLane<'a> {
             return Ok(Some(LaneStep::progress()));
         }
         let mut held = Held { relink, earlier: BTreeSet::new(), current: String::new(), stale_keys: true };
-        if self.read_keys(exec, &mut held).await? {
-            self.held = Some(held);
+        if !self.read_keys(exec, &mut held).await? {
+            return Ok(Some(LaneStep::progress()));
         }
-        Ok(Some(LaneStep::progress()))
+        self.held = Some(held);
+        // Taking a relink changes nothing that shows: a tick that only claims stays idle.
+        Ok(Some(LaneStep::looked()))
     }
 
     /// Reads the held relink's keys; false (the relink failed) when its item is gone.
@@ -230,7 +239,8 @@ impl<'a> RelinkLane<'a> {
         self.cpu = self.cpu.plus(CpuWork::entry(bytes, 0, 0));
         self.pending = Some(Pending { collection, loaded, write, cursor });
         self.held = Some(held);
-        Ok(LaneStep::progress())
+        // Loaded, not yet written: a tick that ends here changed nothing.
+        Ok(LaneStep::looked())
     }
 
     /// The entry `next` names, loaded and rewritten: `None` when it is gone or nothing in it
@@ -344,8 +354,15 @@ impl<E: Executor, K> Lane<E, K> for RelinkLane<'_> {
         Self::NAME
     }
 
+    /// The most statements its next step issues: the claim and the keys' read while it holds
+    /// no relink (so that its look fits beside the other lanes' in a small budget); a load
+    /// (keys, next entry, collection, row, draft, and the pass over an entry) or a write.
     fn reserve(&self) -> u64 {
-        STEP_MAX_STATEMENTS
+        match (&self.held, &self.pending) {
+            (None, _) => CLAIM_STATEMENTS,
+            (Some(_), None) => LOAD_STATEMENTS,
+            (Some(_), Some(_)) => STEP_MAX_STATEMENTS,
+        }
     }
 
     fn reserve_rows(&self) -> RowCount {

@@ -627,6 +627,7 @@ impl Settings {
             cpu_ms: self.tick_max_cpu_ms,
             storage_grace_ms: self.storage_grace_hours * 3_600_000.0,
             trash_days: self.trash_days,
+            max_revisions: self.max_revisions,
         }
     }
 

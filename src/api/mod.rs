@@ -12,6 +12,7 @@ pub mod input;
 pub mod media;
 pub mod media_file;
 pub mod queue;
+pub mod relink;
 pub mod routes;
 pub mod schema;
 pub mod sitemap;
@@ -361,6 +362,8 @@ async fn dispatch<E: Executor>(
         Op::UpdateMedia => media::update(&ctx, p(0), req).await?,
         Op::DeleteMedia => media::delete(&ctx, p(0), req).await?,
         Op::RestoreMedia => media::restore(&ctx, p(0)).await?,
+        Op::StartRelink => relink::start(&ctx, p(0), req).await?,
+        Op::GetRelink => relink::get(&ctx, p(0)).await?,
         Op::BulkDeleteMedia => media::bulk_delete(&ctx, req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,
         Op::ListTokens => tokens::list(&ctx, req).await?,

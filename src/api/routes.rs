@@ -39,6 +39,8 @@ pub enum Op {
     UpdateMedia,
     DeleteMedia,
     RestoreMedia,
+    StartRelink,
+    GetRelink,
     BulkDeleteMedia,
     MediaFile,
     CreateToken,
@@ -104,6 +106,8 @@ pub const ROUTES: &[Route] = &[
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
     r("POST", "/_emdash/api/media/bulk-delete", Op::BulkDeleteMedia),
     r("POST", "/_emdash/api/media/{id}/restore", Op::RestoreMedia),
+    r("POST", "/_emdash/api/media/{id}/relink", Op::StartRelink),
+    r("GET", "/_emdash/api/media/{id}/relink", Op::GetRelink),
     // Before `/media/{id}/usage`: a key is never a media id. `{key}` takes the rest of the path,
     // slashes included (EmDash's `media/file/[...key]`). `HEAD` answers as `GET` without a body.
     r("GET", "/_emdash/api/media/file/{key}", Op::MediaFile),
@@ -166,7 +170,9 @@ pub fn access(op: Op, req: &Request) -> Access {
         // token change only the media it uploaded or registered.
         Op::UpdateMedia | Op::DeleteMedia => Need(Role::Author, Scope::MediaWrite),
         Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
-        Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
+        Op::MediaUsage | Op::GetRelink => Need(Role::Editor, Scope::MediaRead),
+        // Its writes are ordinary content writes, to any entry: an editor's.
+        Op::StartRelink => Need(Role::Editor, Scope::MediaWrite),
         Op::CreateToken
         | Op::ListTokens
         | Op::RevokeToken

@@ -170,6 +170,10 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "estimate": estimate(RepairLane::rows_to_write(&left), capped),
         }));
     }
+    let (relink_rows, relinks_more) =
+        first_page(crate::repo::relink::in_progress(ctx.exec, STATUS_PAGE + 1).await?, STATUS_PAGE);
+    let relinks: Vec<Json> =
+        relink_rows.iter().map(|r| super::relink::view(r, budget, &used.day, used.rows_written)).collect();
     let tick_budget = json!({
         "maxStatements": budget.max_statements,
         "maxMs": budget.max_ms,
@@ -197,6 +201,8 @@ pub async fn status<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
             "fieldDeletionsMore": field_deletions_more,
             "repairs": repairs,
             "repairsMore": repairs_more,
+            "relinks": relinks,
+            "relinksMore": relinks_more,
             "tickBudget": tick_budget,
             "daily": daily,
         }),

@@ -167,6 +167,11 @@ pub struct Update {
 /// Applies an update; `None` when the entry is missing, not at the expected version or not the
 /// principal's to change.
 pub async fn update<E: Executor>(exec: &E, c: &Collection, id: &str, u: Update) -> Result<Option<Row>, Error> {
+    Ok(exec.run(update_statement(c, id, u)).await?.rows.into_iter().next())
+}
+
+/// The statement of an [`update`] (it returns the row).
+pub fn update_statement(c: &Collection, id: &str, u: Update) -> Statement {
     let sql = render(
         UPDATE,
         &[
@@ -178,7 +183,7 @@ pub async fn update<E: Executor>(exec: &E, c: &Collection, id: &str, u: Update) 
     for (_, v) in u.columns {
         stmt = stmt.bind(v);
     }
-    Ok(exec.run(stmt).await?.rows.into_iter().next())
+    stmt
 }
 
 /// The fewest revisions an entry may be configured to keep
@@ -202,26 +207,41 @@ pub async fn save_draft<E: Executor>(
     let table = Fragment::content_table(&c.slug);
     let revision_id = ids::new_id();
     let guard = Guard::new(render(GUARD_VERSION, &[("table", &table)])).bind(id).bind(version).bind(only_own);
-    let others = i64::from(max_revisions.max(MIN_MAX_REVISIONS) - MIN_MAX_REVISIONS);
-    let stmts = vec![
-        Statement::new(INSERT_REVISION)
-            .bind(revision_id.as_str())
-            .bind(c.slug.as_str())
-            .bind(id)
-            .bind(data.to_string())
-            .bind(version + 1),
-        Statement::new(render(SET_DRAFT_REVISION, &[("table", &table)])).bind(id).bind(revision_id.as_str()),
-        Statement::new(render(PRUNE_REVISIONS, &[("table", &table)]))
-            .bind(c.slug.as_str())
-            .bind(id)
-            .bind(revision_id.as_str())
-            .bind(others),
-    ];
+    let insert = Statement::new(INSERT_REVISION)
+        .bind(revision_id.as_str())
+        .bind(c.slug.as_str())
+        .bind(id)
+        .bind(data.to_string())
+        .bind(version + 1);
+    let stmts = draft_statements(c, id, insert, &revision_id, max_revisions);
     match guarded_batch(exec, guard, stmts).await {
         Ok(outcomes) => Ok(outcomes.into_iter().nth(1).and_then(|o| o.rows.into_iter().next())),
         Err(Error::Stale) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// What a draft save writes after inserting its revision (`insert`, of id `revision_id`): the
+/// entry pointed at it (a new version), and its revisions pruned to `max_revisions` (its live
+/// and draft ones always kept). The entry's row is the second statement's.
+pub fn draft_statements(
+    c: &Collection,
+    id: &str,
+    insert: Statement,
+    revision_id: &str,
+    max_revisions: u32,
+) -> Vec<Statement> {
+    let table = Fragment::content_table(&c.slug);
+    let others = i64::from(max_revisions.max(MIN_MAX_REVISIONS) - MIN_MAX_REVISIONS);
+    vec![
+        insert,
+        Statement::new(render(SET_DRAFT_REVISION, &[("table", &table)])).bind(id).bind(revision_id),
+        Statement::new(render(PRUNE_REVISIONS, &[("table", &table)]))
+            .bind(c.slug.as_str())
+            .bind(id)
+            .bind(revision_id)
+            .bind(others),
+    ]
 }
 
 /// A stored revision.

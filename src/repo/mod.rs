@@ -12,6 +12,7 @@ pub mod lease;
 pub mod media;
 pub mod projection;
 pub mod reads;
+pub mod relink;
 pub mod repair;
 pub mod schedule;
 pub mod schema;

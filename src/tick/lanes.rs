@@ -15,6 +15,7 @@ use crate::lifecycle::deletion::batch::CleanupBatch;
 use crate::lifecycle::deletion::lane::DeletionLane;
 use crate::lifecycle::fields::FieldLane;
 use crate::lifecycle::media::purge::PurgeLane;
+use crate::lifecycle::media::relink::RelinkLane;
 use crate::lifecycle::schedule::ScheduleLane;
 use crate::lifecycle::tables::TablesLane;
 use crate::storage::sweep::StorageLane;
@@ -44,6 +45,9 @@ pub struct BackgroundPolicy {
     pub storage_grace_ms: f64,
     /// How many days a media item stays in the trash before the purge lane deletes it.
     pub trash_days: f64,
+    /// How many revisions an entry keeps when a relink saves its draft
+    /// (`MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`, as a draft save keeps them).
+    pub max_revisions: u32,
 }
 
 impl BackgroundPolicy {
@@ -89,6 +93,7 @@ pub const COUNTERS: &[&[Counter]] = &[
     PurgeLane::COUNTERS,
     StorageLane::COUNTERS,
     TablesLane::COUNTERS,
+    RelinkLane::COUNTERS,
 ];
 
 /// The lanes of a tick at `when` under `policy`, in rotation order (the storage lane only with
@@ -96,7 +101,8 @@ pub const COUNTERS: &[&[Counter]] = &[
 /// (after the work lane: a tick of the smallest budget has room for one job before anything else
 /// looks); collection deletions past their front phases; field deletions; repair runs; the
 /// media trash's purge; the storage sweep; content tables brought up to the current table
-/// revision.
+/// revision; media items' relinks (last: their steps are the largest, and their look must not
+/// keep the others' from a small budget).
 pub fn lanes<'a, E: Executor + 'a, K: Clock + 'a>(
     policy: &'a BackgroundPolicy,
     storage: Option<&'a dyn Storage>,
@@ -114,6 +120,7 @@ pub fn lanes<'a, E: Executor + 'a, K: Clock + 'a>(
         lanes.push(Box::new(StorageLane::new(store, policy.storage_grace_ms)));
     }
     lanes.push(Box::new(TablesLane::new()));
+    lanes.push(Box::new(RelinkLane::new(&policy.projection.rules, policy.max_revisions, policy.cpu_ms)));
     lanes
 }
 
@@ -197,7 +204,7 @@ mod tests {
         let names: Vec<&str> = lanes.iter().map(|l| l.name()).collect();
         assert_eq!(
             names,
-            ["work", "schedule", "deletion", "fields", "repair", "purge", "tables"],
+            ["work", "schedule", "deletion", "fields", "repair", "purge", "tables", "relink"],
             "no store: no sweep"
         );
         assert!(lanes.iter().all(|l| l.release_cost() == 0 && l.release_rows() == RowCount::default()), "nothing held");

@@ -238,9 +238,10 @@ fn assert_index_is_a_projection_from_scratch(api: &Api, what: &str) {
 /// The tick budget of the lane matrix: small, so that the background work spans several ticks
 /// and every kind of step is cut somewhere; cleanup two rows at a time.
 fn small_tick() -> (Budget, BackgroundPolicy) {
-    // 14 statements: the smallest budget at which the probes of eight lanes still leave the
-    // storage sweep a step (at 12 the sweep never gets one: see docs/cost-and-quotas.md).
-    (Budget::new(14, 60_000.0), crate::support::policy().with_cleanup(CleanupBatch::Fixed(2)))
+    // 26 statements: the probes of the eight other lanes (14 leave the storage sweep a step;
+    // at 12 it never gets one: see docs/cost-and-quotas.md) and a relink's claim, an entry's
+    // load and its write in one tick.
+    (Budget::new(26, 60_000.0), crate::support::policy().with_cleanup(CleanupBatch::Fixed(2)))
 }
 
 /// One tick through `exec`, with the fixture's object store, on a clock that stands still (what
@@ -264,7 +265,8 @@ fn settle(api: &Api) {
             api,
             "SELECT (SELECT count(*) FROM _emdash_media_usage_work WHERE state <> 'failed')
                   + (SELECT count(*) FROM _emdash_media_usage_collection_deletions WHERE state <> 'failed')
-                  + (SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state <> 'failed')",
+                  + (SELECT count(*) FROM _emdash_media_usage_reconciliations WHERE state <> 'failed')
+                  + (SELECT count(*) FROM _emdash_media_relinks WHERE finished_at IS NULL)",
         );
         if report.outcome == TickOutcome::Idle && queued == 0 {
             return;
@@ -414,6 +416,13 @@ fn scheduled_in_the_trash(api: &Api, i: &Ids) {
 }
 
 /// The unused media item registered by JSON, in the trash.
+/// An entry linking A's file by URL, then A's file replaced (its key `a.png` a version).
+fn linked_by_url(api: &Api, i: &Ids) {
+    let title = "see /_emdash/api/media/file/a.png and https://cdn.example/media/a.png.";
+    entry(api, "linked", "published", json!({"title": title}));
+    crate::relink::replace_by_sql(api, &i.a, "a-v2.png");
+}
+
 fn trashed_media(api: &Api, i: &Ids) {
     data(&api.delete(&format!("/media/{}", i.unused)));
 }
@@ -501,6 +510,15 @@ fn writes() -> Vec<Write> {
             request: |_, i| admin("POST", &format!("/content/posts/{}/discard-draft", i.drafted), None),
             ok: 200,
             retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: linked_by_url,
+            name: "media relink",
+            request: |_, i| admin("POST", &format!("/media/{}/relink", i.a), None),
+            ok: 202,
+            // The first try started the relink: the retry answers it, in progress.
+            retry_answers: &[(200, "")],
             recover: nothing,
         },
         Write {
@@ -1013,6 +1031,14 @@ fn build_background() -> Api {
     );
     // A field deletion whose walk and column drop the fields lane runs.
     data(&api.delete("/schema/collections/pages/fields/hero"));
+    // B's file replaced, an entry linking it by URL in its live data and its draft, and a
+    // relink of its links asked for (relink).
+    let linked = entry(&api, "linked", "published", json!({"title": "/_emdash/api/media/file/b.png"}));
+    let draft = json!({"draft": true, "data": {"title": "draft: https://cdn.example/media/b.png"}});
+    data(&api.put(&format!("/content/posts/{linked}"), &draft));
+    let b = rows(&api, "SELECT id FROM media WHERE storage_key = 'b.png'")[0][0].as_str().unwrap().to_owned();
+    crate::relink::replace_by_sql(&api, &b, "b-v2.png");
+    assert_eq!(api.call("POST", &format!("/media/{b}/relink"), Some(ADMIN), None).status, 202);
     let store = api.storage.as_ref().unwrap();
     let bytes = png(5, 5, 5);
     let sha: [u8; 32] = {
@@ -1049,7 +1075,7 @@ fn every_lane_step_converges_after_a_commit_unknown_at_any_statement_and_the_nex
     }
     assert_eq!(
         lanes.iter().map(String::as_str).collect::<Vec<_>>(),
-        ["deletion", "fields", "purge", "repair", "schedule", "storage", "work"],
+        ["deletion", "fields", "purge", "relink", "repair", "schedule", "storage", "work"],
         "every lane has work: {per_tick:?}"
     );
     settle(&probe);

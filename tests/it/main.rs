@@ -24,6 +24,7 @@ mod ownership;
 mod permanent_delete;
 mod projection;
 mod reference_rules;
+mod relink;
 mod repair;
 mod rows_budget;
 mod safe_delete;

@@ -295,6 +295,11 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
         "SCAN _emdash_media_usage_field_deletions",
         "a row per field deletion not yet finished (finalizing deletes it)",
     ),
+    (
+        "relink/in_progress.sql",
+        "SCAN _emdash_media_relinks USING INDEX idx__emdash_media_relinks_progress",
+        "the partial index holds only the relinks in progress, at most one per media item (ended ones leave it)",
+    ),
 ];
 
 /// Files that are pieces of statements, not statements: their plans are those of the statements

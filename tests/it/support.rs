@@ -141,13 +141,14 @@ pub async fn drain<E: Executor, C: Clock>(
 }
 
 /// Time passes for the queues: dead holders' leases (work, deletions of collections and fields,
-/// repair runs) expire and back-offs end.
+/// repair runs, relinks) expire and back-offs end.
 pub fn time_passes(db: &SqliteExecutor) {
     for table in [
         "_emdash_media_usage_work",
         "_emdash_media_usage_collection_deletions",
         "_emdash_media_usage_reconciliations",
         "_emdash_media_usage_field_deletions",
+        "_emdash_media_relinks",
     ] {
         exec_sql(db, &format!("UPDATE {table} SET next_attempt_at = '{LONG_AGO}'"));
         expire_leases(db, table, "state = 'leased'");

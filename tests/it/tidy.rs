@@ -194,6 +194,8 @@ fn handing_a_leased_row_back_is_written_once_in_its_fragment() {
             "src/sql/deletion/checkpoint.sql",
             "src/sql/fields/checkpoint.sql",
             "src/sql/lease/reset_pending.sql",
+            "src/sql/relink/finish.sql",
+            "src/sql/relink/release.sql",
             "src/sql/repair/advance_run.sql",
             "src/sql/repair/barrier_wait.sql",
             "src/sql/usage/hold_partial.sql",

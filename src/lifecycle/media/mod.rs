@@ -9,6 +9,7 @@
 //! request, is judged at that instant; what is read here before or after only names the outcome.
 
 pub mod purge;
+pub mod relink;
 
 use serde::Deserialize;
 

@@ -8,6 +8,7 @@
 mod fields;
 mod path;
 mod reference;
+mod relink;
 mod text;
 mod v1;
 mod walk;
@@ -24,6 +25,7 @@ use path::{PathId, Paths};
 pub use path::{MAX_KEY_CHARS, MAX_PATH_BYTES};
 use reference::Structural;
 pub use reference::{media_kind, normalize_mime, valid_id};
+pub use relink::KeyChange;
 use text::Public;
 pub use text::{FILE_ROUTE, MAX_KEY_BYTES};
 

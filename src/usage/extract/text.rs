@@ -19,10 +19,10 @@ pub const FILE_ROUTE: &str = "/_emdash/api/media/file/";
 pub const MAX_KEY_BYTES: usize = 1024;
 /// The longest written form of a key that is read: each of its bytes percent-encoded, and a
 /// little trailing punctuation.
-const MAX_KEY_SPAN: usize = 3 * MAX_KEY_BYTES + 8;
+pub(super) const MAX_KEY_SPAN: usize = 3 * MAX_KEY_BYTES + 8;
 /// The longest image-endpoint query value that is read (a percent-encoded URL of the longest
 /// key on a long origin).
-const MAX_QUERY_VALUE: usize = MAX_KEY_SPAN + 1024;
+pub(super) const MAX_QUERY_VALUE: usize = MAX_KEY_SPAN + 1024;
 /// The longest options segment of an image transformation URL.
 const MAX_TRANSFORM_OPTIONS: usize = 512;
 /// Cloudflare's image transformation path: `/cdn-cgi/image/<options>/<source>`.
@@ -137,7 +137,7 @@ impl<'r> Scanner<'r> {
     }
 
     /// HTML character references and JSON string escapes decoded (borrowed when `s` has none).
-    fn decode<'s>(&mut self, s: &'s str) -> Cow<'s, str> {
+    pub(super) fn decode<'s>(&mut self, s: &'s str) -> Cow<'s, str> {
         if memchr::memchr2(b'&', b'\\', s.as_bytes()).is_none() {
             self.work += s.len() as u64;
             return Cow::Borrowed(s);
@@ -165,7 +165,7 @@ impl<'r> Scanner<'r> {
 
     /// Where `pattern` stands in `t`, each match searched for from `advance` bytes after the last
     /// one's start (so that overlapping matches are found); `(match, end of the match)`.
-    fn find_all(work: &mut u64, t: &str, pattern: &Finder<'_>, advance: usize) -> Vec<(usize, usize)> {
+    pub(super) fn find_all(work: &mut u64, t: &str, pattern: &Finder<'_>, advance: usize) -> Vec<(usize, usize)> {
         let (b, len) = (t.as_bytes(), pattern.needle().len());
         let mut found = Vec::new();
         let mut from = 0;
@@ -335,7 +335,7 @@ impl<'r> Scanner<'r> {
 /// default one), introduced by `http:`, `https:` or nothing (scheme-relative), with a path that
 /// starts with `path` (after an image transformation's `/cdn-cgi/image/<options>`, if any).
 /// The key's start when it does.
-fn authority_path(b: &[u8], at: usize, host: &str, port: Option<u16>, path: &str) -> Option<usize> {
+pub(super) fn authority_path(b: &[u8], at: usize, host: &str, port: Option<u16>, path: &str) -> Option<usize> {
     // A scheme right before `//` must be http or https.
     if at > 0 && b[at - 1] == b':' {
         // (`https` is the longest it may be: look no further back.)
@@ -381,14 +381,14 @@ fn authority_path(b: &[u8], at: usize, host: &str, port: Option<u16>, path: &str
 /// The first position in `[from, bound)` of a character that ends a URL, else `bound`; searches
 /// resume where the last one stopped, so a sequence of increasing `from`s reads each byte once.
 #[derive(Debug, Default)]
-struct NextEnd {
+pub(super) struct NextEnd {
     /// No character that ends a URL lies in `[clear_from, clear_to)`.
     clear_from: usize,
     clear_to: usize,
 }
 
 impl NextEnd {
-    fn find(&mut self, t: &str, from: usize, bound: usize, work: &mut u64) -> usize {
+    pub(super) fn find(&mut self, t: &str, from: usize, bound: usize, work: &mut u64) -> usize {
         let b = t.as_bytes();
         let mut i = if self.clear_from <= from && from <= self.clear_to { self.clear_to } else { from };
         self.clear_from = from;
@@ -416,14 +416,14 @@ impl NextEnd {
 
 /// ASCII characters that end a URL in text, HTML attributes, Markdown and JSON: whitespace,
 /// quotes, brackets, and what starts a query string or a fragment (`?`, `#`, `&`).
-fn ends_url_ascii(c: u8) -> bool {
+pub(super) fn ends_url_ascii(c: u8) -> bool {
     c.is_ascii_whitespace()
         || matches!(c, b'"' | b'\'' | b'<' | b'>' | b'(' | b')' | b'[' | b']' | b'{' | b'}')
         || matches!(c, b'?' | b'#' | b'&' | b'\\' | b'|' | b'^' | b'`')
 }
 
 /// What ends a query value: the next parameter, a fragment, or the end of the URL.
-fn ends_query_value(c: u8) -> bool {
+pub(super) fn ends_query_value(c: u8) -> bool {
     c.is_ascii_whitespace() || matches!(c, b'&' | b'#' | b'"' | b'\'' | b'<' | b'>' | b'(' | b')' | b'`' | b'\\')
 }
 
@@ -448,11 +448,14 @@ fn is_id_byte(c: u8) -> bool {
     ID_BYTES[c as usize]
 }
 
+/// The punctuation a key's shorter reading leaves off its end (a URL at the end of a sentence).
+pub(super) const TRAILING: [char; 6] = ['.', ',', ';', ':', '!', '/'];
+
 /// The readings of a key as written in a URL: as written and without trailing punctuation,
 /// each also percent-decoded; each distinct, non-empty and no longer than a key.
 fn readings(run: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let trimmed = run.trim_end_matches(['.', ',', ';', ':', '!', '/']);
+    let trimmed = run.trim_end_matches(TRAILING);
     for r in [run, trimmed] {
         for reading in [Some(r.to_owned()), percent_decode(r)].into_iter().flatten() {
             if !reading.is_empty() && reading.len() <= MAX_KEY_BYTES && !out.contains(&reading) {
@@ -479,7 +482,7 @@ fn percent_decode_lossy(s: &str) -> String {
 }
 
 /// `%XX` sequences decoded: the text between two `%` copied at once.
-fn percent_decode_bytes(s: &str) -> Vec<u8> {
+pub(super) fn percent_decode_bytes(s: &str) -> Vec<u8> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let hex = |b: u8| (b as char).to_digit(16);

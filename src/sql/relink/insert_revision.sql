@@ -1,0 +1,3 @@
+-- A draft revision an entry's relink writes: as a draft save writes it (`content/insert_revision.sql`),
+-- on behalf of the editor ?6 who asked for the relink.
+INSERT INTO revisions (id, collection, entry_id, data, base_version, author_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)

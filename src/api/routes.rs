@@ -39,6 +39,8 @@ pub enum Op {
     UpdateMedia,
     DeleteMedia,
     RestoreMedia,
+    ReplaceMedia,
+    RevertMedia,
     BulkDeleteMedia,
     MediaFile,
     CreateToken,
@@ -104,6 +106,8 @@ pub const ROUTES: &[Route] = &[
     r("DELETE", "/_emdash/api/media/{id}", Op::DeleteMedia),
     r("POST", "/_emdash/api/media/bulk-delete", Op::BulkDeleteMedia),
     r("POST", "/_emdash/api/media/{id}/restore", Op::RestoreMedia),
+    r("POST", "/_emdash/api/media/{id}/replace", Op::ReplaceMedia),
+    r("POST", "/_emdash/api/media/{id}/revert", Op::RevertMedia),
     // Before `/media/{id}/usage`: a key is never a media id. `{key}` takes the rest of the path,
     // slashes included (EmDash's `media/file/[...key]`). `HEAD` answers as `GET` without a body.
     r("GET", "/_emdash/api/media/file/{key}", Op::MediaFile),
@@ -164,7 +168,8 @@ pub fn access(op: Op, req: &Request) -> Access {
         }
         // EmDash's `media:edit_own` and `media:delete_own`: below editor, the handler lets a
         // token change only the media it uploaded or registered.
-        Op::UpdateMedia | Op::DeleteMedia => Need(Role::Author, Scope::MediaWrite),
+        // Replacing a file or reverting it: below editor, only the token's own media.
+        Op::UpdateMedia | Op::DeleteMedia | Op::ReplaceMedia | Op::RevertMedia => Need(Role::Author, Scope::MediaWrite),
         Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
         Op::MediaUsage => Need(Role::Editor, Scope::MediaRead),
         Op::CreateToken

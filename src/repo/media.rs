@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::{lease, uses};
 use crate::exec::guard::{guarded_batch, Guard};
-use crate::exec::{Error, Executor, Statement};
+use crate::exec::{Error, Executor, Outcome, Statement};
 use crate::ids;
 use crate::sql::Fragment;
 
@@ -34,6 +34,7 @@ const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql")
 const ENQUEUE_LINKING: &str = include_str!("../sql/media/enqueue_linking.sql");
 const STALE_WHILE_QUEUED: &str = include_str!("../sql/media/stale_while_queued.sql");
 const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
+const FORGET_VERSIONS: &str = include_str!("../sql/media/forget_versions.sql");
 const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
 
 /// `template` with the safe delete's rule (`{unused_and_proven}`: the item `media_id` is not in
@@ -377,7 +378,8 @@ pub async fn purge_state<E: Executor>(exec: &E, rules_id: &str) -> Result<PurgeS
 
 /// Purges the due items `ids` as [`purge`] does and, in the same atomic batch, records where the
 /// pass stands: after `last` (the last item examined), or, with `None`, that the pass ended and
-/// the next starts no earlier than `rest_s` seconds from now. `ids` empty: only the record.
+/// the next starts no earlier than `rest_s` seconds from now; the versions of the items purged go
+/// too. The rows deleted, and the versions'. `ids` empty: only the record.
 pub async fn purge_and_advance<E: Executor>(
     exec: &E,
     ids: &[String],
@@ -385,36 +387,67 @@ pub async fn purge_and_advance<E: Executor>(
     rules_id: &str,
     last: Option<&Trashed>,
     rest_s: f64,
-) -> Result<Vec<Purged>, Error> {
+) -> Result<(Vec<Purged>, Vec<Purged>), Error> {
     let advance = Statement::new(SET_PURGE_CURSOR)
         .bind(last.map(|t| t.deleted_at.clone()))
         .bind(last.map(|t| t.id.clone()))
         .bind(rest_s);
     if ids.is_empty() {
         exec.execute(advance).await?;
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
-    let outcomes = exec.batch(vec![purge_statement(ids, days, rules_id)?, advance]).await?;
-    outcomes.first().map_or(Ok(Vec::new()), |o| o.decode())
+    let outcomes =
+        exec.batch(vec![purge_statement(ids, days, rules_id)?, forget_versions(ids_json(ids)?), advance]).await?;
+    let purged: Vec<Purged> = outcomes.first().map_or(Ok(Vec::new()), |o| o.decode())?;
+    let versions: Vec<Purged> = outcomes.get(1).map_or(Ok(Vec::new()), |o| o.decode())?;
+    Ok((purged, versions))
 }
 
-/// Deletes the metadata row whatever uses it (an admin's forced delete); `None` when it did not
-/// exist. In the same atomic batch, the entries whose file URLs named it are queued again, so that
+/// Deletes the metadata row and its versions whatever uses it (an admin's forced delete): the rows
+/// deleted, the item's first; `None` when it did not exist. In the same atomic batch, the entries whose file URLs named it are queued again, so that
 /// a later registration under its storage key finds them.
-pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<Option<Purged>, Error> {
+pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<Option<Vec<Purged>>, Error> {
+    let ids = ids_json(&[id.to_owned()])?;
     let outcomes = exec
-        .batch(vec![requeue_linking(None, Some(id)), Statement::new(DELETE).bind(id), stale_while_queued()])
+        .batch(vec![
+            requeue_linking(None, Some(id)),
+            Statement::new(DELETE).bind(id),
+            forget_versions(ids),
+            stale_while_queued(),
+        ])
         .await?;
-    outcomes.get(1).map(|o| o.first()).transpose().map(Option::flatten)
+    with_versions(outcomes.get(1), outcomes.get(2))
+}
+
+/// The rows a batch deleted for good: the media row (`row`'s first), then its versions
+/// (`versions`'); `None` when no media row was deleted.
+fn with_versions(row: Option<&Outcome>, versions: Option<&Outcome>) -> Result<Option<Vec<Purged>>, Error> {
+    let Some(first) = row.map(Outcome::first::<Purged>).transpose()?.flatten() else { return Ok(None) };
+    let mut all = vec![first];
+    all.extend(versions.map(Outcome::decode::<Purged>).transpose()?.unwrap_or_default());
+    Ok(Some(all))
+}
+
+fn ids_json(ids: &[String]) -> Result<String, Error> {
+    serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))
+}
+
+/// Deletes the versions of those of the items `ids_json` (a JSON array) whose row the statement
+/// before deleted, in the same batch.
+fn forget_versions(ids_json: String) -> Statement {
+    Statement::new(FORGET_VERSIONS).bind(ids_json)
 }
 
 /// Deletes the metadata row only if nothing uses it and coverage proves it (under the rules
-/// `rules_id`), in the trash or not: the rule and the delete are one statement. `None` when it was
+/// `rules_id`), in the trash or not: the rule and the delete are one statement, and the item's
+/// versions go in the same batch (the rows deleted, the item's first). `None` when it was
 /// refused or did not exist. No entry's file URL names an item the rule passes (it would be a
 /// current occurrence), so there is nothing to queue again.
-pub async fn delete_if_unused<E: Executor>(exec: &E, id: &str, rules_id: &str) -> Result<Option<Purged>, Error> {
+pub async fn delete_if_unused<E: Executor>(exec: &E, id: &str, rules_id: &str) -> Result<Option<Vec<Purged>>, Error> {
     let sql = render_unused_and_proven(DELETE_UNUSED, &Fragment::parameter(1), 2);
-    exec.query_first(Statement::new(sql).bind(id).bind(rules_id)).await
+    let ids = ids_json(&[id.to_owned()])?;
+    let outcomes = exec.batch(vec![Statement::new(sql).bind(id).bind(rules_id), forget_versions(ids)]).await?;
+    with_versions(outcomes.first(), outcomes.get(1))
 }
 
 /// Queues the entries whose file URLs named `key` unresolved, or named the media item `id`.

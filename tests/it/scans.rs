@@ -524,3 +524,31 @@ fn the_statements_that_ask_who_uses_an_item_read_each_use_from_an_index_by_its_i
     let plan = plan_of(&api, "usage/unindexed_users.sql");
     assert!(plan.iter().any(|d| d.contains("USING INDEX idx__emdash_media_usage_work_unindexed")), "{plan:#?}");
 }
+
+/// An item's versions, what links to each, and the file route's and the sweep's look at a key:
+/// each from its index, whatever the versions and occurrences hold.
+#[test]
+fn the_versions_statements_search_by_their_indexes() {
+    let api = site();
+    let list = plan_of(&api, "versions/list.sql");
+    assert!(
+        list.iter().any(|d| d.starts_with("SEARCH v USING INDEX idx_media_versions_item (media_id=?)")),
+        "{list:#?}"
+    );
+    assert!(
+        list.iter().any(|d| d.starts_with("SEARCH u USING INDEX idx__emdash_media_usage_linked_key (linked_key=?)")),
+        "{list:#?}"
+    );
+    for label in
+        ["media/key_served.sql", "media/referenced_keys.sql", "media/id_by_storage_key.sql", "versions/select_one.sql"]
+    {
+        let plan = plan_of(&api, label);
+        assert!(
+            plan.iter()
+                .any(|d| d.starts_with("SEARCH") && d.contains("sqlite_autoindex_media_versions_1 (storage_key=?)")),
+            "{label}: {plan:#?}"
+        );
+    }
+    let forget = plan_of(&api, "media/forget_versions.sql");
+    assert!(forget.iter().any(|d| d.contains("idx_media_versions_item (media_id=?)")), "{forget:#?}");
+}

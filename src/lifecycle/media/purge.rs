@@ -115,12 +115,13 @@ impl<E: Executor, K> Lane<E, K> for PurgeLane<'_> {
         let ended = due.len() < BATCH as usize;
         let last = if ended { None } else { due.last().cloned() };
         let ids: Vec<String> = due.into_iter().map(|t| t.id).collect();
-        let purged =
+        let (purged, versions) =
             repo::purge_and_advance(ctx.exec, &ids, self.days, self.rules, last.as_ref(), PASS_PERIOD_S).await?;
         self.done = ended;
         self.after = last;
         ctx.count(MEDIA_PURGED, purged.len() as u64);
-        let failure = match forget_objects(self.store, &purged).await {
+        let rows: Vec<_> = purged.iter().chain(&versions).cloned().collect();
+        let failure = match forget_objects(self.store, &rows).await {
             Forget::NoOperation => None,
             Forget::Deleted { .. } => {
                 ctx.count(PURGE_OPERATIONS, 1);

@@ -44,4 +44,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0024_deletion_counters.sql", sql: include_str!("../migrations/0024_deletion_counters.sql") },
     Migration { name: "0025_rules_index.sql", sql: include_str!("../migrations/0025_rules_index.sql") },
     Migration { name: "0027_media_versions.sql", sql: include_str!("../migrations/0027_media_versions.sql") },
+    Migration { name: "0029_version_purge.sql", sql: include_str!("../migrations/0029_version_purge.sql") },
 ];

@@ -27,6 +27,7 @@ const BULK_STATUS: &str = include_str!("../sql/media/bulk_status.sql");
 const PURGE_DUE: &str = include_str!("../sql/media/purge_due.sql");
 const PURGE: &str = include_str!("../sql/media/purge.sql");
 const UNUSED_AND_PROVEN: &str = include_str!("../sql/media/unused_and_proven.sql");
+const COVERAGE_PROVEN: &str = include_str!("../sql/media/coverage_proven.sql");
 const PURGE_STATE: &str = include_str!("../sql/media/purge_state.sql");
 const SET_PURGE_CURSOR: &str = include_str!("../sql/media/set_purge_cursor.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
@@ -43,7 +44,18 @@ const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.s
 /// the one text.
 pub fn render_unused_and_proven(template: &'static str, media_id: &Fragment, rules: usize) -> String {
     let rule = Fragment::static_sql(UNUSED_AND_PROVEN);
-    uses::render(template, media_id, &[("unused_and_proven", &rule), ("rules", &Fragment::parameter(rules))])
+    let coverage = coverage_proven();
+    uses::render(
+        template,
+        media_id,
+        &[("unused_and_proven", &rule), ("coverage_proven", &coverage), ("rules", &Fragment::parameter(rules))],
+    )
+}
+
+/// The fragment that coverage proves the index complete (`{coverage_proven}`, whose `{rules}` the
+/// embedding statement fills in).
+pub fn coverage_proven() -> Fragment {
+    Fragment::static_sql(COVERAGE_PROVEN)
 }
 
 /// A media row.
@@ -352,6 +364,10 @@ pub struct PurgeState {
     pub after: Option<Trashed>,
     /// A pass may run now: one is in progress, or the rest after the last one is over.
     pub due: bool,
+    /// The same of the versions' purge: the last version its pass examined, and whether a pass
+    /// may run now.
+    pub versions_after: Option<super::versions::Due>,
+    pub versions_due: bool,
     /// No coverage row says its collection is incomplete (under the rules asked about): without
     /// it, no item can be purged. Looser than the safe delete's rule, which the purge embeds.
     pub ready: bool,
@@ -365,6 +381,9 @@ pub async fn purge_state<E: Executor>(exec: &E, rules_id: &str) -> Result<PurgeS
         cursor_deleted_at: Option<String>,
         cursor_id: Option<String>,
         due: i64,
+        version_cursor_at: Option<String>,
+        version_cursor_key: Option<String>,
+        versions_due: i64,
         ready: i64,
     }
     let row: Option<Row> = exec.query_first(Statement::new(PURGE_STATE).bind(rules_id)).await?;
@@ -373,7 +392,17 @@ pub async fn purge_state<E: Executor>(exec: &E, rules_id: &str) -> Result<PurgeS
         (Some(deleted_at), Some(id)) => Some(Trashed { id, deleted_at }),
         _ => None,
     };
-    Ok(PurgeState { after, due: row.due != 0, ready: row.ready != 0 })
+    let versions_after = match (row.version_cursor_at, row.version_cursor_key) {
+        (Some(replaced_at), Some(storage_key)) => Some(super::versions::Due { storage_key, replaced_at }),
+        _ => None,
+    };
+    Ok(PurgeState {
+        after,
+        due: row.due != 0,
+        versions_after,
+        versions_due: row.versions_due != 0,
+        ready: row.ready != 0,
+    })
 }
 
 /// Purges the due items `ids` as [`purge`] does and, in the same atomic batch, records where the
@@ -527,20 +556,22 @@ pub async fn set_sweep_cursor<E: Executor>(
 pub const LOOKUP_ARRAYS: usize = 2;
 
 /// The media items named by `ids` (JSON arrays of ids) and `keys` (JSON arrays of storage keys),
-/// in one statement, as `(id, storage_key, mime_type)`: what candidate strings of content refer
-/// to.
+/// in one statement, as `(id, storage_key, mime_type, version)`: what candidate strings of content
+/// refer to. A key may name an item's earlier file (`version`: its type is the version's; such a
+/// row names the item by that key only).
 pub async fn lookup<E: Executor>(
     exec: &E,
     ids: &[Option<String>; LOOKUP_ARRAYS],
     keys: &[Option<String>; LOOKUP_ARRAYS],
-) -> Result<Vec<(String, String, Option<String>)>, Error> {
+) -> Result<Vec<(String, String, Option<String>, bool)>, Error> {
     #[derive(Deserialize)]
     struct Row {
         id: String,
         storage_key: String,
         mime_type: Option<String>,
+        version: i64,
     }
     let stmt = ids.iter().chain(keys).fold(Statement::new(LOOKUP), |s, v| s.bind(v.clone()));
     let rows: Vec<Row> = exec.query(stmt).await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.storage_key, r.mime_type)).collect())
+    Ok(rows.into_iter().map(|r| (r.id, r.storage_key, r.mime_type, r.version != 0)).collect())
 }

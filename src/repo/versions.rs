@@ -4,9 +4,11 @@
 
 use serde::Deserialize;
 
-use super::media::Media;
+use super::media::{Media, Purged};
+use super::uses;
 use crate::exec::guard::{guarded_batch, Guard};
 use crate::exec::{Error, Executor, Outcome, Statement};
+use crate::sql::Fragment;
 
 const GUARD_CURRENT_FILE: &str = include_str!("../sql/versions/guard_current_file.sql");
 const VERSION_CURRENT_FILE: &str = include_str!("../sql/versions/version_current_file.sql");
@@ -15,6 +17,9 @@ const REVERT_FILE: &str = include_str!("../sql/versions/revert_file.sql");
 const DROP_VERSION: &str = include_str!("../sql/versions/drop_version.sql");
 const LIST: &str = include_str!("../sql/versions/list.sql");
 const SELECT_ONE: &str = include_str!("../sql/versions/select_one.sql");
+const PURGE_DUE: &str = include_str!("../sql/versions/purge_due.sql");
+const PURGE: &str = include_str!("../sql/versions/purge.sql");
+const SET_PURGE_CURSOR: &str = include_str!("../sql/versions/set_purge_cursor.sql");
 
 /// An earlier file of a media item (a row of `media_versions`), with how many entries link to it.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -127,4 +132,54 @@ pub async fn revert<E: Executor>(
         .transpose()?
         .flatten()
         .ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
+}
+
+/// A version as the purge orders them.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+pub struct Due {
+    pub storage_key: String,
+    pub replaced_at: String,
+}
+
+/// Up to `limit` versions replaced more than `days` ago (by the database clock), oldest first,
+/// after `after`.
+pub async fn purge_due<E: Executor>(exec: &E, days: f64, after: Option<&Due>, limit: u32) -> Result<Vec<Due>, Error> {
+    let stmt = Statement::new(PURGE_DUE)
+        .bind(days)
+        .bind(i64::from(limit))
+        .bind(after.map(|d| d.replaced_at.clone()))
+        .bind(after.map(|d| d.storage_key.clone()));
+    exec.query(stmt).await
+}
+
+/// Purges those of the versions `keys` replaced more than `days` ago that nothing links while
+/// coverage proves it under the rules `rules_id` (the statement carries the rule), and in the same
+/// atomic batch records where the pass stands: after `last`, or (`None`) that it ended and the next
+/// starts no earlier than `rest_s` seconds from now. The rows deleted, for their objects.
+pub async fn purge_and_advance<E: Executor>(
+    exec: &E,
+    keys: &[String],
+    days: f64,
+    rules_id: &str,
+    last: Option<&Due>,
+    rest_s: f64,
+) -> Result<Vec<Purged>, Error> {
+    let advance = Statement::new(SET_PURGE_CURSOR)
+        .bind(last.map(|d| d.replaced_at.clone()))
+        .bind(last.map(|d| d.storage_key.clone()))
+        .bind(rest_s);
+    if keys.is_empty() {
+        exec.execute(advance).await?;
+        return Ok(Vec::new());
+    }
+    let json = serde_json::to_string(keys).map_err(|e| Error::Decode(e.to_string()))?;
+    let coverage = super::media::coverage_proven();
+    let sql = uses::render(
+        PURGE,
+        &Fragment::row_column("media_versions", "media_id"),
+        &[("coverage_proven", &coverage), ("rules", &Fragment::parameter(3))],
+    );
+    let purge = Statement::new(sql).bind(json).bind(days).bind(rules_id);
+    let outcomes = exec.batch(vec![purge, advance]).await?;
+    outcomes.first().map_or(Ok(Vec::new()), Outcome::decode)
 }

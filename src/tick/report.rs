@@ -177,6 +177,7 @@ mod tests {
             "objectsDeleted": 0,
             "storageOperations": 2,
             "tablesUpgraded": 0,
+            "versionsPurged": 0,
             "continued": false,
             "dailyBudgetSpent": false,
             "d1": { "results": 4, "failed": 1, "rowsRead": 5, "rowsWritten": 6, "maxBinds": 7, "maxSqlBytes": 8 },

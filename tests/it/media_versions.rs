@@ -408,3 +408,119 @@ fn a_revert_racing_another_change_changes_nothing_unless_it_is_the_same_revert()
         assert_eq!(keys, expected, "{race}");
     }
 }
+
+/// A collection `posts` with an image field and a text field.
+fn posts(api: &Api) {
+    let fields = json!([{"slug": "hero", "type": "image"}, {"slug": "body", "type": "text"}]);
+    data(&api.post("/schema/collections", &json!({"slug": "posts", "label": "Posts", "fields": fields})));
+}
+
+fn entry(api: &Api, slug: &str, d: Json) -> String {
+    let r = api.post("/content/posts", &json!({"slug": slug, "status": "published", "data": d}));
+    assert_eq!(r.status, 201, "{}", r.body);
+    s(&data(&r)["item"]["id"])
+}
+
+#[test]
+fn a_file_url_to_an_earlier_key_is_a_use_of_the_item_and_used_in_says_which_version() {
+    let api = Api::with_storage(T0);
+    posts(&api);
+    let item = upload(&api, &png(10, 10, 1));
+    let (id, old) = (s(&item["id"]), s(&item["storageKey"]));
+    let url = |key: &str| format!("<img src=\"https://cdn.example/media/{key}\">");
+    // An entry by id, one linking the current file (soon an earlier one) by URL.
+    let by_id = entry(&api, "by-id", json!({"hero": id}));
+    let linking = entry(&api, "linking", json!({"body": url(&old)}));
+    api.drain();
+    let new = s(&data(&replace(&api, &id, &png(10, 10, 2)))["item"]["storageKey"]);
+    // Written after the replace, a URL to the earlier key still names the item.
+    let late = entry(&api, "late", json!({"body": format!("{} {}", url(&old), url(&new))}));
+    api.drain();
+    let page = data(&api.get(&format!("/media/{id}/usage?limit=100")));
+    let entries = page["items"].as_array().unwrap();
+    let find = |cid: &str| entries.iter().find(|e| e["contentId"] == cid).unwrap_or_else(|| panic!("{cid}: {page}"));
+    assert_eq!(find(&by_id)["versions"], json!([]));
+    assert_eq!(find(&by_id)["occurrences"][0]["linkedKey"], Json::Null, "an id names no key");
+    assert_eq!(find(&linking)["versions"], json!([old]));
+    assert_eq!(find(&linking)["occurrences"][0]["linkedKey"], old.as_str());
+    assert_eq!(find(&linking)["occurrences"][0]["referenceType"], "embedded_url");
+    let late_keys: Vec<Json> =
+        find(&late)["occurrences"].as_array().unwrap().iter().map(|o| o["linkedKey"].clone()).collect();
+    let mut expected = vec![json!(old), json!(new)];
+    expected.sort_by_key(|k| k.as_str().unwrap().to_owned());
+    assert_eq!(late_keys, expected, "one occurrence per key a path links");
+    assert_eq!(find(&late)["versions"], json!([old]));
+    assert_eq!(entries.len(), 3);
+    // The version counts the entries linking to it.
+    let got = data(&api.get(&format!("/media/{id}")))["item"].clone();
+    assert_eq!(got["versions"][0]["linked"], 2, "{got}");
+    // It blocks the item's delete, as any use.
+    let r = api.delete(&format!("/media/{id}"));
+    assert_eq!((r.status, code(&r).as_str()), (409, "MEDIA_IN_USE"), "{}", r.body);
+    // Reading the entries by id shows the new file: the item's url is the new key's.
+    assert_eq!(got["url"], format!("https://cdn.example/media/{new}"));
+    // The sitemap lists the key each page links.
+    let xml = api.call("GET", "/sitemap-posts.xml", None, None).body;
+    for key in [&old, &new] {
+        assert!(xml.contains(&format!("<image:loc>https://cdn.example/media/{key}</image:loc>")), "{key}: {xml}");
+    }
+    // Unlinked, the version counts nothing.
+    data(&api.put(&format!("/content/posts/{linking}"), &json!({"data": {"body": "gone"}})));
+    data(&api.put(&format!("/content/posts/{late}"), &json!({"data": {"body": url(&new)}})));
+    api.drain();
+    assert_eq!(data(&api.get(&format!("/media/{id}")))["item"]["versions"][0]["linked"], 0);
+}
+
+/// Ages every version by `days` (the purge reads the database clock) and ends the purge's rest.
+fn age_versions(api: &Api, days: u32) {
+    crate::support::exec_sql(
+        api,
+        &format!("UPDATE media_versions SET replaced_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-{days} days')"),
+    );
+    crate::support::purge_rest_over(&api.db);
+}
+
+#[test]
+fn a_version_nobody_links_is_purged_after_the_window_row_then_object_and_a_linked_one_never() {
+    let api = Api::with_storage(T0);
+    posts(&api);
+    let linked_item = upload(&api, &png(10, 10, 1));
+    let free_item = upload(&api, &png(10, 10, 2));
+    let (linked_id, linked_key) = (s(&linked_item["id"]), s(&linked_item["storageKey"]));
+    let (free_id, free_key) = (s(&free_item["id"]), s(&free_item["storageKey"]));
+    entry(&api, "links", json!({"body": format!("https://cdn.example/media/{linked_key}")}));
+    data(&replace(&api, &linked_id, &png(10, 10, 3)));
+    data(&replace(&api, &free_id, &png(10, 10, 4)));
+    api.drain();
+    let versions = || scalar(&api, "SELECT count(*) FROM media_versions");
+    // Within the window: kept (and revertible).
+    age_versions(&api, 29);
+    assert_eq!(api.tick().count("versionsPurged"), 0);
+    assert_eq!(versions(), 2);
+    // Past it, but coverage is not complete (an entry waits in the queue): kept.
+    age_versions(&api, 31);
+    crate::support::exec_sql(&api, "UPDATE _emdash_media_usage_index_status SET status = 'stale'");
+    assert_eq!(api.tick().count("versionsPurged"), 0);
+    assert_eq!(versions(), 2);
+    crate::support::exec_sql(&api, "UPDATE _emdash_media_usage_index_status SET status = 'complete'");
+    crate::support::purge_rest_over(&api.db);
+    let store = api.storage.as_ref().unwrap();
+    assert!(store.keys().contains(&free_key));
+    let report = api.tick();
+    assert_eq!(report.count("versionsPurged"), 1, "{report:?}");
+    assert_eq!(versions(), 1, "the linked version stays");
+    assert!(!store.keys().contains(&free_key), "the unlinked version's object went after its row");
+    assert!(store.keys().contains(&linked_key));
+    assert_eq!(served(&api, &linked_key).status, 200, "still served");
+    // A revert to the purged version is a 404 now.
+    let r = revert(&api, &free_id, &json!({"version": free_key}));
+    assert_eq!(r.status, 404);
+    // The pass rests: an idle tick purges nothing and reads one row.
+    assert_eq!(api.tick().count("versionsPurged"), 0);
+    // An entry too large to index that lists the item keeps its versions too.
+    data(&replace(&api, &free_id, &png(10, 10, 5)));
+    api.entry_too_large_using(&[free_id.as_str()]);
+    age_versions(&api, 31);
+    assert_eq!(api.tick().count("versionsPurged"), 0);
+    assert_eq!(versions(), 2);
+}

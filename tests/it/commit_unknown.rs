@@ -1044,6 +1044,15 @@ fn build_background() -> Api {
     // The upload nothing uses, in the trash long ago (while coverage is complete: a safe delete).
     data(&api.delete(&format!("/media/{}", f.ids.uploaded)));
     exec_sql(&api, "UPDATE media SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE deleted_at IS NOT NULL");
+    // Versions nobody links (the items are used by id only), replaced long ago: the purge takes
+    // them, row then object.
+    for (id, salt) in [(&f.ids.unused, 21), (a, 22)] {
+        let (ty, body) = form(&[("file", Some("next.png"), Some("image/png"), &png(6, 6, salt))]);
+        let r = api
+            .request("POST", &format!("/media/{id}/replace"), Some(ADMIN), Some(&body), |r| r.content_type = Some(ty));
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    exec_sql(&api, "UPDATE media_versions SET replaced_at = '2001-01-01T00:00:00.000Z'");
     for i in 0..5 {
         exec_sql(
             &api,

@@ -9,6 +9,7 @@ use super::error::ApiError;
 use super::input::{self, json_body, Issues, Obj};
 use super::{Ctx, Reply, Request};
 use crate::exec::{self, Executor};
+use crate::lifecycle::media::replace::FileChange;
 use crate::lifecycle::media::{self, BulkOutcome, DeleteOutcome, KeptObject, Removal, RestoreOutcome};
 use crate::model::auth::{Principal, Role};
 use crate::model::state::CoverageStatus;
@@ -162,9 +163,48 @@ pub async fn create<E: Executor>(ctx: &Ctx<'_, E>, req: &Request) -> Result<Repl
     }
 }
 
+/// The most versions an item's view shows (`versionsMore` says when it has more).
+pub const VERSIONS_SHOWN: u32 = 20;
+/// The most entries counted as linking to one version (`linked`).
+pub const VERSION_LINKS_CAP: u32 = 100;
+
+/// A media item as `GET /media/{id}` shows it: [`media_json`] with its `versions`, newest first
+/// (at most [`VERSIONS_SHOWN`], and `versionsMore: true` when there are more): each earlier file's
+/// `storageKey` and `url` (still served while the item is outside the trash), `filename`,
+/// `mimeType`, `size`, `width`, `height`, when it was replaced and by whom, and `linked`, how many
+/// entries have a file URL to it (counted up to [`VERSION_LINKS_CAP`]).
+pub async fn item_json<E: Executor>(ctx: &Ctx<'_, E>, m: &Media) -> Result<Json, ApiError> {
+    let public_url = ctx.config.media_public_url.as_deref();
+    let mut item = media_json(m, public_url);
+    let mut versions = crate::repo::versions::list(ctx.exec, &m.id, VERSIONS_SHOWN + 1, VERSION_LINKS_CAP).await?;
+    let more = versions.len() > VERSIONS_SHOWN as usize;
+    versions.truncate(VERSIONS_SHOWN as usize);
+    item["versions"] = versions
+        .iter()
+        .map(|v| {
+            json!({
+                "storageKey": v.storage_key,
+                "url": file_url(public_url, &v.storage_key),
+                "filename": v.filename,
+                "mimeType": v.mime_type,
+                "size": v.size,
+                "width": v.width,
+                "height": v.height,
+                "replacedAt": v.replaced_at,
+                "replacedBy": v.replaced_by,
+                "linked": v.linked,
+            })
+        })
+        .collect();
+    if more {
+        item["versionsMore"] = json!(true);
+    }
+    Ok(item)
+}
+
 pub async fn get<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
     let m = repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
-    let mut item = media_json(&m, ctx.config.media_public_url.as_deref());
+    let mut item = item_json(ctx, &m).await?;
     if input::query_flag(req, "includeUsage") {
         let mut usage = super::usage::usage_summaries(ctx, std::slice::from_ref(&m.id)).await?;
         item["usage"] = usage.pop().unwrap_or_default();
@@ -190,9 +230,8 @@ pub async fn update<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> R
         height: given_dimension(&obj, &mut issues, "height"),
     };
     issues.finish()?;
-    let public_url = ctx.config.media_public_url.as_deref();
     if let Some(m) = repo::update_metadata(ctx.exec, id, update, only_own(ctx)).await? {
-        return Ok((200, json!({"item": media_json(&m, public_url)})));
+        return Ok((200, json!({"item": item_json(ctx, &m).await?})));
     }
     // Nothing matched: no such item, or not the caller's (an item's author never changes).
     let m = repo::get(ctx.exec, id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
@@ -427,6 +466,40 @@ fn delete_answer(id: &str, outcome: DeleteOutcome) -> Result<Reply, ApiError> {
 /// is served again). An item not in the trash answers as it is.
 pub async fn restore<E: Executor>(ctx: &Ctx<'_, E>, id: &str) -> Result<Reply, ApiError> {
     restore_answer(media::restore(ctx.exec, id).await?, ctx.config.media_public_url.as_deref())
+}
+
+/// `POST /media/{id}/revert {"version": "<storageKey>"}` (strict body): the item's version of that
+/// key becomes its current file again, and its current file a version (as a replace does; the
+/// same permissions and refusals). Reverting to the current file answers the item unchanged (a
+/// retry after a lost answer); a key that is no version of this item is 404.
+pub async fn revert<E: Executor>(ctx: &Ctx<'_, E>, id: &str, req: &Request) -> Result<Reply, ApiError> {
+    let body = json_body(req)?;
+    let mut issues = Issues::default();
+    let Some(obj) = Obj::new(&mut issues, "", &body, &["version"]) else {
+        return Err(issues.finish().unwrap_err());
+    };
+    let version = obj.string(&mut issues, "version", true, 1, 1024);
+    issues.finish()?;
+    let version = version.unwrap_or_default();
+    let by = ctx.principal.as_ref().map(|p| p.token_id.as_str());
+    let change = media::replace::revert(ctx.exec, id, &version, only_own(ctx), by).await?;
+    file_change_answer(ctx, change).await
+}
+
+/// What a replace or a revert answers for each outcome: the item as `GET /media/{id}` shows it
+/// (200), or why not.
+pub async fn file_change_answer<E: Executor>(ctx: &Ctx<'_, E>, change: FileChange) -> Result<Reply, ApiError> {
+    match change {
+        FileChange::Changed(m) | FileChange::Unchanged(m) => Ok((200, json!({"item": item_json(ctx, &m).await?}))),
+        FileChange::NotFound => Err(ApiError::not_found("Media not found")),
+        FileChange::NotOwn => Err(not_own()),
+        FileChange::InTrash => Err(ApiError::conflict("The media item is in the trash; restore it first")),
+        FileChange::NoSuchVersion => Err(ApiError::not_found("The media item has no version of this storage key")),
+        FileChange::HeldBy { id } => {
+            Err(ApiError::conflict("Another media item's file has these bytes").with_details(json!({"id": id})))
+        }
+        FileChange::Raced => Err(ApiError::conflict("The media item's file changed meanwhile; retry")),
+    }
 }
 
 /// What `POST /media/{id}/restore` answers for each outcome.

@@ -226,7 +226,7 @@ pub async fn handle_streaming<E: Executor>(
 /// Whether the edge should hand this admitted request's body on as a stream (an upload, up to
 /// [`body_limit`] bytes) rather than read it first.
 pub fn streams_body(admitted: &Admitted, req: &Request) -> bool {
-    admitted.op == Op::CreateMedia && upload::is_multipart(req)
+    matches!(admitted.op, Op::CreateMedia | Op::ReplaceMedia) && upload::is_multipart(req)
 }
 
 /// The most body bytes the edge should read for an admitted request: a multipart upload may
@@ -364,6 +364,10 @@ async fn dispatch<E: Executor>(
         Op::RestoreMedia => media::restore(&ctx, p(0)).await?,
         Op::StartRelink => relink::start(&ctx, p(0), req).await?,
         Op::GetRelink => relink::get(&ctx, p(0)).await?,
+        Op::ReplaceMedia => {
+            upload::replace_file(&ctx, p(0), req, body.unwrap_or_else(|| upload::buffered(req))).await?
+        }
+        Op::RevertMedia => media::revert(&ctx, p(0), req).await?,
         Op::BulkDeleteMedia => media::bulk_delete(&ctx, req).await?,
         Op::CreateToken => tokens::create(&ctx, req).await?,
         Op::ListTokens => tokens::list(&ctx, req).await?,

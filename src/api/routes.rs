@@ -41,6 +41,8 @@ pub enum Op {
     RestoreMedia,
     StartRelink,
     GetRelink,
+    ReplaceMedia,
+    RevertMedia,
     BulkDeleteMedia,
     MediaFile,
     CreateToken,
@@ -108,6 +110,8 @@ pub const ROUTES: &[Route] = &[
     r("POST", "/_emdash/api/media/{id}/restore", Op::RestoreMedia),
     r("POST", "/_emdash/api/media/{id}/relink", Op::StartRelink),
     r("GET", "/_emdash/api/media/{id}/relink", Op::GetRelink),
+    r("POST", "/_emdash/api/media/{id}/replace", Op::ReplaceMedia),
+    r("POST", "/_emdash/api/media/{id}/revert", Op::RevertMedia),
     // Before `/media/{id}/usage`: a key is never a media id. `{key}` takes the rest of the path,
     // slashes included (EmDash's `media/file/[...key]`). `HEAD` answers as `GET` without a body.
     r("GET", "/_emdash/api/media/file/{key}", Op::MediaFile),
@@ -168,7 +172,8 @@ pub fn access(op: Op, req: &Request) -> Access {
         }
         // EmDash's `media:edit_own` and `media:delete_own`: below editor, the handler lets a
         // token change only the media it uploaded or registered.
-        Op::UpdateMedia | Op::DeleteMedia => Need(Role::Author, Scope::MediaWrite),
+        // Replacing a file or reverting it: below editor, only the token's own media.
+        Op::UpdateMedia | Op::DeleteMedia | Op::ReplaceMedia | Op::RevertMedia => Need(Role::Author, Scope::MediaWrite),
         Op::RestoreMedia | Op::BulkDeleteMedia => Need(Role::Editor, Scope::MediaWrite),
         Op::MediaUsage | Op::GetRelink => Need(Role::Editor, Scope::MediaRead),
         // Its writes are ordinary content writes, to any entry: an editor's.

@@ -20,8 +20,10 @@ use super::error::ApiError;
 use super::media::media_json;
 use super::{BodyError, BodyStream, Ctx, Reply, Request};
 use crate::exec::{self, Executor};
+use crate::lifecycle::media::replace::{self, Failure, FileChange};
 use crate::model::auth::Role;
 use crate::repo::media::{self as repo, NewMedia};
+use crate::repo::versions::NewFile;
 use crate::storage::inspect::{self, Allowlist, Refusal};
 use crate::storage::upload::{Incoming, UploadError};
 use crate::storage::Storage;
@@ -32,6 +34,10 @@ const FORM_OVERHEAD_BYTES: u64 = 64 * 1024;
 /// read of it, and `alt`/`caption` hold at most [`MAX_TEXT_CHARS`] characters (as in JSON).
 const TEXT_FIELD_BYTES: u64 = 4 * 1024;
 const MAX_TEXT_CHARS: usize = 1000;
+/// The fields of an upload's form.
+const UPLOAD_FIELDS: &[&str] = &["file", "alt", "caption", "width", "height"];
+/// The fields of a replace's form: the item keeps its alt text and caption.
+const REPLACE_FIELDS: &[&str] = &["file", "filename", "width", "height"];
 /// How a body already read is handed to the form parser.
 const FEED_CHUNK_BYTES: usize = 64 * 1024;
 
@@ -68,6 +74,8 @@ pub fn is_multipart(req: &Request) -> bool {
 #[derive(Default)]
 struct Form {
     filename: String,
+    /// A replace's `filename` field: the item's new file name (`None`: kept).
+    new_filename: Option<String>,
     alt: Option<String>,
     caption: Option<String>,
     width: Option<i64>,
@@ -153,10 +161,12 @@ impl futures::Stream for Paced<'_, '_> {
 }
 
 /// What a multer error means for the caller: the body's own failure when the stream failed.
-fn form_error(e: multer::Error, rules: &UploadRules) -> ApiError {
+fn form_error(e: multer::Error, rules: &UploadRules, fields: &[&str]) -> ApiError {
     match e {
         multer::Error::UnknownField { field_name } => {
-            invalid(&field_name.unwrap_or_default(), "Unknown field; expected file, alt, caption, width or height")
+            let (last, rest) = fields.split_last().unwrap_or((&"file", &[]));
+            let expected = format!("Unknown field; expected {} or {last}", rest.join(", "));
+            invalid(&field_name.unwrap_or_default(), &expected)
         }
         multer::Error::FieldSizeExceeded { field_name, .. } if field_name.as_deref() == Some("file") => {
             rules.too_large()
@@ -183,6 +193,7 @@ async fn read_form<'s>(
     ctx_storage: &'s dyn Storage,
     rules: &'s UploadRules,
     now_ms: f64,
+    fields: &[&str],
     file: &mut Option<Incoming<'s>>,
 ) -> Result<Form, ApiError> {
     let content_type = req.content_type.as_deref().unwrap_or_default();
@@ -192,15 +203,14 @@ async fn read_form<'s>(
         .whole_stream(rules.body_limit() as u64)
         .per_field(TEXT_FIELD_BYTES)
         .for_field("file", rules.max_bytes);
-    let constraints =
-        multer::Constraints::new().allowed_fields(vec!["file", "alt", "caption", "width", "height"]).size_limit(limits);
+    let constraints = multer::Constraints::new().allowed_fields(fields.to_vec()).size_limit(limits);
     let fed = Arc::new(Fed::default());
     let paced = Paced { inner: body, fed: Arc::clone(&fed), recent: [0, 0], paused: false };
     let mut multipart = multer::Multipart::with_constraints(paced, boundary, constraints);
     let delivered = |chunk: &Bytes| fed.delivered.fetch_add(chunk.len() as u64, Ordering::Relaxed);
     let mut form = Form::default();
     let mut seen: Vec<String> = Vec::new();
-    while let Some(mut field) = multipart.next_field().await.map_err(|e| form_error(e, rules))? {
+    while let Some(mut field) = multipart.next_field().await.map_err(|e| form_error(e, rules, fields))? {
         let name = field.name().unwrap_or_default().to_owned();
         if seen.contains(&name) {
             return Err(invalid(&name, "Given more than once"));
@@ -215,14 +225,14 @@ async fn read_form<'s>(
             let declared = field.content_type().map(ToString::to_string);
             form.filename = filename;
             let incoming = file.insert(Incoming::new(ctx_storage, &rules.allowed, declared, now_ms));
-            while let Some(chunk) = field.chunk().await.map_err(|e| form_error(e, rules))? {
+            while let Some(chunk) = field.chunk().await.map_err(|e| form_error(e, rules, fields))? {
                 delivered(&chunk);
                 incoming.push(&chunk).await.map_err(|e| upload_error(e, rules))?;
             }
             continue;
         }
         let mut data: Vec<u8> = Vec::new();
-        while let Some(chunk) = field.chunk().await.map_err(|e| form_error(e, rules))? {
+        while let Some(chunk) = field.chunk().await.map_err(|e| form_error(e, rules, fields))? {
             delivered(&chunk);
             data.extend_from_slice(&chunk);
         }
@@ -245,6 +255,13 @@ async fn read_form<'s>(
                 } else {
                     form.caption = t;
                 }
+            }
+            "filename" => {
+                let value = text.trim();
+                if value.is_empty() || value.chars().count() > 255 || value.chars().any(char::is_control) {
+                    return Err(invalid("filename", "Expected a file name of 1 to 255 characters"));
+                }
+                form.new_filename = Some(value.to_owned());
             }
             "width" => form.width = Some(dimension()?),
             _ => form.height = Some(dimension()?),
@@ -289,7 +306,7 @@ pub async fn upload<E: Executor>(ctx: &Ctx<'_, E>, req: &Request, mut body: Body
         ));
     };
     let mut file = None;
-    let form = read_form(req, &mut body, storage, rules, (ctx.config.clock)(), &mut file).await;
+    let form = read_form(req, &mut body, storage, rules, (ctx.config.clock)(), UPLOAD_FIELDS, &mut file).await;
     if form.as_ref().is_err_and(|e| e.status != 413) {
         drain(&mut body).await;
     }
@@ -404,6 +421,110 @@ async fn already_stored<E: Executor>(ctx: &Ctx<'_, E>, hash: &str) -> Result<Opt
         }
     }
     Err(ApiError::conflict("The upload raced another change; retry it"))
+}
+
+/// `POST /media/{id}/replace` with `multipart/form-data` (a `file`, and optionally `filename`,
+/// `width`, `height`): the item takes the file under a new key, as an upload stores it (the same
+/// checks, streaming and marker), and its current file becomes a version (see
+/// [`replace::replace`]). Refused before the body is read: an unknown item (404), another
+/// author's (403), an item in the trash (409). Bytes identical to the item's current file answer
+/// the item unchanged (a retry after a lost answer); bytes that are another item's current file
+/// are 409 `CONFLICT` naming it; neither stores anything. No object this request stored is left
+/// behind unless a row names it, or a failure left that unknown (the storage sweep then takes it
+/// once no row names it).
+pub async fn replace_file<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    id: &str,
+    req: &Request,
+    mut body: BodyStream<'_>,
+) -> Result<Reply, ApiError> {
+    let rules = &ctx.config.uploads;
+    let Some(storage) = ctx.storage else {
+        return Err(ApiError::new(503, "MEDIA_STORAGE_UNAVAILABLE", "No media bucket is bound"));
+    };
+    if !is_multipart(req) {
+        return Err(invalid("body", "Expected a multipart/form-data body with the new file"));
+    }
+    let only_own = ctx.principal.as_ref().and_then(crate::model::auth::Principal::only_own);
+    let item = match replace::changeable(ctx.exec, id, only_own).await? {
+        Ok(m) => m,
+        Err(refused) => {
+            drain(&mut body).await;
+            return super::media::file_change_answer(ctx, refused).await;
+        }
+    };
+    let mut file = None;
+    let form = read_form(req, &mut body, storage, rules, (ctx.config.clock)(), REPLACE_FIELDS, &mut file).await;
+    if form.as_ref().is_err_and(|e| e.status != 413) {
+        drain(&mut body).await;
+    }
+    let reply = match (form, file.as_mut()) {
+        (Ok(form), Some(file)) => take_file(ctx, &item, form, file).await,
+        (Ok(_), None) => Err(invalid("file", "Required: the new file")),
+        (Err(e), _) => Err(e),
+    };
+    if let Some(mut file) = file {
+        if let Err(e) = file.abandon().await {
+            ctx.log(format!("{e}; R2 expires its parts"));
+        }
+    }
+    reply
+}
+
+/// Settles a fully read replace: the item unchanged (the same bytes), refused (another item's
+/// bytes), or the file stored and taken by the item (its object deleted again when the item
+/// certainly did not take it).
+async fn take_file<E: Executor>(
+    ctx: &Ctx<'_, E>,
+    item: &repo::Media,
+    form: Form,
+    file: &mut Incoming<'_>,
+) -> Result<Reply, ApiError> {
+    let rules = &ctx.config.uploads;
+    let identified = file.identify().map_err(|e| upload_error(e, rules))?;
+    let (kind, read, key) = (identified.kind.clone(), identified.dimensions, identified.key.clone());
+    let hash = hex::encode(file.sha256());
+    if item.content_hash.as_deref() == Some(hash.as_str()) {
+        return super::media::file_change_answer(ctx, FileChange::Unchanged(item.clone())).await;
+    }
+    if let Some(holder) = repo::by_hash(ctx.exec, &hash).await?.filter(|h| h.id != item.id) {
+        return super::media::file_change_answer(ctx, FileChange::HeldBy { id: holder.id }).await;
+    }
+    let (width, height) = match (form.width, form.height) {
+        (Some(w), Some(h)) => (Some(w), Some(h)),
+        (w, h) => (w.or(read.map(|d| d.0)), h.or(read.map(|d| d.1))),
+    };
+    file.store().await.map_err(|e| upload_error(e, rules))?;
+    let new = NewFile {
+        storage_key: key.clone(),
+        mime_type: kind.mime,
+        size: i64::try_from(file.size()).ok(),
+        width,
+        height,
+        content_hash: hash,
+        filename: form.new_filename,
+    };
+    let by = ctx.principal.as_ref().map(|p| p.token_id.as_str());
+    let outcome = replace::replace(ctx.exec, item, new, by).await;
+    let certainly_unnamed = match &outcome {
+        Ok(FileChange::Changed(_)) => false,
+        Ok(_) | Err(Failure::NotCommitted(_)) => true,
+        Err(Failure::Unknown(e)) => {
+            ctx.log(format!(
+                "the object {key} stays for the storage sweep: whether its item names it is unknown ({e})"
+            ));
+            false
+        }
+    };
+    if certainly_unnamed {
+        if let Err(e) = ctx.storage.expect("stored above").delete(std::slice::from_ref(&key)).await {
+            ctx.log(format!("could not delete the unused object {key}: {e}; the storage sweep will"));
+        }
+    }
+    match outcome {
+        Ok(change) => super::media::file_change_answer(ctx, change).await,
+        Err(Failure::NotCommitted(e) | Failure::Unknown(e)) => Err(e.into()),
+    }
 }
 
 /// How often [`already_stored`] looks the bytes up before it gives up.

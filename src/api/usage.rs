@@ -249,12 +249,12 @@ pub async fn media_usage<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str, req: &Re
     let limit = input::limit(req, &mut issues);
     let after = input::cursor(req, &mut issues)?;
     issues.finish()?;
-    media_repo::get(ctx.exec, media_id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
+    let item = media_repo::get(ctx.exec, media_id).await?.ok_or_else(|| ApiError::not_found("Media not found"))?;
     let (overall, _) = coverage(ctx).await?;
     let rows = reads::usage_page(ctx.exec, media_id, after, limit + 1).await?;
     let mut entries = group_entries(rows);
     let next = input::paginate(&mut entries, limit, |e| (e.collection.clone(), e.content_id.clone()));
-    let items: Vec<Json> = entries.iter().map(EntryUsage::to_json).collect();
+    let items: Vec<Json> = entries.iter().map(|e| e.to_json(&item.storage_key)).collect();
     let unindexed: Vec<Json> = reads::unindexed_users(ctx.exec, media_id, UNINDEXED_LISTED)
         .await?
         .into_iter()
@@ -270,8 +270,9 @@ pub async fn media_usage<E: Executor>(ctx: &Ctx<'_, E>, media_id: &str, req: &Re
 /// Entries too large to index that "Used in" names at most (each page, apart from the items).
 pub const UNINDEXED_LISTED: u32 = 100;
 
-/// One occurrence as "Used in" lists it: field, path, index, reference type.
-type Occurrence = (String, String, i64, String);
+/// One occurrence as "Used in" lists it: field, path, index, reference type, and the storage key
+/// a file URL names.
+type Occurrence = (String, String, i64, String, Option<String>);
 
 /// One entry's usage of a media item.
 #[derive(Debug)]
@@ -288,7 +289,10 @@ struct EntryUsage {
 }
 
 impl EntryUsage {
-    fn to_json(&self) -> Json {
+    /// The entry as "Used in" lists it for the item whose current file is `current_key`: each
+    /// flat occurrence with its `linkedKey` (the key a file URL names; `null` for every other
+    /// kind), and `versions`, the earlier files of the item the entry links to (sorted).
+    fn to_json(&self, current_key: &str) -> Json {
         let ours = |ty: &str| ReferenceType::ALL.iter().map(|t| t.as_str()).find(|t| *t == ty).unwrap_or("unknown");
         // EmDash's schema names four reference types; the kinds it does not have read `unknown`
         // there (the flat `occurrences` keep them).
@@ -296,13 +300,19 @@ impl EntryUsage {
             t @ ("image_field" | "file_field" | "portable_text_image") => t,
             _ => "unknown",
         };
-        let occurrences = |list: &[Occurrence], kind: &dyn Fn(&str) -> &'static str| {
+        let occurrences = |list: &[Occurrence], kind: &dyn Fn(&str) -> &'static str, linked: bool| {
             list.iter()
-                .map(|(slug, path, index, ty)| {
-                    json!({"fieldSlug": slug, "fieldPath": path, "occurrenceIndex": index, "referenceType": kind(ty)})
+                .map(|(slug, path, index, ty, key)| {
+                    let mut o = json!({"fieldSlug": slug, "fieldPath": path, "occurrenceIndex": index, "referenceType": kind(ty)});
+                    if linked {
+                        o["linkedKey"] = json!(key);
+                    }
+                    o
                 })
                 .collect::<Vec<_>>()
         };
+        let versions: std::collections::BTreeSet<&str> =
+            self.occurrences.iter().filter_map(|o| o.4.as_deref()).filter(|k| *k != current_key).collect();
         json!({
             "collection": self.collection,
             "contentId": self.content_id,
@@ -312,9 +322,10 @@ impl EntryUsage {
             "locale": self.meta.locale,
             "scheduledAt": self.meta.content_scheduled_at,
             "deletedAt": self.deleted_at,
-            "occurrences": occurrences(&self.occurrences, &ours),
+            "occurrences": occurrences(&self.occurrences, &ours, true),
+            "versions": versions,
             "sources": self.sources.iter().map(|(variant, list)| json!({
-                "variant": variant, "occurrences": occurrences(list, &emdash),
+                "variant": variant, "occurrences": occurrences(list, &emdash, false),
             })).collect::<Vec<_>>(),
         })
     }
@@ -343,7 +354,7 @@ fn group_entries(rows: Vec<UsageRow>) -> Vec<EntryUsage> {
         if row.content_deleted_at > entry.deleted_at {
             entry.deleted_at = row.content_deleted_at.clone();
         }
-        let occ = (row.field_slug, row.field_path, row.occurrence_index, row.reference_type);
+        let occ = (row.field_slug, row.field_path, row.occurrence_index, row.reference_type, row.linked_key);
         if !entry.occurrences.contains(&occ) {
             entry.occurrences.push(occ.clone());
         }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::{lease, uses};
 use crate::exec::guard::{guarded_batch, Guard};
-use crate::exec::{Error, Executor, Statement};
+use crate::exec::{Error, Executor, Outcome, Statement};
 use crate::ids;
 use crate::sql::Fragment;
 
@@ -27,6 +27,7 @@ const BULK_STATUS: &str = include_str!("../sql/media/bulk_status.sql");
 const PURGE_DUE: &str = include_str!("../sql/media/purge_due.sql");
 const PURGE: &str = include_str!("../sql/media/purge.sql");
 const UNUSED_AND_PROVEN: &str = include_str!("../sql/media/unused_and_proven.sql");
+const COVERAGE_PROVEN: &str = include_str!("../sql/media/coverage_proven.sql");
 const PURGE_STATE: &str = include_str!("../sql/media/purge_state.sql");
 const SET_PURGE_CURSOR: &str = include_str!("../sql/media/set_purge_cursor.sql");
 const SWEEP_CURSOR: &str = include_str!("../sql/media/sweep_cursor.sql");
@@ -34,6 +35,7 @@ const SET_SWEEP_CURSOR: &str = include_str!("../sql/media/set_sweep_cursor.sql")
 const ENQUEUE_LINKING: &str = include_str!("../sql/media/enqueue_linking.sql");
 const STALE_WHILE_QUEUED: &str = include_str!("../sql/media/stale_while_queued.sql");
 const LOOKUP: &str = include_str!("../sql/media/lookup.sql");
+const FORGET_VERSIONS: &str = include_str!("../sql/media/forget_versions.sql");
 const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.sql");
 
 /// `template` with the safe delete's rule (`{unused_and_proven}`: the item `media_id` is not in
@@ -42,7 +44,18 @@ const GUARD_MEDIA_UNUSED: &str = include_str!("../sql/usage/guard_media_unused.s
 /// the one text.
 pub fn render_unused_and_proven(template: &'static str, media_id: &Fragment, rules: usize) -> String {
     let rule = Fragment::static_sql(UNUSED_AND_PROVEN);
-    uses::render(template, media_id, &[("unused_and_proven", &rule), ("rules", &Fragment::parameter(rules))])
+    let coverage = coverage_proven();
+    uses::render(
+        template,
+        media_id,
+        &[("unused_and_proven", &rule), ("coverage_proven", &coverage), ("rules", &Fragment::parameter(rules))],
+    )
+}
+
+/// The fragment that coverage proves the index complete (`{coverage_proven}`, whose `{rules}` the
+/// embedding statement fills in).
+pub fn coverage_proven() -> Fragment {
+    Fragment::static_sql(COVERAGE_PROVEN)
 }
 
 /// A media row.
@@ -351,6 +364,10 @@ pub struct PurgeState {
     pub after: Option<Trashed>,
     /// A pass may run now: one is in progress, or the rest after the last one is over.
     pub due: bool,
+    /// The same of the versions' purge: the last version its pass examined, and whether a pass
+    /// may run now.
+    pub versions_after: Option<super::versions::Due>,
+    pub versions_due: bool,
     /// No coverage row says its collection is incomplete (under the rules asked about): without
     /// it, no item can be purged. Looser than the safe delete's rule, which the purge embeds.
     pub ready: bool,
@@ -364,6 +381,9 @@ pub async fn purge_state<E: Executor>(exec: &E, rules_id: &str) -> Result<PurgeS
         cursor_deleted_at: Option<String>,
         cursor_id: Option<String>,
         due: i64,
+        version_cursor_at: Option<String>,
+        version_cursor_key: Option<String>,
+        versions_due: i64,
         ready: i64,
     }
     let row: Option<Row> = exec.query_first(Statement::new(PURGE_STATE).bind(rules_id)).await?;
@@ -372,12 +392,23 @@ pub async fn purge_state<E: Executor>(exec: &E, rules_id: &str) -> Result<PurgeS
         (Some(deleted_at), Some(id)) => Some(Trashed { id, deleted_at }),
         _ => None,
     };
-    Ok(PurgeState { after, due: row.due != 0, ready: row.ready != 0 })
+    let versions_after = match (row.version_cursor_at, row.version_cursor_key) {
+        (Some(replaced_at), Some(storage_key)) => Some(super::versions::Due { storage_key, replaced_at }),
+        _ => None,
+    };
+    Ok(PurgeState {
+        after,
+        due: row.due != 0,
+        versions_after,
+        versions_due: row.versions_due != 0,
+        ready: row.ready != 0,
+    })
 }
 
 /// Purges the due items `ids` as [`purge`] does and, in the same atomic batch, records where the
 /// pass stands: after `last` (the last item examined), or, with `None`, that the pass ended and
-/// the next starts no earlier than `rest_s` seconds from now. `ids` empty: only the record.
+/// the next starts no earlier than `rest_s` seconds from now; the versions of the items purged go
+/// too. The rows deleted, and the versions'. `ids` empty: only the record.
 pub async fn purge_and_advance<E: Executor>(
     exec: &E,
     ids: &[String],
@@ -385,36 +416,67 @@ pub async fn purge_and_advance<E: Executor>(
     rules_id: &str,
     last: Option<&Trashed>,
     rest_s: f64,
-) -> Result<Vec<Purged>, Error> {
+) -> Result<(Vec<Purged>, Vec<Purged>), Error> {
     let advance = Statement::new(SET_PURGE_CURSOR)
         .bind(last.map(|t| t.deleted_at.clone()))
         .bind(last.map(|t| t.id.clone()))
         .bind(rest_s);
     if ids.is_empty() {
         exec.execute(advance).await?;
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
-    let outcomes = exec.batch(vec![purge_statement(ids, days, rules_id)?, advance]).await?;
-    outcomes.first().map_or(Ok(Vec::new()), |o| o.decode())
+    let outcomes =
+        exec.batch(vec![purge_statement(ids, days, rules_id)?, forget_versions(ids_json(ids)?), advance]).await?;
+    let purged: Vec<Purged> = outcomes.first().map_or(Ok(Vec::new()), |o| o.decode())?;
+    let versions: Vec<Purged> = outcomes.get(1).map_or(Ok(Vec::new()), |o| o.decode())?;
+    Ok((purged, versions))
 }
 
-/// Deletes the metadata row whatever uses it (an admin's forced delete); `None` when it did not
-/// exist. In the same atomic batch, the entries whose file URLs named it are queued again, so that
+/// Deletes the metadata row and its versions whatever uses it (an admin's forced delete): the rows
+/// deleted, the item's first; `None` when it did not exist. In the same atomic batch, the entries whose file URLs named it are queued again, so that
 /// a later registration under its storage key finds them.
-pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<Option<Purged>, Error> {
+pub async fn delete<E: Executor>(exec: &E, id: &str) -> Result<Option<Vec<Purged>>, Error> {
+    let ids = ids_json(&[id.to_owned()])?;
     let outcomes = exec
-        .batch(vec![requeue_linking(None, Some(id)), Statement::new(DELETE).bind(id), stale_while_queued()])
+        .batch(vec![
+            requeue_linking(None, Some(id)),
+            Statement::new(DELETE).bind(id),
+            forget_versions(ids),
+            stale_while_queued(),
+        ])
         .await?;
-    outcomes.get(1).map(|o| o.first()).transpose().map(Option::flatten)
+    with_versions(outcomes.get(1), outcomes.get(2))
+}
+
+/// The rows a batch deleted for good: the media row (`row`'s first), then its versions
+/// (`versions`'); `None` when no media row was deleted.
+fn with_versions(row: Option<&Outcome>, versions: Option<&Outcome>) -> Result<Option<Vec<Purged>>, Error> {
+    let Some(first) = row.map(Outcome::first::<Purged>).transpose()?.flatten() else { return Ok(None) };
+    let mut all = vec![first];
+    all.extend(versions.map(Outcome::decode::<Purged>).transpose()?.unwrap_or_default());
+    Ok(Some(all))
+}
+
+fn ids_json(ids: &[String]) -> Result<String, Error> {
+    serde_json::to_string(ids).map_err(|e| Error::Decode(e.to_string()))
+}
+
+/// Deletes the versions of those of the items `ids_json` (a JSON array) whose row the statement
+/// before deleted, in the same batch.
+fn forget_versions(ids_json: String) -> Statement {
+    Statement::new(FORGET_VERSIONS).bind(ids_json)
 }
 
 /// Deletes the metadata row only if nothing uses it and coverage proves it (under the rules
-/// `rules_id`), in the trash or not: the rule and the delete are one statement. `None` when it was
+/// `rules_id`), in the trash or not: the rule and the delete are one statement, and the item's
+/// versions go in the same batch (the rows deleted, the item's first). `None` when it was
 /// refused or did not exist. No entry's file URL names an item the rule passes (it would be a
 /// current occurrence), so there is nothing to queue again.
-pub async fn delete_if_unused<E: Executor>(exec: &E, id: &str, rules_id: &str) -> Result<Option<Purged>, Error> {
+pub async fn delete_if_unused<E: Executor>(exec: &E, id: &str, rules_id: &str) -> Result<Option<Vec<Purged>>, Error> {
     let sql = render_unused_and_proven(DELETE_UNUSED, &Fragment::parameter(1), 2);
-    exec.query_first(Statement::new(sql).bind(id).bind(rules_id)).await
+    let ids = ids_json(&[id.to_owned()])?;
+    let outcomes = exec.batch(vec![Statement::new(sql).bind(id).bind(rules_id), forget_versions(ids)]).await?;
+    with_versions(outcomes.first(), outcomes.get(1))
 }
 
 /// Queues the entries whose file URLs named `key` unresolved, or named the media item `id`.
@@ -494,20 +556,22 @@ pub async fn set_sweep_cursor<E: Executor>(
 pub const LOOKUP_ARRAYS: usize = 2;
 
 /// The media items named by `ids` (JSON arrays of ids) and `keys` (JSON arrays of storage keys),
-/// in one statement, as `(id, storage_key, mime_type)`: what candidate strings of content refer
-/// to.
+/// in one statement, as `(id, storage_key, mime_type, version)`: what candidate strings of content
+/// refer to. A key may name an item's earlier file (`version`: its type is the version's; such a
+/// row names the item by that key only).
 pub async fn lookup<E: Executor>(
     exec: &E,
     ids: &[Option<String>; LOOKUP_ARRAYS],
     keys: &[Option<String>; LOOKUP_ARRAYS],
-) -> Result<Vec<(String, String, Option<String>)>, Error> {
+) -> Result<Vec<(String, String, Option<String>, bool)>, Error> {
     #[derive(Deserialize)]
     struct Row {
         id: String,
         storage_key: String,
         mime_type: Option<String>,
+        version: i64,
     }
     let stmt = ids.iter().chain(keys).fold(Statement::new(LOOKUP), |s, v| s.bind(v.clone()));
     let rows: Vec<Row> = exec.query(stmt).await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.storage_key, r.mime_type)).collect())
+    Ok(rows.into_iter().map(|r| (r.id, r.storage_key, r.mime_type, r.version != 0)).collect())
 }

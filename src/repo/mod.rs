@@ -20,4 +20,5 @@ pub mod sitemap;
 pub mod ticks;
 pub mod tokens;
 pub mod uses;
+pub mod versions;
 pub mod work;

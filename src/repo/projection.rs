@@ -273,6 +273,8 @@ pub struct OccurrenceRow {
     pub provider_asset_id: String,
     pub media_kind: Option<&'static str>,
     pub mime_type: Option<String>,
+    /// The storage key a file URL names (`embedded_url` only).
+    pub linked_key: Option<String>,
 }
 
 /// What a job observed of one entry it publishes, as `guard_publish_group.sql` reads it
@@ -519,6 +521,7 @@ mod tests {
             provider_asset_id: String::new(),
             media_kind: None,
             mime_type: None,
+            linked_key: None,
         };
         let observed = ObservedEntry {
             id: String::new(),

@@ -30,6 +30,9 @@ pub struct UsageRow {
     pub occurrence_index: i64,
     pub reference_type: String,
     pub content_scheduled_at: Option<String>,
+    /// The storage key a file URL names (`None` for every other kind).
+    #[serde(default)]
+    pub linked_key: Option<String>,
 }
 
 /// The occurrences of up to `limit` entries that use `media_id`, after `(collection, content)`.

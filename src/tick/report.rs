@@ -180,6 +180,7 @@ mod tests {
             "tablesUpgraded": 0,
             "entriesRelinked": 0,
             "relinkConflicts": 0,
+            "versionsPurged": 0,
             "continued": false,
             "dailyBudgetSpent": false,
             "d1": { "results": 4, "failed": 1, "rowsRead": 5, "rowsWritten": 6, "maxBinds": 7, "maxSqlBytes": 8 },

@@ -160,7 +160,13 @@ fn state(api: &Api) -> String {
         .keys()
         .iter()
         .map(|k| {
-            let named = rows(api, &format!("SELECT filename FROM media WHERE storage_key = '{k}'"));
+            let named = rows(
+                api,
+                &format!(
+                    "SELECT filename FROM media WHERE storage_key = '{k}'
+                     UNION ALL SELECT 'version of ' || filename FROM media_versions WHERE storage_key = '{k}'"
+                ),
+            );
             let bytes = store.bytes(k).unwrap();
             format!("{} bytes named by {:?}", bytes.len(), named.first().map(|r| r[0].clone()))
         })
@@ -174,6 +180,10 @@ fn state(api: &Api) -> String {
         "media": rows(api, "SELECT filename, mime_type, coalesce(content_hash, storage_key), alt, caption, width, height,
                                    author_id, deleted_at IS NOT NULL
                             FROM media ORDER BY 3"),
+        "versions": rows(api, "SELECT v.filename, v.mime_type, coalesce(v.content_hash, v.storage_key), v.width,
+                                      v.replaced_by, (SELECT coalesce(m.content_hash, m.storage_key) FROM media AS m
+                                                      WHERE m.id = v.media_id)
+                               FROM media_versions AS v ORDER BY 3"),
         "objects": objects,
         "tokens": rows(api, "SELECT name, role, scopes, created_by IS NOT NULL FROM _emdash_api_tokens ORDER BY name"),
         "coverage": rows(api, "SELECT scope_key, status, capture_state, reconciliation_required, last_error_code
@@ -427,6 +437,44 @@ fn trashed_media(api: &Api, i: &Ids) {
     data(&api.delete(&format!("/media/{}", i.unused)));
 }
 
+/// The uploaded item's file replaced once: its first file is a version.
+fn replaced_upload(api: &Api, i: &Ids) {
+    let (ty, body) = form(&[("file", Some("second.png"), Some("image/png"), &png(4, 4, 11))]);
+    let r = api.request("POST", &format!("/media/{}/replace", i.uploaded), Some(ADMIN), Some(&body), |r| {
+        r.content_type = Some(ty)
+    });
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// A replace of the uploaded item's file, as the client sends it.
+fn replace_request(i: &Ids) -> Request {
+    let (ty, body) = form(&[("file", Some("third.png"), Some("image/png"), &png(5, 5, 12))]);
+    let mut r = admin("POST", &format!("/media/{}/replace", i.uploaded), None);
+    r.body = body;
+    r.content_type = Some(ty);
+    r
+}
+
+/// A revert of the uploaded item to its first file (found by its bytes: a version before the
+/// revert, the current file after it, so the client's retry names the same key).
+fn revert_request(api: &Api, i: &Ids) -> Request {
+    let hash = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(png(2, 2, 7)))
+    };
+    let key = rows(
+        api,
+        &format!(
+            "SELECT storage_key FROM media_versions WHERE content_hash = '{hash}'
+             UNION ALL SELECT storage_key FROM media WHERE content_hash = '{hash}'"
+        ),
+    );
+    admin("POST", &format!("/media/{}/revert", i.uploaded), Some(json!({"version": key[0][0]})))
+}
+
+/// The writes of an item's file: a replace and a revert.
+const FILE_CHANGES: &[&str] = &["media replace", "media replace of a replaced file", "media revert"];
+
 /// A collection whose deletion failed after its front phases, its rows still to clean up.
 fn failed_deletion(api: &Api, i: &Ids) {
     data(&api.post(
@@ -672,6 +720,30 @@ fn writes() -> Vec<Write> {
             ok: 201,
             // The same bytes again: the row the first try wrote.
             retry_answers: &[(200, "")],
+            recover: nothing,
+        },
+        Write {
+            prepare: no_preparation,
+            name: "media replace",
+            request: |_, i| replace_request(i),
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: replaced_upload,
+            name: "media replace of a replaced file",
+            request: |_, i| replace_request(i),
+            ok: 200,
+            retry_answers: &[],
+            recover: nothing,
+        },
+        Write {
+            prepare: replaced_upload,
+            name: "media revert",
+            request: revert_request,
+            ok: 200,
+            retry_answers: &[],
             recover: nothing,
         },
         Write {
@@ -960,6 +1032,14 @@ fn every_content_operation_converges_after_a_crash_at_any_statement_and_the_clie
     assert!(runs >= 10 && retried >= 3, "{runs} runs, {retried} retried");
 }
 
+#[test]
+fn every_change_of_a_file_converges_after_a_crash_at_any_statement_and_the_clients_retry() {
+    let ops: Vec<Write> = writes().into_iter().filter(|w| FILE_CHANGES.contains(&w.name)).collect();
+    assert_eq!(ops.len(), FILE_CHANGES.len());
+    let (runs, retried) = converge(ops, Fault::Crash);
+    assert!(runs >= 10 && retried >= 3, "{runs} runs, {retried} retried");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Lane steps.
 
@@ -982,6 +1062,15 @@ fn build_background() -> Api {
     // The upload nothing uses, in the trash long ago (while coverage is complete: a safe delete).
     data(&api.delete(&format!("/media/{}", f.ids.uploaded)));
     exec_sql(&api, "UPDATE media SET deleted_at = '2001-01-01T00:00:00.000Z' WHERE deleted_at IS NOT NULL");
+    // Versions nobody links (the items are used by id only), replaced long ago: the purge takes
+    // them, row then object.
+    for (id, salt) in [(&f.ids.unused, 21), (a, 22)] {
+        let (ty, body) = form(&[("file", Some("next.png"), Some("image/png"), &png(6, 6, salt))]);
+        let r = api
+            .request("POST", &format!("/media/{id}/replace"), Some(ADMIN), Some(&body), |r| r.content_type = Some(ty));
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    exec_sql(&api, "UPDATE media_versions SET replaced_at = '2001-01-01T00:00:00.000Z'");
     for i in 0..5 {
         exec_sql(
             &api,

@@ -19,6 +19,7 @@ mod media_api;
 mod media_files;
 mod media_lifecycle;
 mod media_list;
+mod media_versions;
 mod openapi;
 mod ownership;
 mod permanent_delete;

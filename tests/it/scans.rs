@@ -243,6 +243,8 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
     ("media/delete_unused.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
     ("media/delete_unused.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
     ("media/bulk_trash.sql", "SCAN c", "the registry: a row per collection (the guard's coverage check)"),
+    ("versions/purge.sql", "SCAN uw USING INDEX idx__emdash_media_usage_work_unindexed", "as the guard's (below)"),
+    ("versions/purge.sql", "SCAN c", "the registry: a row per collection (the coverage check)"),
     ("usage/coverage_rows.sql", "SCAN c USING INDEX sqlite_autoindex__emdash_collections_2", "a row per collection"),
     ("usage/guard_media_unused.sql", "SCAN c", "the registry: a row per collection"),
     ("continuation/release.sql", "SCAN _emdash_media_usage_continuation", "one row at most"),
@@ -312,6 +314,7 @@ fn fragment(label: &str) -> bool {
             "deletion/lease_guard.sql",
             "fields/lease_guard.sql",
             "media/unused_and_proven.sql",
+            "media/coverage_proven.sql",
             "uses/blocks_delete.sql",
             "uses/counts_as_use.sql",
             "uses/unindexed.sql",
@@ -528,4 +531,32 @@ fn the_statements_that_ask_who_uses_an_item_read_each_use_from_an_index_by_its_i
     }
     let plan = plan_of(&api, "usage/unindexed_users.sql");
     assert!(plan.iter().any(|d| d.contains("USING INDEX idx__emdash_media_usage_work_unindexed")), "{plan:#?}");
+}
+
+/// An item's versions, what links to each, and the file route's and the sweep's look at a key:
+/// each from its index, whatever the versions and occurrences hold.
+#[test]
+fn the_versions_statements_search_by_their_indexes() {
+    let api = site();
+    let list = plan_of(&api, "versions/list.sql");
+    assert!(
+        list.iter().any(|d| d.starts_with("SEARCH v USING INDEX idx_media_versions_item (media_id=?)")),
+        "{list:#?}"
+    );
+    assert!(
+        list.iter().any(|d| d.starts_with("SEARCH u USING INDEX idx__emdash_media_usage_linked_key (linked_key=?)")),
+        "{list:#?}"
+    );
+    for label in
+        ["media/key_served.sql", "media/referenced_keys.sql", "media/id_by_storage_key.sql", "versions/select_one.sql"]
+    {
+        let plan = plan_of(&api, label);
+        assert!(
+            plan.iter()
+                .any(|d| d.starts_with("SEARCH") && d.contains("sqlite_autoindex_media_versions_1 (storage_key=?)")),
+            "{label}: {plan:#?}"
+        );
+    }
+    let forget = plan_of(&api, "media/forget_versions.sql");
+    assert!(forget.iter().any(|d| d.contains("idx_media_versions_item (media_id=?)")), "{forget:#?}");
 }

@@ -64,8 +64,12 @@ const UNUSED_AND_PROVEN_IN: &[(&str, &str, &str)] = &[
 
 /// `sql` with the safe delete's rule filled in for the item `media_id` and the rules `rules`.
 fn unused_and_proven(sql: &str, media_id: &str, rules: &str) -> String {
-    uses(&sql.replace("{unused_and_proven}", UNUSED_AND_PROVEN), media_id).replace("{rules}", rules)
+    uses(&sql.replace("{unused_and_proven}", UNUSED_AND_PROVEN).replace("{coverage_proven}", COVERAGE_PROVEN), media_id)
+        .replace("{rules}", rules)
 }
+
+/// The coverage predicate both the safe delete's rule and the versions' purge embed.
+const COVERAGE_PROVEN: &str = include_str!("../../src/sql/media/coverage_proven.sql");
 
 /// The two relations of "who uses media M" (`repo::uses`), over the item `{media_id}`, and the
 /// arm they share; and the statements that embed them, with the item each names (as their `repo`
@@ -110,6 +114,10 @@ pub fn product_statements() -> Vec<(String, String)> {
         } else if name == "lease_guard.sql" {
             // A predicate, not a statement: it must prepare inside one.
             format!("SELECT 1 WHERE {raw}")
+        } else if label == "media/coverage_proven.sql" {
+            format!("SELECT 1 WHERE {}", raw.replace("{rules}", "?1"))
+        } else if label == "versions/purge.sql" {
+            instantiate(&unused_and_proven(&raw, "media_versions.media_id", "?3"))
         } else if label == "media/unused_and_proven.sql" {
             // Likewise, over a bound media id and rules.
             format!("SELECT 1 WHERE {}", unused_and_proven(&raw, "?1", "?2"))

@@ -159,6 +159,12 @@ pub fn time_passes(db: &SqliteExecutor) {
 /// Ends the media purge's rest between passes (as a day passing would).
 pub fn purge_rest_over(db: &SqliteExecutor) {
     exec_sql(db, &format!("UPDATE _emdash_media_purge SET next_pass_at = '{LONG_AGO}' WHERE next_pass_at IS NOT NULL"));
+    exec_sql(
+        db,
+        &format!(
+            "UPDATE _emdash_media_purge SET version_next_pass_at = '{LONG_AGO}' WHERE version_next_pass_at IS NOT NULL"
+        ),
+    );
 }
 
 /// What the query helpers below read and write: a database, or an API's database.

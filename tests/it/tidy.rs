@@ -82,12 +82,18 @@ fn the_safe_delete_rule_is_written_once_in_its_fragment() {
     };
     // Its coverage predicate ...
     let coverage = "st.status IS NOT 'complete' OR st.reconciliation_required <> 0";
-    assert_eq!(holders(&|code| code.contains(coverage)), [fragment], "the coverage predicate is written out");
+    let coverage_fragment = "src/sql/media/coverage_proven.sql";
+    assert_eq!(holders(&|code| code.contains(coverage)), [coverage_fragment], "the coverage predicate is written out");
+    assert_eq!(
+        holders(&|code| code.contains("{coverage_proven}")),
+        [fragment, "src/sql/versions/purge.sql"],
+        "the statements that embed the coverage predicate"
+    );
     // ... and any statement that reads both the uses (the relation that blocks a delete, or the
     // occurrences themselves) and the coverage rows: the rule's shape, however it is written.
     let both = |code: &str| {
         (code.contains("{blocks_delete}") || code.contains("_emdash_media_usage_current"))
-            && code.contains("_emdash_media_usage_index_status")
+            && (code.contains("_emdash_media_usage_index_status") || code.contains("{coverage_proven}"))
     };
     assert_eq!(holders(&both), [fragment], "a statement reads the occurrences and the coverage rows");
     // The four statements embed it, once each.
@@ -151,7 +157,12 @@ fn who_uses_a_media_item_is_written_once_in_its_two_relations() {
     let embedders = |name: &str| holders(&|code| code.contains(&format!("{{{name}}}")));
     assert_eq!(
         embedders("unindexed_uses"),
-        ["src/sql/usage/unindexed_users.sql", "src/sql/uses/blocks_delete.sql", "src/sql/uses/counts_as_use.sql"]
+        [
+            "src/sql/usage/unindexed_users.sql",
+            "src/sql/uses/blocks_delete.sql",
+            "src/sql/uses/counts_as_use.sql",
+            "src/sql/versions/purge.sql"
+        ]
     );
     assert_eq!(
         embedders("blocks_delete"),

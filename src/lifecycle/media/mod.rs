@@ -10,6 +10,7 @@
 
 pub mod purge;
 pub mod relink;
+pub mod replace;
 
 use serde::Deserialize;
 
@@ -84,8 +85,12 @@ pub async fn delete<E: Executor>(
                 Ok(None) => return Ok(DeleteOutcome::NotFound),
                 Err(refused) => return Ok(refused),
             };
-            let kept = match forget_objects(store, std::slice::from_ref(&deleted)).await {
-                Forget::Failed { error, .. } => Some(KeptObject { key: deleted.storage_key, error }),
+            let kept = match forget_objects(store, &deleted).await {
+                Forget::Failed { error, .. } => {
+                    let keys: Vec<&str> =
+                        deleted.iter().filter(|p| p.uploaded()).map(|p| p.storage_key.as_str()).collect();
+                    Some(KeptObject { key: keys.join(", "), error })
+                }
                 Forget::NoOperation | Forget::Deleted { .. } => None,
             };
             Ok(DeleteOutcome::Deleted { kept })
@@ -130,7 +135,7 @@ async fn delete_if_unused<E: Executor>(
     exec: &E,
     rules: &Rules,
     id: &str,
-) -> Result<Result<Option<Purged>, DeleteOutcome>, Error> {
+) -> Result<Result<Option<Vec<Purged>>, DeleteOutcome>, Error> {
     for _ in 0..TRIES {
         if let Some(deleted) = repo::delete_if_unused(exec, id, rules.id()).await? {
             return Ok(Ok(Some(deleted)));

@@ -15,7 +15,8 @@
 use super::{forget_objects, Forget};
 use crate::exec::{Error, Executor};
 use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
-use crate::repo::media::{self as repo, Trashed};
+use crate::repo::media::{self as repo, Purged, Trashed};
+use crate::repo::versions::{self, Due};
 use crate::storage::Storage;
 
 /// Trashed items examined per step.
@@ -35,6 +36,8 @@ pub const STEP_MAX_ROWS: RowCount = RowCount::new(8 * BATCH as u64 + 2, 20 * BAT
 
 /// Media rows the purge deleted.
 pub const MEDIA_PURGED: Counter = Counter::new("mediaPurged");
+/// Media versions the purge deleted (unlinked, `MEDIA_TRASH_DAYS` after they were replaced).
+pub const VERSIONS_PURGED: Counter = Counter::new("versionsPurged");
 /// Object-store operations of the purge: they count against the statement budget.
 pub const PURGE_OPERATIONS: Counter = Counter::operations("purgeOperations");
 
@@ -49,6 +52,12 @@ pub struct PurgeLane<'a> {
     started: bool,
     /// The last item examined (items in use stay and are passed over).
     after: Option<Trashed>,
+    /// The trash's pass is over for this tick (or was not due).
+    trash_done: bool,
+    /// The versions' pass is due in this tick.
+    versions_due: bool,
+    /// The last version examined (linked versions stay and are passed over).
+    versions_after: Option<Due>,
     done: bool,
 }
 
@@ -62,12 +71,22 @@ impl<'a> PurgeLane<'a> {
     /// The lane's name in the tick log.
     pub const NAME: &'static str = "purge";
     /// Its tick-log counters.
-    pub const COUNTERS: &'static [Counter] = &[MEDIA_PURGED, PURGE_OPERATIONS];
+    pub const COUNTERS: &'static [Counter] = &[MEDIA_PURGED, VERSIONS_PURGED, PURGE_OPERATIONS];
 
     /// The lane at the start of a tick: items trashed more than `days` ago, used by nothing under
     /// the reference rules `rules`, their objects deleted from `store` (when bound).
     pub fn new(store: Option<&'a dyn Storage>, days: f64, rules: &'a str) -> PurgeLane<'a> {
-        PurgeLane { store, days, rules, started: false, after: None, done: false }
+        PurgeLane {
+            store,
+            days,
+            rules,
+            started: false,
+            after: None,
+            trash_done: false,
+            versions_due: false,
+            versions_after: None,
+            done: false,
+        }
     }
 }
 
@@ -104,23 +123,49 @@ impl<E: Executor, K> Lane<E, K> for PurgeLane<'_> {
         if !self.started {
             let state = repo::purge_state(ctx.exec, self.rules).await?;
             self.started = true;
-            if !state.due || !state.ready {
+            if !(state.due || state.versions_due) || !state.ready {
                 self.done = true;
                 return Ok(None);
             }
             self.after = state.after;
+            self.trash_done = !state.due;
+            self.versions_after = state.versions_after;
+            self.done = false;
+            if !state.versions_due {
+                // Only the trash's pass: the versions' rests.
+                self.versions_after = None;
+            }
+            self.versions_due = state.versions_due;
             return Ok(Some(LaneStep::looked()));
         }
-        let due = repo::purge_due(ctx.exec, self.days, self.after.as_ref(), BATCH).await?;
-        let ended = due.len() < BATCH as usize;
-        let last = if ended { None } else { due.last().cloned() };
-        let ids: Vec<String> = due.into_iter().map(|t| t.id).collect();
-        let purged =
-            repo::purge_and_advance(ctx.exec, &ids, self.days, self.rules, last.as_ref(), PASS_PERIOD_S).await?;
-        self.done = ended;
-        self.after = last;
-        ctx.count(MEDIA_PURGED, purged.len() as u64);
-        let failure = match forget_objects(self.store, &purged).await {
+        let (purged, versions) = if self.trash_done {
+            let due = versions::purge_due(ctx.exec, self.days, self.versions_after.as_ref(), BATCH).await?;
+            let ended = due.len() < BATCH as usize;
+            let last = if ended { None } else { due.last().cloned() };
+            let keys: Vec<String> = due.into_iter().map(|d| d.storage_key).collect();
+            let purged =
+                versions::purge_and_advance(ctx.exec, &keys, self.days, self.rules, last.as_ref(), PASS_PERIOD_S)
+                    .await?;
+            self.done = ended;
+            self.versions_after = last;
+            ctx.count(VERSIONS_PURGED, purged.len() as u64);
+            (Vec::new(), purged)
+        } else {
+            let due = repo::purge_due(ctx.exec, self.days, self.after.as_ref(), BATCH).await?;
+            let ended = due.len() < BATCH as usize;
+            let last = if ended { None } else { due.last().cloned() };
+            let ids: Vec<String> = due.into_iter().map(|t| t.id).collect();
+            let (purged, versions) =
+                repo::purge_and_advance(ctx.exec, &ids, self.days, self.rules, last.as_ref(), PASS_PERIOD_S).await?;
+            // The trash's pass ended: the versions' follows in this tick when it is due.
+            self.trash_done = ended;
+            self.done = ended && !self.versions_due;
+            self.after = last;
+            ctx.count(MEDIA_PURGED, purged.len() as u64);
+            (purged, versions)
+        };
+        let rows: Vec<Purged> = purged.iter().chain(&versions).cloned().collect();
+        let failure = match forget_objects(self.store, &rows).await {
             Forget::NoOperation => None,
             Forget::Deleted { .. } => {
                 ctx.count(PURGE_OPERATIONS, 1);
@@ -128,9 +173,9 @@ impl<E: Executor, K> Lane<E, K> for PurgeLane<'_> {
             }
             Forget::Failed { objects, error } => {
                 ctx.count(PURGE_OPERATIONS, 1);
-                Some(format!("the objects of {objects} purged media stay until the storage sweep: {error}"))
+                Some(format!("the objects of {objects} purged media or versions stay until the storage sweep: {error}"))
             }
         };
-        Ok(Some(LaneStep { progressed: !purged.is_empty(), failure, ..LaneStep::progress() }))
+        Ok(Some(LaneStep { progressed: !rows.is_empty(), failure, ..LaneStep::progress() }))
     }
 }

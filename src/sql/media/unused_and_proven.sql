@@ -5,13 +5,5 @@
 -- Nothing blocks its delete (`uses/blocks_delete.sql`: no current occurrence of a registered
 -- collection references it, nor does an entry too large to index) ...
 NOT EXISTS ({blocks_delete})
--- ... and coverage proves it: every registered collection is complete, with nothing pending.
-AND NOT EXISTS (
-  SELECT 1
-  FROM _emdash_collections AS c
-  LEFT JOIN _emdash_media_usage_index_status AS st
-    ON st.adapter_id = 'content-media' AND st.scope_type = 'collection'
-   AND st.collection_id = c.id AND st.scope_key = c.slug
-  WHERE st.status IS NOT 'complete' OR st.reconciliation_required <> 0 OR st.schema_version <> 1
-    -- (proven under the deployed reference rules)
-    OR st.rules_version IS NOT {rules})
+-- ... and coverage proves it (`coverage_proven.sql`).
+AND {coverage_proven}

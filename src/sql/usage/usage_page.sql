@@ -14,7 +14,11 @@ page AS (
 SELECT occ.collection_slug, occ.content_id, occ.source_variant, occ.content_slug, occ.content_title,
        occ.content_status, occ.locale, occ.content_deleted_at,
        occ.field_slug, occ.field_path, occ.occurrence_index, occ.reference_type,
-       s.content_scheduled_at
+       s.content_scheduled_at,
+       -- The storage key a file URL names (the item's current file or one of its versions).
+       (SELECT u.linked_key FROM _emdash_media_usage AS u
+        WHERE u.source_key = occ.source_key AND u.generation = s.current_generation
+          AND u.field_path = occ.field_path AND u.occurrence_index = occ.occurrence_index) AS linked_key
 FROM occ JOIN page USING (collection_slug, content_id)
 JOIN _emdash_media_usage_sources AS s ON s.source_key = occ.source_key
 ORDER BY occ.collection_slug, occ.content_id, occ.source_variant, occ.field_path

@@ -13,7 +13,7 @@ mod text;
 mod v1;
 mod walk;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 use serde::Serialize;
@@ -129,6 +129,9 @@ pub struct Occurrence {
     pub provider_asset_id: String,
     pub media_kind: Option<&'static str>,
     pub mime_type: Option<String>,
+    /// The storage key a file URL names (`embedded_url` only): the item's current file or one of
+    /// its versions. `None` for every other kind.
+    pub linked_key: Option<String>,
 }
 
 /// What an entry's data holds: the references its structure makes (fields, asset objects),
@@ -166,8 +169,15 @@ pub enum Names {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MediaRef {
     pub id: String,
+    /// The type of the file found: the item's, or the version's a key names.
     pub mime_type: Option<String>,
+    /// The storage key it was found by (`None`: found by its id).
+    pub key: Option<String>,
 }
+
+/// What names one item at one path: the item as first found, and the keys of the file URLs that
+/// name it there (each with the file it found).
+type Naming<'a> = (&'a MediaRef, BTreeMap<&'a str, &'a MediaRef>);
 
 /// The media items the candidates' ids and keys name, as found in the library.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -181,9 +191,21 @@ impl Library {
     pub fn from_rows(rows: impl IntoIterator<Item = (String, String, Option<String>)>) -> Library {
         let mut lib = Library::default();
         for (id, key, mime_type) in rows {
-            let m = MediaRef { id: id.clone(), mime_type };
-            lib.by_key.insert(key, m.clone());
-            lib.by_id.insert(id, m);
+            lib.by_key.insert(key.clone(), MediaRef { id: id.clone(), mime_type: mime_type.clone(), key: Some(key) });
+            lib.by_id.insert(id.clone(), MediaRef { id, mime_type, key: None });
+        }
+        lib
+    }
+
+    /// Indexes what a lookup returned: media rows, and versions (`version` set: an earlier file
+    /// of the item `id`, found by its key only).
+    pub fn from_lookup(rows: impl IntoIterator<Item = (String, String, Option<String>, bool)>) -> Library {
+        let mut lib = Library::default();
+        for (id, key, mime_type, version) in rows {
+            lib.by_key.insert(key.clone(), MediaRef { id: id.clone(), mime_type: mime_type.clone(), key: Some(key) });
+            if !version {
+                lib.by_id.insert(id.clone(), MediaRef { id, mime_type, key: None });
+            }
         }
         lib
     }
@@ -235,8 +257,9 @@ impl Extracted {
     }
 
     /// The entry's occurrences: the structural ones, and each candidate that names a media item
-    /// of `library` (one per path and item: a file URL's rather than an id's when both name it
-    /// there). Indexes number the occurrences of each written path, structural ones first, so a
+    /// of `library` (one per path, item and linked key: a file URL's rather than an id's when both
+    /// name it there, and one per key when file URLs name it there by its current key and by a
+    /// version's, so that each key a path links is known). Indexes number the occurrences of each written path, structural ones first, so a
     /// path and an index name one occurrence whatever the data holds. Sorted, so equal inputs
     /// give equal outputs.
     pub fn resolve(&self, library: &Library) -> Vec<Occurrence> {
@@ -246,7 +269,8 @@ impl Extracted {
     /// [`Extracted::resolve`], and the work it did: the paths it wrote out.
     pub fn resolve_counted(&self, library: &Library) -> (Vec<Occurrence>, u64) {
         let mut work = 0u64;
-        let mut named: HashMap<(PathId, &str), (&MediaRef, ReferenceType)> = HashMap::new();
+        // Per path and item: what names it there, by id or by the keys of file URLs.
+        let mut named: HashMap<(PathId, &str), Naming<'_>> = HashMap::new();
         for c in &self.candidates {
             let (found, kind) = match &c.names {
                 Names::Id(id) => (library.by_id.get(id), ReferenceType::EmbeddedId),
@@ -258,9 +282,9 @@ impl Extracted {
             if c.within.as_deref() == Some(m.id.as_str()) {
                 continue;
             }
-            let slot = named.entry((c.path, m.id.as_str())).or_insert((m, kind));
-            if kind == ReferenceType::EmbeddedUrl {
-                slot.1 = kind;
+            let slot = named.entry((c.path, m.id.as_str())).or_insert((m, BTreeMap::new()));
+            if let (ReferenceType::EmbeddedUrl, Some(key)) = (kind, m.key.as_deref()) {
+                slot.1.insert(key, m);
             }
         }
         let mut rendered: Vec<Option<(String, String)>> = vec![None; self.paths.count()];
@@ -288,19 +312,20 @@ impl Extracted {
                     provider_asset_id: s.provider_asset_id.clone(),
                     media_kind: s.media_kind,
                     mime_type: s.mime_type.clone(),
+                    linked_key: None,
                 }
             })
             .collect();
         structural.sort();
         structural.dedup();
-        let mut embedded: Vec<Occurrence> = named
-            .into_iter()
-            .map(|((path, _), (m, kind))| {
-                let (field_slug, field_path) = written(path);
+        let mut embedded: Vec<Occurrence> = Vec::with_capacity(named.len());
+        for ((path, _), (m, keys)) in named {
+            let (field_slug, field_path) = written(path);
+            let one = |m: &MediaRef, kind: ReferenceType, key: Option<&str>| {
                 let mime_type = normalize_mime(m.mime_type.as_deref());
                 Occurrence {
-                    field_slug,
-                    field_path,
+                    field_slug: field_slug.clone(),
+                    field_path: field_path.clone(),
                     occurrence_index: 0,
                     reference_type: kind,
                     media_id: Some(m.id.clone()),
@@ -308,10 +333,17 @@ impl Extracted {
                     provider_asset_id: m.id.clone(),
                     media_kind: mime_type.as_deref().map(media_kind),
                     mime_type,
+                    linked_key: key.map(str::to_owned),
                 }
-            })
-            .collect();
-        embedded.sort_by(|a, b| (&a.field_path, &a.media_id).cmp(&(&b.field_path, &b.media_id)));
+            };
+            if keys.is_empty() {
+                embedded.push(one(m, ReferenceType::EmbeddedId, None));
+            }
+            embedded.extend(keys.into_iter().map(|(key, m)| one(m, ReferenceType::EmbeddedUrl, Some(key))));
+        }
+        embedded.sort_by(|a, b| {
+            (&a.field_path, &a.media_id, &a.linked_key).cmp(&(&b.field_path, &b.media_id, &b.linked_key))
+        });
         let mut next_index: HashMap<&str, i64> = HashMap::new();
         let indexes: Vec<i64> = structural
             .iter()

@@ -359,13 +359,14 @@ fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
     let db = SqliteExecutor::open_in_memory_unmigrated().unwrap();
     let upto = ALL.iter().position(|m| m.name.starts_with("0007")).unwrap();
     // The reference rules' column (0012), the unindexed media column (0013), the table
-    // revision (0015) and the field deletions (0022) go in early: this version's API writes and
-    // reads them. (The rules' own upgrade is tested in `reference_rules`.)
+    // revision (0015), the field deletions (0022) and the media versions (0027) go in early: this
+    // version's API writes and reads them. (The rules' own upgrade is tested in `reference_rules`.)
     let rules = ALL.iter().find(|m| m.name.starts_with("0012")).unwrap();
     let unindexed = ALL.iter().find(|m| m.name.starts_with("0013")).unwrap();
     let tables = ALL.iter().find(|m| m.name.starts_with("0015")).unwrap();
     let fields = ALL.iter().find(|m| m.name.starts_with("0022")).unwrap();
-    for m in ALL[..upto].iter().chain([rules, unindexed, tables, fields]) {
+    let versions = ALL.iter().find(|m| m.name.starts_with("0027")).unwrap();
+    for m in ALL[..upto].iter().chain([rules, unindexed, tables, fields, versions]) {
         db.connection().execute_batch(m.sql).unwrap();
     }
     let api = Api { db, config: crate::support::config(), storage: None };
@@ -388,7 +389,8 @@ fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
         .connection()
         .execute_batch("UPDATE _emdash_media_usage_sources SET content_title = printf('%.300c', 'x')")
         .unwrap();
-    for m in ALL[upto..].iter().filter(|m| ![rules.name, unindexed.name, tables.name, fields.name].contains(&m.name)) {
+    let early = [rules.name, unindexed.name, tables.name, fields.name, versions.name];
+    for m in ALL[upto..].iter().filter(|m| !early.contains(&m.name)) {
         api.db.connection().execute_batch(m.sql).unwrap();
     }
     let st = data(&api.get("/admin/media-usage/status"));

@@ -187,7 +187,7 @@ test("the page is served with a strict policy and makes no API call before a tok
   assert.match(csp, /script-src 'self'/);
   assert.match(csp, /frame-ancestors 'none'/);
   assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https:/);
-  assert.match(csp, new RegExp(`; img-src 'self' ${mediaOrigin}; `), "images from exactly where media is served");
+  assert.match(csp, new RegExp(`; img-src 'self' blob: ${mediaOrigin}; `), "images from exactly where media is served");
   assert.equal(csp.match(/http:/g).length, 1, "and no other origin");
   assert.equal(res.headers.get("x-content-type-options"), "nosniff");
   for (const file of ["console.js", "console.css", "icon.svg"]) {

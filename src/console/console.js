@@ -921,10 +921,10 @@ async function refreshMedia() {
 // ---------------------------------------------------------------------------------------------
 // The item's file: replace it, its earlier versions, revert, update links.
 
-/** The earlier keys an entry of "Used in" links to by URL (its occurrences' `linkedKey` that is
- * not the item's current key): "current file" when none. */
+/** The earlier files an entry of "Used in" links to by URL (its `versions`: the keys of the
+ * item's versions its file URLs name): "current file" when none. */
 function linksTo(u, item) {
-  const earlier = [...new Set(u.occurrences.map((o) => o.linkedKey).filter((k) => k && k !== item.storageKey))];
+  const earlier = u.versions || [];
   if (!earlier.length) return "current file";
   const names = new Map((item.versions || []).map((v) => [v.storageKey, `the version replaced ${when(v.replacedAt)}`]));
   return earlier.map((k) => names.get(k) || `an earlier version (${k})`).join(", ");

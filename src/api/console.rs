@@ -76,7 +76,7 @@ mod tests {
         let policy = header(&r, "content-security-policy").unwrap();
         assert_eq!(
             policy,
-            CONTENT_SECURITY_POLICY.replace("img-src 'self';", "img-src 'self' https://cdn.example.com;")
+            CONTENT_SECURITY_POLICY.replace("img-src 'self' blob:;", "img-src 'self' blob: https://cdn.example.com;")
         );
         let same = Config { media_public_url: Some("/media".into()), ..Default::default() };
         let r = respond(&request("GET", PATH), &same).unwrap();

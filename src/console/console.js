@@ -64,13 +64,15 @@ let token = sessionStorage.getItem(TOKEN_KEY);
 async function api(method, path, body) {
   if (!token) throw new ApiError(401, "UNAUTHORIZED", "No API token");
   const headers = { authorization: `Bearer ${token}`, accept: "application/json" };
-  if (body !== undefined) headers["content-type"] = "application/json";
+  // A form (a file) is sent as multipart, its boundary chosen by the browser; anything else as JSON.
+  const form = body instanceof FormData;
+  if (body !== undefined && !form) headers["content-type"] = "application/json";
   let res;
   try {
     res = await fetch(API + path, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined ? undefined : form ? body : JSON.stringify(body),
       cache: "no-store",
       credentials: "omit",
     });
@@ -861,6 +863,7 @@ async function refreshMedia() {
       h("td", {}, orDash(u.status)),
       h("td", {}, u.deletedAt ? `in the trash since ${when(u.deletedAt)}` : "live"),
       h("td", { class: "wrap" }, u.occurrences.map((o) => `${o.fieldPath} (${o.referenceType})`).join(", ")),
+      h("td", { class: "wrap" }, linksTo(u, item)),
     ),
   );
   const pager = h(
@@ -878,7 +881,7 @@ async function refreshMedia() {
     !page
       ? null
       : rows.length
-        ? table("Used in", ["Collection", "Entry", "Slug", "Status", "Where", "Occurrences"], rows)
+        ? table("Used in", ["Collection", "Entry", "Slug", "Status", "Where", "Occurrences", "Links to"], rows)
         : h("p", {}, media.cursors.length > 1 || page.unindexed.length ? "No more indexed entries." : "Not used in any entry."),
     page && page.unindexed.length
       ? h(
@@ -893,6 +896,7 @@ async function refreshMedia() {
       ? h("p", {}, `In the trash since ${when(item.deletedAt)}: its file is not served until it is restored.`)
       : null,
     metadataForm(item),
+    fileSection(item, page),
     h("div", { id: "delete-result" }),
     h("div", { id: "restore-result" }),
     h(
@@ -912,6 +916,190 @@ async function refreshMedia() {
       h("button", { type: "button", class: "secondary", "aria-label": `Close where ${item.filename} is used`, onclick: () => closeItem(item.id) }, "Close"),
     ),
   );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The item's file: replace it, its earlier versions, revert, update links.
+
+/** The earlier files an entry of "Used in" links to by URL (its `versions`: the keys of the
+ * item's versions its file URLs name): "current file" when none. */
+function linksTo(u, item) {
+  const earlier = u.versions || [];
+  if (!earlier.length) return "current file";
+  const names = new Map((item.versions || []).map((v) => [v.storageKey, `the version replaced ${when(v.replacedAt)}`]));
+  return earlier.map((k) => names.get(k) || `an earlier version (${k})`).join(", ");
+}
+
+const sizeText = (n) => (n === null || n === undefined ? "—" : n < 1024 ? `${n} bytes` : n < 1048576 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1048576).toFixed(1)} MiB`);
+const isImage = (type) => typeof type === "string" && type.startsWith("image/") && type !== "image/svg+xml";
+
+/** The file section of an item's view: its current file, "Replace file" (with a preview of the
+ * chosen file), the earlier versions with the entries still linking to each, "Revert" and
+ * "Update links" with its progress. */
+function fileSection(item, page) {
+  const versions = item.versions || [];
+  const linked = versions.reduce((n, v) => n + (v.linked || 0), 0);
+  const rows = versions.map((v) =>
+    h(
+      "tr",
+      {},
+      h("th", { scope: "row" }, when(v.replacedAt)),
+      h("td", {}, orDash(v.replacedBy)),
+      h("td", { class: "wrap" }, v.url ? h("a", { href: v.url, target: "_blank", rel: "noopener noreferrer" }, v.filename) : v.filename),
+      h("td", {}, `${v.mimeType}, ${sizeText(v.size)}`),
+      h("td", {}, v.linked ? `${v.linked} entr${v.linked === 1 ? "y" : "ies"}` : "none"),
+      h(
+        "td",
+        {},
+        item.deletedAt
+          ? "—"
+          : h(
+              "button",
+              { type: "button", class: "secondary", "aria-label": `Revert to the version replaced ${when(v.replacedAt)}`, onclick: (ev) => revertTo(ev.currentTarget, item, v) },
+              "Revert",
+            ),
+      ),
+    ),
+  );
+  return h(
+    "section",
+    { id: "file-section", "aria-labelledby": "file-title" },
+    h("h3", { id: "file-title" }, "File"),
+    h(
+      "div",
+      { class: "current-file" },
+      item.url && isImage(item.mimeType) ? h("img", { src: item.url, alt: item.alt || "", class: "preview", loading: "lazy" }) : null,
+      h("p", {}, `Current file: ${item.filename} (${item.mimeType}, ${sizeText(item.size)}${item.width && item.height ? `, ${item.width}×${item.height}` : ""}).`),
+    ),
+    item.deletedAt ? h("p", { class: "muted" }, "Restore the item to replace its file.") : replaceForm(item),
+    versions.length
+      ? table("Earlier versions", ["Replaced", "By", "File", "Type and size", "Linked by", "Action"], rows)
+      : h("p", { class: "muted" }, "No earlier versions."),
+    item.versionsMore ? h("p", { class: "muted" }, "Only the newest versions are shown.") : null,
+    h(
+      "p",
+      { id: "links-summary" },
+      linked
+        ? `${linked} entr${linked === 1 ? "y links" : "ies link"} to an earlier version by URL: those pages still show the earlier file until their links are updated.`
+        : versions.length
+          ? "No entry links to an earlier version: earlier versions are purged once the trash period has passed since they were replaced."
+          : null,
+    ),
+    page && !item.deletedAt && versions.length
+      ? h(
+          "div",
+          { class: "toolbar" },
+          h("button", { type: "button", id: "update-links", onclick: (ev) => updateLinks(ev.currentTarget, item) }, "Update links"),
+          h("button", { type: "button", class: "secondary", id: "relink-progress", onclick: (ev) => showRelink(ev.currentTarget, item) }, "Check progress"),
+        )
+      : null,
+    h("div", { id: "relink-result", "aria-live": "polite" }),
+    h("div", { id: "version-result" }),
+  );
+}
+
+function replaceForm(item) {
+  const preview = h("div", { id: "replace-preview", "aria-live": "polite" });
+  let shown = null;
+  const chosen = (ev) => {
+    if (shown) URL.revokeObjectURL(shown);
+    shown = null;
+    const f = ev.currentTarget.files[0];
+    if (!f) return put(preview);
+    const words = h("p", { class: "muted" }, `New file: ${f.name} (${f.type || "unknown type"}, ${sizeText(f.size)}).`);
+    if (!isImage(f.type)) return put(preview, words);
+    shown = URL.createObjectURL(f);
+    put(preview, h("img", { src: shown, alt: `Preview of ${f.name}`, class: "preview" }), words);
+  };
+  return h(
+    "form",
+    { id: "replace-form", method: "post", action: "#", "aria-label": `Replace the file of ${item.filename}`, onsubmit: (ev) => replaceFile(ev, item) },
+    h("div", { class: "field" }, h("label", { for: "replace-file" }, "Replace file"), h("input", { id: "replace-file", name: "file", type: "file", required: true, onchange: chosen })),
+    preview,
+    h(
+      "p",
+      { class: "muted", id: "replace-help" },
+      "The new file gets a new URL; the item keeps its ID, alt text and caption. Pages that use the item by ID show the new file at once; pages that link the old URL keep showing the old file until you update their links.",
+    ),
+    h("div", { class: "toolbar" }, h("button", { type: "submit", id: "replace-submit", "aria-describedby": "replace-help" }, "Replace file")),
+    h("div", { id: "replace-result" }),
+  );
+}
+
+async function replaceFile(ev, item) {
+  ev.preventDefault();
+  const form = ev.currentTarget;
+  const button = form.querySelector("button[type=submit]");
+  const file = form.elements.file.files[0];
+  if (!file) return;
+  button.disabled = true;
+  clearMessages();
+  const body = new FormData();
+  body.append("file", file, file.name);
+  try {
+    const saved = (await api("POST", `/media/${encodeURIComponent(item.id)}/replace`, body)).item;
+    notice(`Replaced the file of “${saved.filename}” (${saved.id}): it is now ${saved.mimeType}, ${sizeText(saved.size)}.`);
+    await refreshMedia();
+    await refreshLibrary();
+  } catch (e) {
+    button.disabled = false;
+    if (e instanceof ApiError && ["INVALID_TYPE", "PAYLOAD_TOO_LARGE", "CONFLICT", "FORBIDDEN", "VALIDATION_ERROR"].includes(e.code)) {
+      put($("replace-result"), h("p", { class: "refusal", role: "alert" }, `Not replaced: ${e.message}. (${e.code}, HTTP ${e.status})`));
+    } else {
+      showError(e);
+    }
+  }
+}
+
+async function revertTo(button, item, v) {
+  button.disabled = true;
+  clearMessages();
+  try {
+    const saved = (await api("POST", `/media/${encodeURIComponent(item.id)}/revert`, { version: v.storageKey })).item;
+    notice(`Reverted “${saved.filename}” (${saved.id}) to the file replaced ${when(v.replacedAt)}; the file it had is now an earlier version.`);
+    await refreshMedia();
+    await refreshLibrary();
+  } catch (e) {
+    button.disabled = false;
+    if (e instanceof ApiError && ["NOT_FOUND", "CONFLICT", "FORBIDDEN"].includes(e.code)) {
+      put($("version-result"), h("p", { class: "refusal", role: "alert" }, `Not reverted: ${e.message}. (${e.code}, HTTP ${e.status})`));
+    } else {
+      showError(e);
+    }
+  }
+}
+
+/** A relink's progress in words. */
+function relinkText(r) {
+  const left = r.entriesLeft === null || r.entriesLeft === undefined ? "" : `, ${r.entriesLeftCapped ? "at least " : ""}${r.entriesLeft} left`;
+  const eta = r.eta && r.eta.at ? `; expected done by ${when(r.eta.at)}` : "";
+  const state = { queued: "Queued", running: "Updating links", done: "Links updated", failed: "Failed" }[r.state] || r.state;
+  return `${state}: ${r.entriesDone} entr${r.entriesDone === 1 ? "y" : "ies"} checked, ${r.entriesChanged} rewritten${left}${r.conflicts ? `, ${r.conflicts} retried after an edit` : ""}${eta}.${r.error ? ` (${r.error})` : ""}`;
+}
+
+async function updateLinks(button, item) {
+  button.disabled = true;
+  clearMessages();
+  try {
+    const r = await api("POST", `/media/${encodeURIComponent(item.id)}/relink`);
+    put($("relink-result"), h("p", { role: "status" }, relinkText(r.relink || r)));
+    forgetStatus();
+  } catch (e) {
+    showError(e);
+  }
+  button.disabled = false;
+}
+
+async function showRelink(button, item) {
+  button.disabled = true;
+  try {
+    const r = await api("GET", `/media/${encodeURIComponent(item.id)}/relink`);
+    put($("relink-result"), h("p", { role: "status" }, relinkText(r.relink || r)));
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) put($("relink-result"), h("p", { role: "status" }, "No link update was started for this item."));
+    else showError(e);
+  }
+  button.disabled = false;
 }
 
 /** The item's alt text and caption, editable (`PUT /media/{id}`): below editor the API takes

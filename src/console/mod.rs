@@ -3,7 +3,8 @@
 //! token and has no privileges of its own: serving it reads no database and needs no token.
 //!
 //! Every file is sent with a strict `Content-Security-Policy` (scripts, styles and API calls from
-//! this origin only, images from it and from the origin media is served at, if another; no
+//! this origin only, images from it, from the origin media is served at, if another, and from
+//! the page's own `blob:` URLs (the preview of a file chosen to replace an item's); no
 //! inline script or style; no frames, forms or base URL), `X-Content-Type-Options: nosniff` and
 //! `Referrer-Policy: no-referrer`.
 //!
@@ -15,7 +16,7 @@ pub const PATH: &str = "/_emdash/admin/media-usage";
 
 /// The policy every console file is sent with when media is served from this origin.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-     img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+     img-src 'self' blob:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// The policy for a deployment whose media is served at `media_origin` (the origin of
 /// `MEDIA_PUBLIC_URL`: scheme, host and port, as [`media_origin`] finds it): the media library's
@@ -23,7 +24,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 pub fn content_security_policy(media_origin: Option<&str>) -> String {
     match media_origin {
         None => CONTENT_SECURITY_POLICY.to_owned(),
-        Some(origin) => CONTENT_SECURITY_POLICY.replacen("img-src 'self';", &format!("img-src 'self' {origin};"), 1),
+        Some(origin) => CONTENT_SECURITY_POLICY.replacen("img-src 'self' blob:;", &format!("img-src 'self' blob: {origin};"), 1),
     }
 }
 
@@ -133,7 +134,7 @@ mod tests {
         let origin = media_origin("https://cdn.example.com/media/").unwrap();
         assert_eq!(origin, "https://cdn.example.com");
         let policy = content_security_policy(Some(&origin));
-        assert!(policy.contains("; img-src 'self' https://cdn.example.com; connect-src 'self';"), "{policy}");
+        assert!(policy.contains("; img-src 'self' blob: https://cdn.example.com; connect-src 'self';"), "{policy}");
         assert_eq!(policy.replace(" https://cdn.example.com", ""), CONTENT_SECURITY_POLICY);
         assert_eq!(media_origin("http://localhost:8788/files").as_deref(), Some("http://localhost:8788"));
         assert_eq!(media_origin("https://CDN.Example.com:443/x").as_deref(), Some("https://cdn.example.com"));

@@ -187,7 +187,7 @@ test("the page is served with a strict policy and makes no API call before a tok
   assert.match(csp, /script-src 'self'/);
   assert.match(csp, /frame-ancestors 'none'/);
   assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https:/);
-  assert.match(csp, new RegExp(`; img-src 'self' ${mediaOrigin}; `), "images from exactly where media is served");
+  assert.match(csp, new RegExp(`; img-src 'self' blob: ${mediaOrigin}; `), "images from exactly where media is served");
   assert.equal(csp.match(/http:/g).length, 1, "and no other origin");
   assert.equal(res.headers.get("x-content-type-options"), "nosniff");
   for (const file of ["console.js", "console.css", "icon.svg"]) {
@@ -617,4 +617,66 @@ test("the media item view edits alt text and caption; an author edits its own up
   await checkedShot(as.page, width, "media-item-edit-refused");
   assert.deepEqual(as.seen.errors.filter((e) => e.startsWith("pageerror")), []);
   await as.context.close();
+});
+
+test("an item's file at 375 px: replace with a preview, the entries still linking the earlier version, update links, revert", async () => {
+  const logo = await upload("logo.png", "image/png", png(40, 20, 31));
+  // One entry shows the logo by id (an image field), another links its file URL in its text.
+  await data("POST", "/schema/collections", { slug: "notes", label: "Notes", fields: [{ slug: "body", type: "string" }, { slug: "cover", type: "image" }] });
+  await data("POST", "/content/notes", { slug: "by-id", status: "published", data: { body: "Plain", cover: logo.id } });
+  await data("POST", "/content/notes", { slug: "by-url", status: "published", data: { body: `<p><img src="${logo.url}" alt="Logo"></p>` } });
+  for (let i = 0; i < 3; i++) await tick();
+
+  const width = 375;
+  const { page, context, seen } = await open(width);
+  await signIn(page);
+  await tab(page, "Media").click();
+  const panel = view(page, "Media");
+  await panel.getByRole("button", { name: "Show where logo.png is used" }).click();
+  const form = panel.getByRole("form", { name: "Replace the file of logo.png" });
+  await form.waitFor();
+  assert.match(await panel.locator("#file-section").innerText(), /No earlier versions\./);
+
+  // Choosing a file previews it before anything is sent.
+  await form.getByLabel("Replace file").setInputFiles({ name: "logo-2.png", mimeType: "image/png", buffer: Buffer.from(png(60, 30, 32)) });
+  await form.locator("#replace-preview img").waitFor();
+  assert.match(await form.locator("#replace-preview").innerText(), /New file: logo-2\.png \(image\/png/);
+  assert.ok(!seen.api.some((a) => a.includes("/replace")), "nothing sent before the button");
+  await checkedShot(page, width, "media-replace-preview");
+  await form.getByRole("button", { name: "Replace file" }).click();
+  await page.getByText(/^Replaced the file of “logo\.png”/).waitFor();
+
+  const replaced = (await data("GET", `/media/${logo.id}`)).item;
+  assert.notEqual(replaced.url, logo.url, "a new key, a new URL");
+  assert.deepEqual([replaced.width, replaced.height], [60, 30]);
+  assert.equal(replaced.versions.length, 1);
+  assert.equal(replaced.versions[0].storageKey, logo.storageKey);
+  const versions = panel.getByRole("region", { name: "Earlier versions" });
+  await versions.waitFor();
+  assert.match(await versions.innerText(), /1 entry/, "the entry linking the old URL is counted");
+  assert.match(await panel.locator("#links-summary").innerText(), /1 entry links to an earlier version/);
+  const used = await panel.getByRole("region", { name: "Used in" }).innerText();
+  assert.match(used, /by-url[\s\S]*the version replaced/, "the URL entry links the earlier version");
+  assert.match(used, /by-id[\s\S]*current file/, "the id entry shows the current file");
+  await checkedShot(page, width, "media-versions");
+
+  // Update links: the lane rewrites the entry's URL at the next ticks.
+  await panel.getByRole("button", { name: "Update links" }).click();
+  await panel.locator("#relink-result").getByText(/^(Queued|Updating links|Links updated)/).waitFor();
+  for (let i = 0; i < 4; i++) await tick();
+  await panel.getByRole("button", { name: "Check progress" }).click();
+  await panel.locator("#relink-result").getByText(/^Links updated: 1 entry checked, 1 rewritten/).waitFor();
+  const note = (await data("GET", "/content/notes/by-url")).item;
+  assert.ok(note.data.body.includes(replaced.url) && !note.data.body.includes(logo.url), note.data.body);
+
+  // Revert: the earlier file is current again, and the replacing one becomes a version.
+  await panel.getByRole("button", { name: "Show where logo.png is used" }).click();
+  await panel.getByRole("button", { name: /^Revert to the version replaced/ }).click();
+  await page.getByText(/^Reverted “logo\.png”/).waitFor();
+  const reverted = (await data("GET", `/media/${logo.id}`)).item;
+  assert.equal(reverted.url, logo.url);
+  assert.deepEqual(reverted.versions.map((v) => v.url), [replaced.url]);
+  await checkedShot(page, width, "media-reverted");
+  assert.deepEqual(seen.errors, []);
+  await context.close();
 });

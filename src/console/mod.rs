@@ -24,7 +24,9 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 pub fn content_security_policy(media_origin: Option<&str>) -> String {
     match media_origin {
         None => CONTENT_SECURITY_POLICY.to_owned(),
-        Some(origin) => CONTENT_SECURITY_POLICY.replacen("img-src 'self' blob:;", &format!("img-src 'self' blob: {origin};"), 1),
+        Some(origin) => {
+            CONTENT_SECURITY_POLICY.replacen("img-src 'self' blob:;", &format!("img-src 'self' blob: {origin};"), 1)
+        }
     }
 }
 

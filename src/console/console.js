@@ -1014,7 +1014,7 @@ function replaceForm(item) {
   return h(
     "form",
     { id: "replace-form", method: "post", action: "#", "aria-label": `Replace the file of ${item.filename}`, onsubmit: (ev) => replaceFile(ev, item) },
-    h("div", { class: "field" }, h("label", { for: "replace-file" }, "Replace file"), h("input", { id: "replace-file", name: "file", type: "file", required: true, onchange: chosen })),
+    h("div", { class: "field" }, h("label", { for: "replace-file" }, "New file"), h("input", { id: "replace-file", name: "file", type: "file", required: true, onchange: chosen })),
     preview,
     h(
       "p",
@@ -1071,10 +1071,12 @@ async function revertTo(button, item, v) {
 
 /** A relink's progress in words. */
 function relinkText(r) {
-  const left = r.entriesLeft === null || r.entriesLeft === undefined ? "" : `, ${r.entriesLeftCapped ? "at least " : ""}${r.entriesLeft} left`;
-  const eta = r.eta && r.eta.at ? `; expected done by ${when(r.eta.at)}` : "";
-  const state = { queued: "Queued", running: "Updating links", done: "Links updated", failed: "Failed" }[r.state] || r.state;
-  return `${state}: ${r.entriesDone} entr${r.entriesDone === 1 ? "y" : "ies"} checked, ${r.entriesChanged} rewritten${left}${r.conflicts ? `, ${r.conflicts} retried after an edit` : ""}${eta}.${r.error ? ` (${r.error})` : ""}`;
+  const left = r.entriesLeft === null || r.entriesLeft === undefined || r.state === "done" ? "" : `, ${r.entriesLeftCapped ? "at least " : ""}${r.entriesLeft} left`;
+  const eta = r.eta && r.state !== "done" && r.eta.ticks ? `; about ${r.eta.ticks} more tick${r.eta.ticks === 1 ? "" : "s"}${r.eta.finishDay ? `, by ${r.eta.finishDay}` : ""}` : "";
+  const state = { queued: "Queued", pending: "Queued", leased: "Updating links", running: "Updating links", done: "Links updated", failed: "Failed" }[r.state] || r.state;
+  const unsettled = r.entriesUnsettled ? `, ${r.entriesUnsettled} left as they were (edited during every try: update links again later)` : "";
+  const error = r.lastErrorCode ? ` (${r.lastErrorCode})` : "";
+  return `${state}: ${r.entriesDone} entr${r.entriesDone === 1 ? "y" : "ies"} checked, ${r.entriesChanged} rewritten${left}${r.conflicts ? `, ${r.conflicts} retried after an edit` : ""}${unsettled}${eta}.${error}`;
 }
 
 async function updateLinks(button, item) {
@@ -1082,7 +1084,7 @@ async function updateLinks(button, item) {
   clearMessages();
   try {
     const r = await api("POST", `/media/${encodeURIComponent(item.id)}/relink`);
-    put($("relink-result"), h("p", { role: "status" }, relinkText(r.relink || r)));
+    put($("relink-result"), h("p", { role: "status" }, relinkText(r.item || r)));
     forgetStatus();
   } catch (e) {
     showError(e);
@@ -1094,7 +1096,7 @@ async function showRelink(button, item) {
   button.disabled = true;
   try {
     const r = await api("GET", `/media/${encodeURIComponent(item.id)}/relink`);
-    put($("relink-result"), h("p", { role: "status" }, relinkText(r.relink || r)));
+    put($("relink-result"), h("p", { role: "status" }, relinkText(r.item || r)));
   } catch (e) {
     if (e instanceof ApiError && e.status === 404) put($("relink-result"), h("p", { role: "status" }, "No link update was started for this item."));
     else showError(e);

@@ -624,7 +624,7 @@ test("an item's file at 375 px: replace with a preview, the entries still linkin
   // One entry shows the logo by id (an image field), another links its file URL in its text.
   await data("POST", "/schema/collections", { slug: "notes", label: "Notes", fields: [{ slug: "body", type: "string" }, { slug: "cover", type: "image" }] });
   await data("POST", "/content/notes", { slug: "by-id", status: "published", data: { body: "Plain", cover: logo.id } });
-  await data("POST", "/content/notes", { slug: "by-url", status: "published", data: { body: `<p><img src="${logo.url}" alt="Logo"></p>` } });
+  const byUrl = (await data("POST", "/content/notes", { slug: "by-url", status: "published", data: { body: `<p><img src="${logo.url}" alt="Logo"></p>` } })).item;
   for (let i = 0; i < 3; i++) await tick();
 
   const width = 375;
@@ -638,12 +638,12 @@ test("an item's file at 375 px: replace with a preview, the entries still linkin
   assert.match(await panel.locator("#file-section").innerText(), /No earlier versions\./);
 
   // Choosing a file previews it before anything is sent.
-  await form.getByLabel("Replace file").setInputFiles({ name: "logo-2.png", mimeType: "image/png", buffer: Buffer.from(png(60, 30, 32)) });
+  await form.getByLabel("New file").setInputFiles({ name: "logo-2.png", mimeType: "image/png", buffer: Buffer.from(png(60, 30, 32)) });
   await form.locator("#replace-preview img").waitFor();
   assert.match(await form.locator("#replace-preview").innerText(), /New file: logo-2\.png \(image\/png/);
   assert.ok(!seen.api.some((a) => a.includes("/replace")), "nothing sent before the button");
   await checkedShot(page, width, "media-replace-preview");
-  await form.getByRole("button", { name: "Replace file" }).click();
+  await form.getByRole("button", { name: "Replace file", exact: true }).click();
   await page.getByText(/^Replaced the file of “logo\.png”/).waitFor();
 
   const replaced = (await data("GET", `/media/${logo.id}`)).item;
@@ -666,7 +666,7 @@ test("an item's file at 375 px: replace with a preview, the entries still linkin
   for (let i = 0; i < 4; i++) await tick();
   await panel.getByRole("button", { name: "Check progress" }).click();
   await panel.locator("#relink-result").getByText(/^Links updated: 1 entry checked, 1 rewritten/).waitFor();
-  const note = (await data("GET", "/content/notes/by-url")).item;
+  const note = (await data("GET", `/content/notes/${byUrl.id}`)).item;
   assert.ok(note.data.body.includes(replaced.url) && !note.data.body.includes(logo.url), note.data.body);
 
   // Revert: the earlier file is current again, and the replacing one becomes a version.

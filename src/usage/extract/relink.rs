@@ -169,7 +169,10 @@ fn key_text(current: &str, old: &str, encoded: bool) -> String {
         return current.chars().map(|c| if url_safe(c) { c.to_string() } else { percent_encode(c, false) }).collect();
     }
     let lower = old.bytes().any(|b| b.is_ascii_lowercase() && b.is_ascii_hexdigit())
-        && old.split('%').skip(1).any(|h| h.get(..2).is_some_and(|h| h.bytes().any(|b| b.is_ascii_lowercase())));
+        && old
+            .split('%')
+            .enumerate()
+            .any(|(i, h)| i > 0 && h.get(..2).is_some_and(|h| h.bytes().any(|b| b.is_ascii_lowercase())));
     let spelled = percent_spellings(old);
     current
         .chars()

@@ -47,4 +47,5 @@ pub const ALL: &[Migration] = &[
     Migration { name: "0027_media_versions.sql", sql: include_str!("../migrations/0027_media_versions.sql") },
     Migration { name: "0028_media_relinks.sql", sql: include_str!("../migrations/0028_media_relinks.sql") },
     Migration { name: "0029_version_purge.sql", sql: include_str!("../migrations/0029_version_purge.sql") },
+    Migration { name: "0030_relink_walk.sql", sql: include_str!("../migrations/0030_relink_walk.sql") },
 ];

@@ -2,7 +2,7 @@
 //! item, found by brute force in the stored content itself.
 //!
 //! An entry uses an item when its row (every column: live data) or its draft revision names the
-//! item's id or its storage key anywhere. The simulator writes references only in spellings the
+//! item's id, its storage key or one of its earlier keys (its versions) anywhere. The simulator writes references only in spellings the
 //! documented rules count (an image field's id, the item's public URL, its file-route URL), and
 //! ids and keys are long random strings no other text contains, so "names" is a substring test.
 //! Every entry of every registered collection counts, in the trash or not.
@@ -48,20 +48,31 @@ struct Stored {
 impl Stored {
     /// Whether deleting the item would break this entry (the wide rule: live data or draft, in
     /// the trash or not).
-    fn uses(&self, id: &str, key: &str) -> bool {
-        names(&self.columns, id, key) || self.draft.as_deref().is_some_and(|d| names(d, id, key))
+    fn uses(&self, id: &str, keys: &[String]) -> bool {
+        names(&self.columns, id, keys) || self.draft.as_deref().is_some_and(|d| names(d, id, keys))
     }
 
     /// Whether "Used in" lists this entry (EmDash's reader rule): its draft always, its live
     /// data when it is published or has no draft.
-    fn shows(&self, id: &str, key: &str) -> bool {
+    fn shows(&self, id: &str, keys: &[String]) -> bool {
         let live = self.published || self.draft.is_none();
-        (live && names(&self.columns, id, key)) || self.draft.as_deref().is_some_and(|d| names(d, id, key))
+        (live && names(&self.columns, id, keys)) || self.draft.as_deref().is_some_and(|d| names(d, id, keys))
     }
 }
 
-fn names(text: &str, id: &str, key: &str) -> bool {
-    text.contains(id) || text.contains(key)
+fn names(text: &str, id: &str, keys: &[String]) -> bool {
+    text.contains(id) || keys.iter().any(|k| text.contains(k.as_str()))
+}
+
+/// The item `id`'s keys: `key` (its current one) and its earlier ones.
+fn keys_of(db: &SqliteExecutor, id: &str, key: &str) -> Vec<String> {
+    let mut keys = vec![key.to_owned()];
+    keys.extend(
+        rows(db, &format!("SELECT storage_key FROM media_versions WHERE media_id = '{id}'"))
+            .into_iter()
+            .map(|r| r[0].clone()),
+    );
+    keys
 }
 
 /// Every entry of every registered collection.
@@ -92,12 +103,20 @@ fn entries(db: &SqliteExecutor) -> Vec<Stored> {
 
 /// The entries that use the item `id` (storage key `key`): deleting it would break them.
 pub fn users_of(db: &SqliteExecutor, id: &str, key: &str) -> Vec<Entry> {
-    entries(db).into_iter().filter(|e| e.uses(id, key)).map(|e| e.entry).collect()
+    let keys = keys_of(db, id, key);
+    entries(db).into_iter().filter(|e| e.uses(id, &keys)).map(|e| e.entry).collect()
+}
+
+/// The entries whose text names the key `key` (of any item): a page that shows that file.
+pub fn linking(db: &SqliteExecutor, key: &str) -> Vec<Entry> {
+    let keys = [key.to_owned()];
+    entries(db).into_iter().filter(|e| e.uses("\u{0}no id\u{0}", &keys)).map(|e| e.entry).collect()
 }
 
 /// The entries "Used in" lists for the item `id` (storage key `key`).
 pub fn shown_in(db: &SqliteExecutor, id: &str, key: &str) -> Vec<Entry> {
-    entries(db).into_iter().filter(|e| e.shows(id, key)).map(|e| e.entry).collect()
+    let keys = keys_of(db, id, key);
+    entries(db).into_iter().filter(|e| e.shows(id, &keys)).map(|e| e.entry).collect()
 }
 
 /// For every media row, the entries "Used in" lists.
@@ -107,7 +126,8 @@ pub fn usage(db: &SqliteExecutor) -> BTreeMap<String, BTreeSet<Entry>> {
     media
         .into_iter()
         .map(|m| {
-            let users = entries.iter().filter(|e| e.shows(&m[0], &m[1])).map(|e| e.entry.clone());
+            let keys = keys_of(db, &m[0], &m[1]);
+            let users = entries.iter().filter(|e| e.shows(&m[0], &keys)).map(|e| e.entry.clone());
             (m[0].clone(), users.collect())
         })
         .collect()

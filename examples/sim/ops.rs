@@ -96,6 +96,22 @@ pub enum Op {
     UsedIn {
         media: u32,
     },
+    /// A new file for the item (`POST /media/{id}/replace`): its key changes, the old one is a
+    /// version that entries may still link.
+    ReplaceMedia {
+        who: Who,
+        media: u32,
+        salt: u32,
+    },
+    /// An earlier version of the item made current again (`POST /media/{id}/revert`).
+    RevertMedia {
+        who: Who,
+        version: u32,
+    },
+    /// The item's links to earlier keys rewritten by the ticks (`POST /media/{id}/relink`).
+    Relink {
+        media: u32,
+    },
     CreateCollection {
         slug: u32,
     },
@@ -172,7 +188,10 @@ impl Op {
             815..=824 => Op::Repair,
             825..=829 => Op::MintToken { editor: rng.chance(0.5) },
             830..=834 => Op::RevokeToken { token: h(rng) },
-            835..=964 => Op::Tick,
+            835..=944 => Op::Tick,
+            945..=952 => Op::ReplaceMedia { who: who(rng), media: h(rng), salt: h(rng) % 200 },
+            953..=956 => Op::RevertMedia { who: who(rng), version: h(rng) },
+            957..=964 => Op::Relink { media: h(rng) },
             _ => Op::Continue { which: h(rng), keep: rng.chance(0.3) },
         }
     }
@@ -183,8 +202,11 @@ impl Op {
 pub struct Known {
     /// Entries: collection slug, id.
     pub entries: Vec<(String, String)>,
-    /// Media items: id, storage key.
+    /// Media items: id, storage key (the first it had: entries written later link it by URL
+    /// as an earlier key once the item is replaced).
     pub media: Vec<(String, String)>,
+    /// Earlier keys answers named: item id, key.
+    pub versions: Vec<(String, String)>,
     /// Minted tokens: id, secret, whether it was revoked.
     pub tokens: Vec<(String, String)>,
     /// The editor's and the two authors' secrets.
@@ -244,6 +266,14 @@ pub fn request(op: &Op, known: &Known, media_origin: &str) -> Option<(Who, Strin
         }
         Op::DiscardDraft { who, entry: e } => post(*who, format!("{}/discard-draft", entry(*e)?), json!({})),
         Op::Upload { who, .. } => Some((*who, "POST".into(), "/media".into(), None)),
+        Op::ReplaceMedia { who, media: m, .. } => {
+            Some((*who, "POST".into(), format!("/media/{}/replace", media(*m)?), None))
+        }
+        Op::RevertMedia { who, version } => {
+            let (id, key) = pick(&known.versions, *version)?;
+            post(*who, format!("/media/{id}/revert"), json!({"version": key}))
+        }
+        Op::Relink { media: m } => post(Who::Editor, format!("/media/{}/relink", media(*m)?), json!({})),
         Op::Register { n } => {
             let key = format!("reg-{n:06}.png");
             post(Who::Editor, "/media".into(), json!({"filename": key, "mimeType": "image/png", "storageKey": key}))

@@ -323,6 +323,13 @@ impl Sim {
                 req.body = form;
                 Some(self.start(op.clone(), "POST /media (upload)".into(), Some(req), fault, retry, None))
             }
+            Op::ReplaceMedia { salt, .. } => ops::request(&op, &self.known, MEDIA_ORIGIN).map(|(who, _, path, _)| {
+                let (content_type, form) = ops::upload_form(&ops::png(*salt));
+                let mut req = request(who, "POST", &path, None, &self.known);
+                req.content_type = Some(content_type);
+                req.body = form;
+                self.start(op.clone(), format!("POST {path} (replace)"), Some(req), fault, retry, None)
+            }),
             _ => ops::request(&op, &self.known, MEDIA_ORIGIN).map(|(who, method, path, body)| {
                 let req = request(who, &method, &path, body.as_ref(), &self.known);
                 self.start(op.clone(), format!("{method} {path}"), Some(req), fault, retry, None)
@@ -427,6 +434,16 @@ impl Sim {
                 let slug = flight.request.as_ref().and_then(|q| q.path.rsplit('/').next()).unwrap_or_default();
                 if let Some(id) = item["id"].as_str() {
                     self.known.entries.push((slug.to_owned(), id.to_owned()));
+                }
+            }
+            Op::ReplaceMedia { .. } | Op::RevertMedia { .. } => {
+                let id = item["id"].as_str().unwrap_or_default();
+                for v in item["versions"].as_array().into_iter().flatten() {
+                    if let Some(key) = v["storageKey"].as_str() {
+                        if !self.known.versions.iter().any(|(_, k)| k == key) {
+                            self.known.versions.push((id.to_owned(), key.to_owned()));
+                        }
+                    }
                 }
             }
             Op::Upload { .. } | Op::Register { .. } => {

@@ -199,6 +199,36 @@ impl World {
         }
     }
 
+    /// Every version row: storage key → media id.
+    pub fn version_rows(&self) -> BTreeMap<String, String> {
+        model::rows(&self.db, "SELECT storage_key, media_id FROM media_versions")
+            .into_iter()
+            .map(|r| (r[0].clone(), r[1].clone()))
+            .collect()
+    }
+
+    /// The version rows `before` had that are gone: no entry may link one (a page would show a
+    /// broken file) unless an admin's forced permanent delete removed its item. A version made
+    /// current again (a revert) is not gone: its key is its item's.
+    fn check_removed_versions(&self, before: &BTreeMap<String, String>, op: &OpState) {
+        let after = self.version_rows();
+        let current: BTreeSet<String> = self.media_rows().into_values().collect();
+        for (key, id) in before.iter().filter(|(key, _)| !after.contains_key(*key) && !current.contains(*key)) {
+            let linking = model::linking(&self.db, key);
+            if linking.is_empty() {
+                continue;
+            }
+            if op.may_remove.as_deref() == Some(id.as_str()) {
+                self.forced_gone.borrow_mut().insert(key.clone());
+            } else {
+                self.violation(format!(
+                    "version {key} of media {id} removed by op #{} `{}` while linked by {linking:?}",
+                    op.serial, op.label
+                ));
+            }
+        }
+    }
+
     /// The media items in the trash.
     pub fn trashed(&self) -> BTreeSet<String> {
         model::rows(&self.db, "SELECT id FROM media WHERE deleted_at IS NOT NULL")
@@ -239,9 +269,10 @@ impl World {
         }
     }
 
-    /// An object is deleted only once no media row names it.
+    /// An object is deleted only once no media row or version row names it.
     fn check_removed_objects(&self, keys: &[String], op: &OpState) {
-        let rows = self.media_rows();
+        let mut rows = self.media_rows();
+        rows.extend(self.version_rows().into_iter().map(|(key, id)| (format!("{id} (a version)"), key)));
         for key in keys {
             if let Some((id, _)) = rows.iter().find(|(_, k)| *k == key) {
                 if self.store.bytes(key).is_some() {
@@ -343,6 +374,9 @@ impl OpExec {
         }
         let watched = self.world.watch.get() && stmts.iter().any(|s| removes_media(s.sql()));
         let before = watched.then(|| (self.world.media_rows(), self.world.recently_trashed()));
+        let versions_watched =
+            self.world.watch.get() && stmts.iter().any(|s| s.sql().contains("DELETE FROM media_versions"));
+        let versions_before = versions_watched.then(|| self.world.version_rows());
         let trash_watched = self.world.watch.get() && stmts.iter().any(|s| trashes_media(s.sql()));
         let trashed_before = trash_watched.then(|| self.world.trashed());
         let result = if single {
@@ -353,6 +387,9 @@ impl OpExec {
         };
         if let (Some((before, recent)), Ok(_)) = (&before, &result) {
             self.world.check_removed_rows(before, recent, &self.op);
+        }
+        if let (Some(before), Ok(_)) = (&versions_before, &result) {
+            self.world.check_removed_versions(before, &self.op);
         }
         if let (Some(before), Ok(_)) = (&trashed_before, &result) {
             self.world.check_trashed(before, &self.op);

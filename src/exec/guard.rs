@@ -33,10 +33,22 @@ impl Guard {
 /// Runs `stmts` atomically, only if the guard's preconditions hold at that instant.
 /// Returns the outcomes of `stmts` (without the assertion's).
 pub async fn guarded_batch<E: Executor>(exec: &E, guard: Guard, stmts: Vec<Statement>) -> Result<Vec<Outcome>, Error> {
-    let mut all = Vec::with_capacity(stmts.len() + 1);
-    all.push(guard.assert);
+    guarded_batch_all(exec, vec![guard], stmts).await
+}
+
+/// Runs `stmts` atomically, only if every guard's preconditions hold at that instant (each is
+/// its own assertion, so a batch can check what no one statement names: rows of several tables
+/// rendered apart). Returns the outcomes of `stmts` (without the assertions').
+pub async fn guarded_batch_all<E: Executor>(
+    exec: &E,
+    guards: Vec<Guard>,
+    stmts: Vec<Statement>,
+) -> Result<Vec<Outcome>, Error> {
+    let asserts = guards.len();
+    let mut all = Vec::with_capacity(stmts.len() + asserts);
+    all.extend(guards.into_iter().map(|g| g.assert));
     all.extend(stmts);
     let mut outcomes = exec.batch(all).await?;
-    outcomes.remove(0);
+    outcomes.drain(..asserts);
     Ok(outcomes)
 }

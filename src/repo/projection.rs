@@ -62,6 +62,8 @@ pub struct LoadedEntry {
     pub revision_collection: Option<String>,
     pub revision_entry_id: Option<String>,
     pub revision_data: Option<String>,
+    /// The live version the draft revision was saved over (`None`: older than base versions).
+    pub revision_base_version: Option<i64>,
     /// The registry slug of the collection id, `None` when the collection is gone.
     pub registry_slug: Option<String>,
     /// The collection's field epoch (how many of its fields were deleted).
@@ -147,6 +149,7 @@ pub async fn load_group<E: Executor>(
         let revision_id = take_str(&mut row, "__rev_id");
         let revision_collection = take_str(&mut row, "__rev_collection");
         let revision_entry_id = take_str(&mut row, "__rev_entry_id");
+        let revision_base_version = row.remove("__rev_base_version").and_then(|v| v.as_i64());
         let observed = take_json(&mut row, "__sources")?;
         let sources_signature = take_str(&mut row, "__sources_sig").unwrap_or_else(|| "[]".into());
         let present = row.get("id").is_some_and(|v| !v.is_null());
@@ -159,6 +162,7 @@ pub async fn load_group<E: Executor>(
                 revision_collection,
                 revision_entry_id,
                 revision_data: None,
+                revision_base_version,
                 registry_slug: None,
                 field_epoch: 0,
                 fields: Vec::new(),

@@ -1,12 +1,12 @@
 //! Relinks of media items (`_emdash_media_relinks`): start one, read them, and the leased
-//! statements of the relink lane: claim, the item's keys, the next entry, an entry's guarded
+//! statements of the relink lane: claim, the item's keys, the next entries, their guarded
 //! write, advance, conflict, finish, fail and release.
 
 use serde::Deserialize;
 
 use super::content::{self, Update};
 use super::lease::{self, Failure, LeaseState, Queue};
-use crate::exec::guard::{guarded_batch, Guard};
+use crate::exec::guard::{guarded_batch_all, Guard};
 use crate::exec::{Error, Executor, Statement, Value};
 use crate::ids;
 use crate::model::collection::Collection;
@@ -18,8 +18,10 @@ const LATEST: &str = include_str!("../sql/relink/latest.sql");
 const IN_PROGRESS: &str = include_str!("../sql/relink/in_progress.sql");
 const CLAIM: &str = include_str!("../sql/relink/claim.sql");
 const KEYS: &str = include_str!("../sql/relink/keys.sql");
-const NEXT_ENTRY: &str = include_str!("../sql/relink/next_entry.sql");
-const GUARD_ENTRY: &str = include_str!("../sql/relink/guard_entry.sql");
+const NEXT_ENTRIES: &str = include_str!("../sql/relink/next_entries.sql");
+const ENTRIES_AFTER: &str = include_str!("../sql/relink/entries_after.sql");
+const GUARD_RELINK: &str = include_str!("../sql/relink/guard_relink.sql");
+const GUARD_ENTRIES: &str = include_str!("../sql/relink/guard_entries.sql");
 const INSERT_REVISION: &str = include_str!("../sql/relink/insert_revision.sql");
 const ADVANCE: &str = include_str!("../sql/relink/advance.sql");
 const CONFLICT: &str = include_str!("../sql/relink/conflict.sql");
@@ -59,7 +61,12 @@ pub async fn start<E: Executor>(
     requested_by: Option<&str>,
     count_cap: u32,
 ) -> Result<Option<Relink>, Error> {
-    let stmt = Statement::new(START).bind(ids::new_id()).bind(media_id).bind(requested_by).bind(i64::from(count_cap));
+    let stmt = Statement::new(render(START, &[("entries_after", &entries_after())]))
+        .bind(ids::new_id())
+        .bind(media_id)
+        .bind("")
+        .bind(i64::from(count_cap))
+        .bind(requested_by);
     exec.query_first(stmt).await
 }
 
@@ -110,9 +117,10 @@ pub async fn keys<E: Executor>(exec: &E, media_id: &str, limit: u32) -> Result<K
     Ok(keys)
 }
 
-/// The next entry a relink walks to.
+/// An entry a relink walks to.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 pub struct NextEntry {
+    /// The last of its sources that links an earlier key.
     pub source_key: String,
     pub collection_id: String,
     pub collection_slug: String,
@@ -130,9 +138,21 @@ impl NextEntry {
     }
 }
 
-/// The next entry after `cursor` with a file URL occurrence of `media_id`.
-pub async fn next_entry<E: Executor>(exec: &E, media_id: &str, cursor: &str) -> Result<Option<NextEntry>, Error> {
-    exec.query_first(Statement::new(NEXT_ENTRY).bind(media_id).bind(cursor)).await
+/// The next entries after `cursor` (at most `limit`, in source-key order) with a file URL
+/// occurrence naming one of `earlier` (an item's earlier keys).
+pub async fn next_entries<E: Executor>(
+    exec: &E,
+    earlier: &[String],
+    cursor: &str,
+    limit: u32,
+) -> Result<Vec<NextEntry>, Error> {
+    let stmt =
+        Statement::new(NEXT_ENTRIES).bind(serde_json::json!(earlier).to_string()).bind(cursor).bind(i64::from(limit));
+    exec.query(stmt).await
+}
+
+fn entries_after() -> Fragment {
+    Fragment::static_sql(ENTRIES_AFTER)
 }
 
 /// An entry as its relink loaded it: what its write is guarded on.
@@ -179,70 +199,108 @@ fn lease_token(r: &Relink) -> Option<String> {
     r.lease.lease_token.clone()
 }
 
-fn advance_statement(w: &Writer<'_>, changed: bool, unsettled: bool) -> Statement {
-    Statement::new(ADVANCE)
+/// What an advance counts: the entries it passes, those of them written, and those passed over
+/// unsettled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Passed {
+    pub done: u32,
+    pub changed: u32,
+    pub unsettled: u32,
+}
+
+fn advance_statement(w: &Writer<'_>, passed: Passed) -> Statement {
+    Statement::new(render(ADVANCE, &[("entries_after", &entries_after())]))
         .bind(w.relink.id.as_str())
-        .bind(lease_token(w.relink))
+        .bind(w.relink.media_id.as_str())
         .bind(w.cursor)
-        .bind(changed)
-        .bind(unsettled)
         .bind(i64::from(w.count_cap))
-        .bind(w.relink.media_id.as_str())
+        .bind(lease_token(w.relink))
+        .bind(i64::from(passed.done))
+        .bind(i64::from(passed.changed))
+        .bind(i64::from(passed.unsettled))
 }
 
-/// Writes `write` to the entry `loaded` of `c` and advances the relink past it, in one batch that
-/// holds only while the entry is as loaded, the relink holds its lease and the item's current key
-/// is the one written (else [`Error::Stale`], nothing written). The live columns are written as
-/// an update writes them, then the draft as a draft save writes it (a revision by the relink's
-/// editor); the capture trigger queues the entry for projection.
-pub async fn write_entry<E: Executor>(
+/// An entry a relink writes: its collection, the entry as loaded, and what changes.
+#[derive(Debug, Clone)]
+pub struct EntryToWrite<'c> {
+    pub collection: &'c Collection,
+    pub loaded: Loaded,
+    pub write: EntryWrite,
+}
+
+impl EntryToWrite<'_> {
+    /// The statements its write takes (a live update, a draft's revision, pointer and pruning).
+    pub fn statements(&self) -> u64 {
+        u64::from(!self.write.columns.is_empty()) + if self.write.draft.is_some() { 3 } else { 0 }
+    }
+}
+
+/// Writes `entries` and advances the relink past `passed.done` entries (those written among
+/// them), in one batch that holds only while every entry written is as loaded, the relink holds
+/// its lease and the item's current key is the one written (else [`Error::Stale`], nothing
+/// written). An entry's live columns are written as an update writes them, then its draft as a
+/// draft save writes it (a revision by the relink's editor); the capture trigger queues it for
+/// projection. The guards are one for the relink and one per collection written.
+pub async fn write_entries<E: Executor>(
     exec: &E,
-    c: &Collection,
-    loaded: &Loaded,
-    write: EntryWrite,
+    entries: Vec<EntryToWrite<'_>>,
     w: &Writer<'_>,
+    passed: Passed,
 ) -> Result<(), Error> {
-    let table = Fragment::content_table(&c.slug);
-    let guard = Guard::new(render(GUARD_ENTRY, &[("table", &table)]))
-        .bind(loaded.id.as_str())
-        .bind(loaded.version)
-        .bind(loaded.updated_at.as_str())
-        .bind(loaded.draft_revision_id.as_deref())
+    let mut guards = vec![Guard::new(GUARD_RELINK)
         .bind(w.relink.id.as_str())
         .bind(lease_token(w.relink))
         .bind(w.relink.media_id.as_str())
-        .bind(w.current_key)
-        .bind(loaded.live_revision_id.as_deref());
+        .bind(w.current_key)];
+    let mut collections: Vec<(&Collection, Vec<serde_json::Value>)> = Vec::new();
+    for e in &entries {
+        let observed = serde_json::json!({
+            "id": e.loaded.id, "version": e.loaded.version, "updatedAt": e.loaded.updated_at,
+            "draft": e.loaded.draft_revision_id, "live": e.loaded.live_revision_id,
+        });
+        match collections.iter_mut().find(|(c, _)| c.id == e.collection.id) {
+            Some((_, list)) => list.push(observed),
+            None => collections.push((e.collection, vec![observed])),
+        }
+    }
+    for (c, observed) in collections {
+        let table = Fragment::content_table(&c.slug);
+        guards.push(
+            Guard::new(render(GUARD_ENTRIES, &[("table", &table)])).bind(serde_json::Value::from(observed).to_string()),
+        );
+    }
     let mut stmts = Vec::new();
-    let mut version = loaded.version;
-    if !write.columns.is_empty() {
-        let update = Update { expected_version: Some(version), columns: write.columns, ..Update::default() };
-        stmts.push(content::update_statement(c, &loaded.id, update));
-        version += 1;
+    for EntryToWrite { collection: c, loaded, write } in entries {
+        let mut version = loaded.version;
+        if !write.columns.is_empty() {
+            let update = Update { expected_version: Some(version), columns: write.columns, ..Update::default() };
+            stmts.push(content::update_statement(c, &loaded.id, update));
+            version += 1;
+        }
+        if let Some((data, base)) = write.draft {
+            let base = match base {
+                DraftBase::Current => Some(version + 1),
+                DraftBase::Kept(base) => base,
+            };
+            let revision_id = ids::new_id();
+            let insert = Statement::new(INSERT_REVISION)
+                .bind(revision_id.as_str())
+                .bind(c.slug.as_str())
+                .bind(loaded.id.as_str())
+                .bind(data)
+                .bind(base)
+                .bind(w.relink.requested_by.as_deref());
+            stmts.extend(content::draft_statements(c, &loaded.id, insert, &revision_id, w.max_revisions));
+        }
     }
-    if let Some((data, base)) = write.draft {
-        let base = match base {
-            DraftBase::Current => Some(version + 1),
-            DraftBase::Kept(base) => base,
-        };
-        let revision_id = ids::new_id();
-        let insert = Statement::new(INSERT_REVISION)
-            .bind(revision_id.as_str())
-            .bind(c.slug.as_str())
-            .bind(loaded.id.as_str())
-            .bind(data)
-            .bind(base)
-            .bind(w.relink.requested_by.as_deref());
-        stmts.extend(content::draft_statements(c, &loaded.id, insert, &revision_id, w.max_revisions));
-    }
-    stmts.push(advance_statement(w, true, false));
-    guarded_batch(exec, guard, stmts).await.map(drop)
+    stmts.push(advance_statement(w, passed));
+    guarded_batch_all(exec, guards, stmts).await.map(drop)
 }
 
-/// Advances the relink past an entry it does not write (nothing to rewrite, gone, or
-/// `unsettled`: every attempt lost to a concurrent edit); false when the lease was lost.
-pub async fn pass<E: Executor>(exec: &E, w: &Writer<'_>, unsettled: bool) -> Result<bool, Error> {
-    Ok(exec.execute(advance_statement(w, false, unsettled)).await? > 0)
+/// Advances the relink past entries it does not write (nothing to rewrite, gone, or passed over
+/// unsettled: every attempt lost to a concurrent edit); false when the lease was lost.
+pub async fn pass<E: Executor>(exec: &E, w: &Writer<'_>, passed: Passed) -> Result<bool, Error> {
+    Ok(exec.execute(advance_statement(w, passed)).await? > 0)
 }
 
 /// Counts a lost write of the entry at the relink's cursor; the conflicts in a row, or `None`

@@ -396,7 +396,7 @@ pub const FAILED_JOBS: Counter = Counter::new("failedJobs");
 pub const CONFLICTS: Counter = Counter::new("conflicts");
 /// Jobs that published their entry's live columns alone, leaving its draft overlay to the next.
 pub const SPLIT_JOBS: Counter = Counter::new("splitJobs");
-/// The modelled CPU of the tick's projections ([`CpuWork`]), in microseconds.
+/// The modelled CPU of the tick's projections and relinks ([`CpuWork`]), in microseconds.
 pub const CPU_MODEL_US: Counter = Counter::new("cpuModelUs");
 
 /// What a group job's entry is assumed to cost until the tick has measured one: an entry with a
@@ -426,6 +426,8 @@ pub struct WorkLane<'a> {
     cpu_ms: f64,
     /// The modelled CPU they spent so far.
     cpu: CpuWork,
+    /// What the tick's other lanes (relinks) spent of the same budget, in milliseconds.
+    others_ms: f64,
 }
 
 impl<'a> WorkLane<'a> {
@@ -437,12 +439,21 @@ impl<'a> WorkLane<'a> {
     /// The lane at the start of a tick: jobs under `policy`, groups sized by `groups`, the
     /// projections' modelled CPU within `cpu_ms`.
     pub fn new(policy: &'a Policy, groups: AdaptiveBatch, cpu_ms: f64) -> WorkLane<'a> {
-        WorkLane { policy, groups, group: groups.start, entry_rows: GROUP_ENTRY_ROWS, cpu_ms, cpu: CpuWork::default() }
+        WorkLane {
+            policy,
+            groups,
+            group: groups.start,
+            entry_rows: GROUP_ENTRY_ROWS,
+            cpu_ms,
+            cpu: CpuWork::default(),
+            others_ms: 0.0,
+        }
     }
 
-    /// The modelled CPU left for this tick's projections, in milliseconds.
+    /// The modelled CPU left for this tick's projections, in milliseconds (what relinks spent
+    /// counts against it too).
     fn cpu_left(&self) -> f64 {
-        self.cpu_ms - self.cpu.ms()
+        self.cpu_ms - self.others_ms - self.cpu.ms()
     }
 
     /// What one entry costs in modelled CPU: the mean of the tick's entries so far, or
@@ -503,6 +514,8 @@ impl<E: Executor, K: Clock> Lane<E, K> for WorkLane<'_> {
     /// spent more modelled CPU than a single entry is expected to cost, it steps no more.
     async fn step(&mut self, ctx: &mut Ctx<'_, E, K>) -> Result<Option<LaneStep>, Error> {
         let before = self.cpu.ms();
+        let tick_ms = ctx.counts.get(CPU_MODEL_US.name) as f64 / 1000.0;
+        self.others_ms = (tick_ms - before).max(0.0);
         let step = self.step_within_cpu(ctx).await;
         ctx.count(CPU_MODEL_US, ((self.cpu.ms() - before) * 1000.0).round() as u64);
         step

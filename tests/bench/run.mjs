@@ -266,6 +266,53 @@ const richData = (i) => ({
   results.richRepair = { entries, occurrences, ticks: run.ticks, finished: run.finished, ms: run.ms, cpuMsPerTick: run.cpuMsPerTick, ...(await tickLog(Math.min(ticks, 1000))) };
 }
 
+// 3c. Relinking N entries: each page links the item's file by URL twice (an <img> and a link);
+// the item is replaced, then a relink rewrites every page to the new key. Its ticks write the
+// pages (the relink lane) and project them again (the work lane); both count against the day.
+{
+  const entries = n(10_000, 100);
+  ok(await w.post("/schema/collections", { slug: "bench_relink", label: "RL", fields: [{ slug: "title", type: "string" }, { slug: "body", type: "text" }] }), 201);
+  const cid = await collectionId("bench_relink");
+  const media = ok(await w.post("/media", { filename: "old.png", mimeType: "image/png", storageKey: "bench/old.png" }), 201).item.id;
+  const body = '<p><img src="/_emdash/api/media/file/bench/old.png" alt=""> <a href="/_emdash/api/media/file/bench/old.png">full size</a></p>';
+  await fill(`INSERT INTO "ec_bench_relink" (id, slug, status, title, body) SELECT 'l' || i, 'l' || i, 'published', 'Page ' || i, ?1 FROM c`, entries, [body]);
+  // The index as a projection leaves it: each page's live source and its two URL occurrences.
+  await fill(`INSERT INTO _emdash_media_usage_sources (source_key, collection_id, collection_slug, content_id, source_variant, content_slug, content_status, current_generation, source_completeness, identity_version)
+    SELECT 'content:' || ?1 || ':l' || i || ':columns', ?1, 'bench_relink', 'l' || i, 'columns', 'l' || i, 'published', 'g', 'complete', 1 FROM c`, entries, [cid]);
+  for (const k of [0, 1]) {
+    await fill(`INSERT INTO _emdash_media_usage (id, source_key, generation, field_slug, field_path, occurrence_index, reference_type, media_id, provider_asset_id, linked_key)
+      SELECT 'rl${k}-' || i, 'content:' || ?1 || ':l' || i || ':columns', 'g', 'body', 'body', ${k}, 'embedded_url', ?2, ?2, 'bench/old.png' FROM c`, entries, [cid, media]);
+  }
+  await db.prepare("DELETE FROM _emdash_media_usage_work").run();
+  // The replace, as its batch leaves it: the old key a version, the item on a new one.
+  await db.batch([
+    db.prepare("INSERT INTO media_versions (storage_key, media_id, filename, mime_type) SELECT storage_key, id, filename, mime_type FROM media WHERE id = ?1").bind(media),
+    db.prepare("UPDATE media SET storage_key = 'bench/new.png' WHERE id = ?1").bind(media),
+  ]);
+  const before = (await db.prepare("SELECT coalesce(max(id), 0) AS id FROM _emdash_media_usage_ticks").first()).id;
+  const started = ok(await w.post(`/media/${media}/relink`, {}), 202).item;
+  const relinked = async () => ok(await w.get(`/media/${media}/relink`)).item.state === "done";
+  const run = await ticksUntil(relinked, Math.max(400, entries));
+  // Then the pages' projections left (the work lane's share of the rows).
+  const idle = async () => (await db.prepare("SELECT count(*) AS n FROM _emdash_media_usage_work").first()).n === 0;
+  const drain = await ticksUntil(idle, Math.max(400, entries));
+  const log = (await db.prepare("SELECT statements, rows_written, details FROM _emdash_media_usage_ticks WHERE id > ?1").bind(before).all()).results;
+  const rowsWritten = log.reduce((s, r) => s + r.rows_written, 0);
+  const relinkTicks = log.filter((r) => (JSON.parse(r.details).entriesRelinked ?? 0) > 0);
+  const left = (await db.prepare("SELECT count(*) AS n FROM \"ec_bench_relink\" WHERE body LIKE '%bench/old.png%'").first()).n;
+  // On the Free defaults: 720 ticks a day (*/2) and 50,000 background rows written a day.
+  const ticks = run.ticks + drain.ticks;
+  results.relink = {
+    entries, etaTicks: started.eta.ticks, ticks, relinkTicks: relinkTicks.length, projectionTicks: ticks - relinkTicks.length,
+    finished: run.finished && drain.finished && left === 0,
+    rowsWritten, rowsPerEntry: rowsWritten / entries,
+    maxRowsWrittenPerTick: Math.max(0, ...log.map((r) => r.rows_written)), meanRowsWrittenPerTick: rowsWritten / Math.max(1, log.length),
+    maxStatements: Math.max(0, ...log.map((r) => r.statements)),
+    maxEntriesPerTick: Math.max(0, ...log.map((r) => JSON.parse(r.details).entriesRelinked ?? 0)),
+    freeDays: Math.max(ticks / 720, rowsWritten / 50_000), ms: run.ms + drain.ms,
+  };
+}
+
 // 4. Deleting a collection of N entries and 3N occurrences, vs plain bulk SQL on the same rows.
 {
   const entries = n(100_000, 100);
@@ -327,6 +374,7 @@ const table = [
   [`"Used in" page (${r.usedIn.users} users, ${r.usedIn.occurrences} occ.)`, `${f(r.usedIn.apiMs)} ms vs raw ${f(r.usedIn.rawMs)} ms`, `ratio ${f(r.usedIn.ratio, 2)}`],
   [`repair of ${r.repair.entries} entries`, `${tickWord(r.repair.ticks)}${r.repair.finished ? "" : " (stopped: not finished)"}`, `${r.repair.statements} statements (≤ ${r.repair.maxStatements}/tick), ≤ ${r.repair.maxRowsWritten} rows written and ${r.repair.maxRowsRead} read/tick, ${f(r.repair.ms / 1000)} s`],
   [`repair of ${r.richRepair.entries} rich entries (${r.richRepair.occurrences} occ.)`, `${tickWord(r.richRepair.ticks)}${r.richRepair.finished ? "" : " (stopped: not finished)"}`, `${r.richRepair.statements} statements (≤ ${r.richRepair.maxStatements}/tick), ≤ ${r.richRepair.maxBinds} binds, ${f(r.richRepair.ms / 1000)} s`],
+  [`relink of ${r.relink.entries} entries (2 URLs each)`, `${tickWord(r.relink.ticks)}${r.relink.finished ? "" : " (stopped: not finished)"} (${r.relink.relinkTicks} writing, ≤ ${r.relink.maxEntriesPerTick} entries/tick)`, `${f(r.relink.rowsPerEntry)} rows written/entry, ≤ ${r.relink.maxRowsWrittenPerTick} (mean ${f(r.relink.meanRowsWrittenPerTick, 0)})/tick, ≤ ${r.relink.maxStatements} statements/tick; ${f(r.relink.freeDays, 2)} days on Free defaults (ETA said ${r.relink.etaTicks} ticks)`],
   [`deletion of ${r.deletion.entries} entries / ${r.deletion.occurrences} occ.`, `${tickWord(r.deletion.ticks)}, ≤ ${r.deletion.maxStatements} statements/tick`, `≤ ${r.deletion.maxRowsWritten} rows written and ${r.deletion.maxRowsRead} read/tick, ≤ ${r.deletion.maxBinds} binds, ≤ ${r.deletion.maxSqlBytes} B SQL; ${f(r.deletion.ms)} ms vs plain ${f(r.deletion.plainMs)} ms (×${f(r.deletion.ratio, 2)})`],
   [
     `"Unused" page (${r.unusedPage.media} media, half used)`,
@@ -360,4 +408,4 @@ console.log(`\nExtraction of 1 MiB (native core, best of 7; ×: against plain te
 for (const e of c.extraction) console.log(`  ${e.body.padEnd(48)} ${`${f(e.ms, 2)} ms`.padEnd(34)} ${f(e.mbPerS, 0)} MB/s (×${f(e.ms / plain.ms, 2)})`);
 printWasmExtraction(r.wasmExtraction);
 console.log(`BENCH_JSON ${JSON.stringify({ scale: SCALE, ...results })}`);
-if (!r.deletion.finished || !r.repair.finished || !r.richRepair.finished) process.exitCode = 1;
+if (!r.deletion.finished || !r.repair.finished || !r.richRepair.finished || !r.relink.finished) process.exitCode = 1;

@@ -524,3 +524,50 @@ fn a_version_nobody_links_is_purged_after_the_window_row_then_object_and_a_linke
     assert_eq!(api.tick().count("versionsPurged"), 0);
     assert_eq!(versions(), 2);
 }
+
+/// The version purge's statement carries the rule itself: each of its conditions, made false by
+/// another writer just before it runs (after the lane's own look found the version due and
+/// coverage complete), keeps the version and its object.
+#[test]
+fn each_condition_of_the_version_purge_alone_keeps_the_version() {
+    let cases: [(&str, &str); 4] = [
+        ("coverage turned incomplete", "UPDATE _emdash_media_usage_index_status SET status = 'stale'"),
+        (
+            "coverage under other reference rules",
+            "UPDATE _emdash_media_usage_index_status SET rules_version = 'other rules'",
+        ),
+        (
+            "an occurrence links the version",
+            "UPDATE _emdash_media_usage SET linked_key = (SELECT storage_key FROM media_versions) \
+             WHERE rowid = (SELECT min(rowid) FROM _emdash_media_usage)",
+        ),
+        (
+            "the version was replaced since the window",
+            "UPDATE media_versions SET replaced_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')",
+        ),
+    ];
+    for (what, change) in cases {
+        let api = Api::with_storage(T0);
+        posts(&api);
+        let item = upload(&api, &png(10, 10, 1));
+        let other = upload(&api, &png(10, 10, 2));
+        let (id, key) = (s(&item["id"]), s(&item["storageKey"]));
+        // An entry using another item, so the index has an occurrence to point elsewhere.
+        entry(&api, "other", json!({"body": format!("https://cdn.example/media/{}", s(&other["storageKey"]))}));
+        data(&replace(&api, &id, &png(10, 10, 3)));
+        api.drain();
+        age_versions(&api, 31);
+        let store = api.storage.as_ref().unwrap();
+        let hooked = Hooked::new(&api.db).before("DELETE FROM media_versions", |db| {
+            db.connection().execute_batch(change).unwrap();
+        });
+        let storage = api.storage.as_ref().map(|s| s as &dyn media_usage_worker::storage::Storage);
+        let report = TickRun::new(api.config.tick_budget, &api.config.background).storage(storage).run(&hooked);
+        hooked.done();
+        drop(hooked);
+        assert!(report.error.is_none(), "{what}: {report:?}");
+        assert_eq!(report.count("versionsPurged"), 0, "{what}: {report:?}");
+        assert_eq!(scalar(&api, "SELECT count(*) FROM media_versions"), 1, "{what}");
+        assert!(store.keys().contains(&key), "{what}: the object stays");
+    }
+}

@@ -5,11 +5,13 @@
 use futures::executor::block_on;
 use media_usage_worker::clock::FnClock;
 use media_usage_worker::exec::sqlite::SqliteExecutor;
+use media_usage_worker::exec::Executor;
 use media_usage_worker::lane::{Counts, Ctx, Lane, LaneStep, RowCount};
 use media_usage_worker::lifecycle::media::relink::{RelinkLane, MAX_CONFLICTS};
 use media_usage_worker::model::state::TickOutcome;
 use serde_json::{json, Value as Json};
 
+use crate::deletion::Hooked;
 use crate::support::{code, data, exec_sql, scalar, text, text_if_any, Api, ADMIN, MEDIA_PUBLIC_URL};
 
 /// The item's key before the replace: a page writes its space percent-encoded.
@@ -211,11 +213,17 @@ impl<'a> Stepper<'a> {
     }
 
     fn step(&mut self) -> Option<LaneStep> {
+        let db = self.db;
+        self.step_on(db)
+    }
+
+    /// A step over `exec` (a hooked executor, to interleave an author's edit).
+    fn step_on<X: Executor>(&mut self, exec: &X) -> Option<LaneStep> {
         let clock = FnClock(|| 0.0);
         let spent = || RowCount::default();
         let mut counts = Counts::default();
         let mut ctx = Ctx {
-            exec: self.db,
+            exec,
             clock: &clock,
             room: 100,
             rows: RowCount::new(u64::MAX, u64::MAX),
@@ -229,6 +237,9 @@ impl<'a> Stepper<'a> {
         block_on(Lane::<SqliteExecutor, FnClock>::finish(&mut self.lane, self.db)).unwrap();
     }
 }
+
+/// The relink's write batch: its guard's SQL.
+const WRITE: &str = "A relink's write holds only while the relink";
 
 /// An author's edit of the entry's title, as an update writes it. (Written here rather than
 /// through the API, whose write projects the entry at once: until replaces keep the index
@@ -252,10 +263,11 @@ fn an_authors_edit_racing_the_rewrite_of_the_same_entry_is_never_lost() {
     data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
     let mut lane = Stepper::new(&api);
     assert!(lane.step().is_some(), "claims the relink");
-    assert!(lane.step().is_some(), "loads the entry and rewrites it");
     // The author edits the entry between the load and the write.
-    author_edits(&api, &id, "Edited by its author");
-    assert!(lane.step().is_some(), "the write loses to the edit");
+    let hooked = Hooked::new(&api.db).before(WRITE, |_| author_edits(&api, &id, "Edited by its author"));
+    assert!(lane.step_on(&hooked).is_some(), "loads the entry, rewrites it, and the write loses to the edit");
+    hooked.done();
+    drop(hooked);
     assert_eq!(stored(&api, &id, "title"), "Edited by its author");
     assert!(stored(&api, &id, "body").contains("old%20photo"), "nothing written over the edit");
     assert_eq!(scalar(&api, "SELECT conflicts FROM _emdash_media_relinks"), 1);
@@ -281,9 +293,10 @@ fn an_entry_that_keeps_changing_is_passed_over_unsettled_never_overwritten() {
     let mut lane = Stepper::new(&api);
     lane.step();
     for n in 0..MAX_CONFLICTS {
-        lane.step();
-        author_edits(&api, &id, &format!("Edit {n}"));
-        lane.step();
+        let title = format!("Edit {n}");
+        let hooked = Hooked::new(&api.db).before(WRITE, |_| author_edits(&api, &id, &title));
+        lane.step_on(&hooked);
+        hooked.done();
     }
     while lane.step().is_some() {}
     lane.finish();
@@ -424,4 +437,80 @@ fn an_idle_tick_costs_one_read_for_relinks() {
     let report = api.tick();
     assert_eq!(report.outcome, TickOutcome::Idle);
     assert_eq!(scalar(&api, "SELECT count(*) FROM _emdash_media_relinks"), 0);
+}
+
+/// At the default budgets a tick walks, loads and writes a batch: many entries a tick, each
+/// entry costing its own write's statements and the rest shared, within the tick's budget.
+#[test]
+fn a_tick_relinks_a_batch_of_entries_within_its_budget() {
+    let (api, media) = site();
+    for i in 0..60 {
+        entry(&api, &format!("e{i}"), OLD_KEY);
+    }
+    api.drain();
+    replace_by_sql(&api, &media, NEW_KEY);
+    data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+    let mut per_tick = Vec::new();
+    for _ in 0..20 {
+        let report = api.tick();
+        assert!(report.error.is_none(), "{:?}", report.error);
+        assert!(report.statements <= api.config.tick_budget.max_statements, "{report:?}");
+        per_tick.push((report.count("entriesRelinked"), report.statements, report.rows.written));
+        if relink(&api, &media)["state"] == "done" {
+            break;
+        }
+    }
+    // A tick writes a batch (19 of these entries at the default budget), the next projects them.
+    let most = per_tick.iter().map(|(n, _, _)| *n).max().unwrap_or(0);
+    assert!(most >= 15, "{per_tick:?}");
+    let done = relink(&api, &media);
+    assert_eq!((done["state"].as_str(), done["entriesChanged"].as_i64()), (Some("done"), Some(60)), "{done}");
+}
+
+/// What a relink's write is guarded on, each alone changed just before the write (behind the
+/// API, so nothing else about the entry, the relink or the item moves): the write loses, writes
+/// nothing, and the entry is written once the relink has the entry as it is.
+#[test]
+fn each_precondition_of_a_relink_write_alone_stops_it() {
+    let cases: [(&str, &str); 8] = [
+        ("the entry's version", "UPDATE ec_posts SET version = version + 1"),
+        ("the entry's last write", "UPDATE ec_posts SET updated_at = '2001-01-01T00:00:00.000Z'"),
+        (
+            "the entry's draft",
+            "INSERT INTO revisions (id, collection, entry_id, data) VALUES ('another', 'posts', 'x', '{}');
+          UPDATE ec_posts SET draft_revision_id = 'another'",
+        ),
+        (
+            "the entry's live revision",
+            "INSERT INTO revisions (id, collection, entry_id, data) VALUES ('another', 'posts', 'x', '{}');
+          UPDATE ec_posts SET live_revision_id = 'another'",
+        ),
+        ("the relink's lease", "UPDATE _emdash_media_relinks SET lease_token = 'another holder'"),
+        (
+            "the lease's expiry",
+            "UPDATE _emdash_media_relinks SET lease_expires_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-1 second')",
+        ),
+        ("the relink's state", "UPDATE _emdash_media_relinks SET state = 'pending'"),
+        ("the item's current key", "UPDATE media SET storage_key = 'uploads/v3/newer.png'"),
+    ];
+    for (what, change) in cases {
+        let (api, media) = site();
+        let id = entry(&api, "e0", OLD_KEY);
+        api.drain();
+        replace_by_sql(&api, &media, NEW_KEY);
+        data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+        let before = stored(&api, &id, "body");
+        let mut lane = Stepper::new(&api);
+        lane.step();
+        let hooked = Hooked::new(&api.db).before(WRITE, |db| {
+            db.connection().execute_batch(change).unwrap();
+        });
+        lane.step_on(&hooked);
+        hooked.done();
+        drop(hooked);
+        let body = stored(&api, &id, "body");
+        assert_eq!(body, before, "{what}: nothing written");
+        assert!(!body.contains("v2/new-photo.png"), "{what}");
+        assert_eq!(scalar(&api, "SELECT entries_changed FROM _emdash_media_relinks"), 0, "{what}");
+    }
 }

@@ -298,6 +298,11 @@ const BOUNDED_SCANS: &[(&str, &str, &str)] = &[
         "a row per field deletion not yet finished (finalizing deletes it)",
     ),
     (
+        "relink/next_entries.sql",
+        "SCAN w",
+        "the recursive walk: at most twice the entries asked for a key, each step a seek by the linked-key index",
+    ),
+    (
         "relink/in_progress.sql",
         "SCAN _emdash_media_relinks USING INDEX idx__emdash_media_relinks_progress",
         "the partial index holds only the relinks in progress, at most one per media item (ended ones leave it)",
@@ -318,6 +323,7 @@ fn fragment(label: &str) -> bool {
             "uses/blocks_delete.sql",
             "uses/counts_as_use.sql",
             "uses/unindexed.sql",
+            "relink/entries_after.sql",
         ]
         .contains(&label)
 }
@@ -544,7 +550,7 @@ fn the_versions_statements_search_by_their_indexes() {
         "{list:#?}"
     );
     assert!(
-        list.iter().any(|d| d.starts_with("SEARCH u USING INDEX idx__emdash_media_usage_linked_key (linked_key=?)")),
+        list.iter().any(|d| d.starts_with("SEARCH u USING INDEX idx__emdash_media_usage_linked_source (linked_key=?)")),
         "{list:#?}"
     );
     for label in
@@ -559,4 +565,21 @@ fn the_versions_statements_search_by_their_indexes() {
     }
     let forget = plan_of(&api, "media/forget_versions.sql");
     assert!(forget.iter().any(|d| d.contains("idx_media_versions_item (media_id=?)")), "{forget:#?}");
+}
+
+/// A relink walks and counts the entries linking an item's earlier keys by the linked-key index,
+/// entering each key's range at its cursor: what it reads grows with the entries it walks to,
+/// never with the item's other occurrences (its id references, the links to its current key).
+#[test]
+fn a_relink_walks_and_counts_by_the_linked_key_index_from_its_cursor() {
+    let api = site();
+    let seek = "USING COVERING INDEX idx__emdash_media_usage_linked_source (linked_key=? AND source_key>?)";
+    for file in ["relink/next_entries.sql", "relink/start.sql", "relink/advance.sql"] {
+        let plan = plan_of(&api, file);
+        assert!(plan.iter().any(|d| d.starts_with("SEARCH u") && d.ends_with(seek)), "{file}: {plan:#?}");
+        assert!(
+            !plan.iter().any(|d| d.contains("idx__emdash_media_usage_media_source_generation")),
+            "{file}: {plan:#?}"
+        );
+    }
 }

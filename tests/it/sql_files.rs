@@ -25,6 +25,7 @@ fn instantiate(sql: &str) -> String {
         .replace("{name}", "'posts'")
         .replace("{collection_id}", "'c1'")
         .replace("{lease}", LEASE_GUARD)
+        .replace("{entries_after}", RELINK_ENTRIES_AFTER)
         // The lease fragments (`repo::lease`); `{requeue_work}` holds `{reset_pending}`.
         .replace("{requeue_work}", REQUEUE_WORK)
         .replace("{set_leased}", SET_LEASED)
@@ -46,6 +47,8 @@ const SET_LEASED: &str = include_str!("../../src/sql/lease/set_leased.sql");
 const FAIL: &str = include_str!("../../src/sql/lease/fail.sql");
 const RESET_PENDING: &str = include_str!("../../src/sql/lease/reset_pending.sql");
 const RELEASE: &str = include_str!("../../src/sql/lease/release.sql");
+/// A relink's count of the entries it has left, which its start and its advance embed.
+const RELINK_ENTRIES_AFTER: &str = include_str!("../../src/sql/relink/entries_after.sql");
 const REQUEUE_WORK: &str = include_str!("../../src/sql/usage/requeue_work.sql");
 /// The projection's fragments: an entry's source signature (which embeds its source keys) and
 /// its source keys, both over the enclosing statement's `entry` row.

@@ -66,6 +66,12 @@ test("a relink started by POST rewrites every entry's links to the current key o
   assert.equal(status.relinksMore, false);
 
   const { relink } = await tickUntilDone(media.id);
+  // One batch wrote the six entries (D1 ran its guards and writes atomically), within the
+  // tick's statement budget as D1's meta counted them.
+  const log = (await w.db.prepare("SELECT statements, details FROM _emdash_media_usage_ticks ORDER BY id DESC LIMIT 60").all()).results;
+  const writing = log.filter((r) => (JSON.parse(r.details).entriesRelinked ?? 0) > 0);
+  assert.deepEqual(writing.map((r) => JSON.parse(r.details).entriesRelinked), [6]);
+  assert.ok(writing[0].statements <= 40, `${writing[0].statements} statements`);
   assert.equal(relink.entriesDone, 6);
   assert.equal(relink.entriesChanged, 6);
   assert.equal(relink.entriesLeft, 0);

@@ -6,8 +6,8 @@
 -- (each alone is within D1's 2,000,000-byte limit; together they may not be): `entry` measures
 -- them and keeps only the small columns. The entry's row also carries the registry slug of
 -- collection ?1, its field epoch and its fields (on the first entry), and its draft revision's
--- identity; the draft row carries the revision's data, its entry columns all NULL (`e.id = NULL`
--- matches no row, found by index).
+-- identity and base version; the draft row carries the revision's data, its entry columns all
+-- NULL (`e.id = NULL` matches no row, found by index).
 WITH asked AS (SELECT k.key AS idx, ?1 AS collection_id, k.value AS content_id FROM json_each(?2) AS k),
 entry AS MATERIALIZED (
   SELECT idx, collection_id, content_id FROM (
@@ -20,6 +20,7 @@ entry AS MATERIALIZED (
   WHERE coalesce(bytes_before, 0) < ?3)
 SELECT e.*, 'entry' AS __part, entry.idx AS __idx, entry.content_id AS __content_id,
   r.id AS __rev_id, r.collection AS __rev_collection, r.entry_id AS __rev_entry_id, NULL AS __rev_data,
+  r.base_version AS __rev_base_version,
   CASE WHEN entry.idx = 0 THEN (SELECT slug FROM _emdash_collections WHERE id = ?1) END AS __registry_slug,
   CASE WHEN entry.idx = 0 THEN (SELECT field_epoch FROM _emdash_collections WHERE id = ?1) END AS __field_epoch,
   CASE WHEN entry.idx = 0 THEN (SELECT json_group_array(json_object(
@@ -37,7 +38,7 @@ FROM entry
 LEFT JOIN {table} AS e ON e.id = entry.content_id
 LEFT JOIN revisions AS r ON r.id = e.draft_revision_id
 UNION ALL
-SELECT e.*, 'draft', entry.idx, entry.content_id, r.id, NULL, NULL, r.data, NULL, NULL, NULL, NULL, NULL
+SELECT e.*, 'draft', entry.idx, entry.content_id, r.id, NULL, NULL, r.data, NULL, NULL, NULL, NULL, NULL, NULL
 FROM entry
 CROSS JOIN {table} AS live ON live.id = entry.content_id
 CROSS JOIN revisions AS r ON r.id = live.draft_revision_id

@@ -7,7 +7,7 @@ SELECT v.storage_key, v.filename, v.mime_type, v.size, v.width, v.height, v.cont
   v.replaced_by,
   (SELECT count(*) FROM (
      SELECT DISTINCT s.collection_id, s.content_id
-     FROM _emdash_media_usage AS u INDEXED BY idx__emdash_media_usage_linked_key
+     FROM _emdash_media_usage AS u INDEXED BY idx__emdash_media_usage_linked_source
      CROSS JOIN _emdash_media_usage_sources AS s
      CROSS JOIN _emdash_collections AS c
      WHERE u.linked_key = v.storage_key

@@ -9,7 +9,7 @@
 DELETE FROM media_versions
 WHERE storage_key IN (SELECT value FROM json_each(?1))
   AND replaced_at < strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-' || ?2 || ' days')
-  AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage AS u INDEXED BY idx__emdash_media_usage_linked_key
+  AND NOT EXISTS (SELECT 1 FROM _emdash_media_usage AS u INDEXED BY idx__emdash_media_usage_linked_source
                   WHERE u.linked_key = media_versions.storage_key)
   AND NOT EXISTS ({unindexed_uses})
   AND {coverage_proven}

@@ -359,16 +359,20 @@ fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
     let db = SqliteExecutor::open_in_memory_unmigrated().unwrap();
     let upto = ALL.iter().position(|m| m.name.starts_with("0007")).unwrap();
     // The reference rules' column (0012), the unindexed media column (0013), the table
-    // revision (0015), the field deletions (0022) and the media versions (0027) go in early: this
-    // version's API writes and reads them. (The rules' own upgrade is tested in `reference_rules`.)
+    // revision (0015), the field deletions (0022), the media versions (0027) and the relinks'
+    // index of linked keys (0030) go in early: this version's API writes and reads them; so does
+    // the revisions' base version, the first statement of 0007 (the projection's load reads it). (The rules' own upgrade is tested in `reference_rules`.)
     let rules = ALL.iter().find(|m| m.name.starts_with("0012")).unwrap();
     let unindexed = ALL.iter().find(|m| m.name.starts_with("0013")).unwrap();
     let tables = ALL.iter().find(|m| m.name.starts_with("0015")).unwrap();
     let fields = ALL.iter().find(|m| m.name.starts_with("0022")).unwrap();
     let versions = ALL.iter().find(|m| m.name.starts_with("0027")).unwrap();
-    for m in ALL[..upto].iter().chain([rules, unindexed, tables, fields, versions]) {
+    let linked = ALL.iter().find(|m| m.name.starts_with("0030")).unwrap();
+    const BASE_VERSION: &str = "ALTER TABLE revisions ADD COLUMN base_version INTEGER;";
+    for m in ALL[..upto].iter().chain([rules, unindexed, tables, fields, versions, linked]) {
         db.connection().execute_batch(m.sql).unwrap();
     }
+    db.connection().execute_batch(BASE_VERSION).unwrap();
     let api = Api { db, config: crate::support::config(), storage: None };
     // A collection with a file repeater but no entries has nothing to repair.
     data(&api.post(
@@ -389,9 +393,10 @@ fn an_upgrade_marks_collections_with_file_repeaters_for_repair() {
         .connection()
         .execute_batch("UPDATE _emdash_media_usage_sources SET content_title = printf('%.300c', 'x')")
         .unwrap();
-    let early = [rules.name, unindexed.name, tables.name, fields.name, versions.name];
+    let early = [rules.name, unindexed.name, tables.name, fields.name, versions.name, linked.name];
     for m in ALL[upto..].iter().filter(|m| !early.contains(&m.name)) {
-        api.db.connection().execute_batch(m.sql).unwrap();
+        assert!(!m.name.starts_with("0007") || m.sql.contains(BASE_VERSION));
+        api.db.connection().execute_batch(&m.sql.replace(BASE_VERSION, "")).unwrap();
     }
     let st = data(&api.get("/admin/media-usage/status"));
     let of =

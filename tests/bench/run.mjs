@@ -16,7 +16,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startWorker } from "../workerd/harness.mjs";
 import { largeCollection } from "../workerd/helpers.mjs";
-import { printWasmExtraction, wasmExtraction } from "./wasm_extraction.mjs";
+import { CORE_BUILD, printWasmExtraction, wasmExtraction } from "./wasm_extraction.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
@@ -341,10 +341,12 @@ const richData = (i) => ({
   results.deletion = { entries, occurrences: 3 * entries, ticks: run.ticks, finished: run.finished, ms, plainMs, ratio: ms / plainMs, cpuMsPerTick: run.cpuMsPerTick, ...(await tickLog(Math.max(1, ticks))) };
 }
 
-// 5. The core's own CPU, natively (release build), at the same scale.
+// 5. The core's own CPU, natively (release build, or the dev build `cargo test` made when
+// BENCH_CORE_PROFILE=dev: `npm test` checks the budgets, which are modelled, without compiling
+// everything again for release), at the same scale.
 {
-  execFileSync("cargo", ["build", "--release", "--quiet", "--example", "core_cpu"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
-  const line = execFileSync(path.join(ROOT, "target/release/examples/core_cpu"), { cwd: ROOT, env: { ...process.env, BENCH_SCALE: String(SCALE) } })
+  execFileSync("cargo", ["build", ...CORE_BUILD.args, "--quiet", "--example", "core_cpu"], { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"] });
+  const line = execFileSync(path.join(ROOT, `target/${CORE_BUILD.dir}/examples/core_cpu`), { cwd: ROOT, env: { ...process.env, BENCH_SCALE: String(SCALE) } })
     .toString()
     .split("\n")
     .find((l) => l.startsWith("CORE_JSON "));

@@ -22,10 +22,13 @@ const cpuMs = () => {
   return (u.user + u.system) / 1000;
 };
 
+/** How the native `core_cpu` is built: release, or (BENCH_CORE_PROFILE=dev) the dev build. */
+export const CORE_BUILD = process.env.BENCH_CORE_PROFILE === "dev" ? { args: [], dir: "debug" } : { args: ["--release"], dir: "release" };
+
 /** The native build's extraction figures: `core_cpu` with `CORE_CPU=extraction`. */
 export function nativeExtraction() {
-  execFileSync("cargo", ["build", "--release", "--quiet", "--example", "core_cpu"], quiet);
-  const line = execFileSync(path.join(ROOT, "target/release/examples/core_cpu"), { cwd: ROOT, env: { ...process.env, CORE_CPU: "extraction" } })
+  execFileSync("cargo", ["build", ...CORE_BUILD.args, "--quiet", "--example", "core_cpu"], quiet);
+  const line = execFileSync(path.join(ROOT, `target/${CORE_BUILD.dir}/examples/core_cpu`), { cwd: ROOT, env: { ...process.env, CORE_CPU: "extraction" } })
     .toString()
     .split("\n")
     .find((l) => l.startsWith("CORE_JSON "));

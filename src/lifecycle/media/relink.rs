@@ -58,9 +58,10 @@ pub const COLLECTION_STATEMENTS: u64 = 3;
 pub const ENTRY_STATEMENTS: u64 = 4;
 /// The most statements a step issues when it writes one entry: what [`Lane::reserve`] holds.
 pub const STEP_MAX_STATEMENTS: u64 = STEP_FIXED_STATEMENTS + COLLECTION_STATEMENTS + ENTRY_STATEMENTS;
-/// The most statements a step that claims a relink issues: the claim, and the read of its
-/// item's keys (or its failure).
-pub const CLAIM_STATEMENTS: u64 = 2;
+/// The most statements a step that claims a relink issues, with what it commits the tick to: the
+/// claim, the read of its item's keys, and the failure of the relink when the item is gone or the
+/// release of the relink it took when the tick ends.
+pub const CLAIM_STATEMENTS: u64 = 3;
 /// The most rows an entry's write writes and reads: its row and indexes, the capture's work
 /// row, the draft's revision and the pruning of one, and its share of the relink's row.
 pub const ENTRY_ROWS: RowCount = RowCount::new(40, 60);

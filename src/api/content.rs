@@ -15,10 +15,10 @@ use crate::model::collection::Collection;
 use crate::model::content::{
     check_locale, check_slug, parse_rev, rev_token, slug_source, slugify, Status, MAX_CONTENT_SLUG,
 };
-use crate::model::field::{Field, SYSTEM_COLUMNS};
+use crate::model::field::SYSTEM_COLUMNS;
 use crate::model::ident::Ident;
 use crate::repo::content::{self as repo, ListQuery, NewEntry, Update};
-use crate::repo::encode::{from_column, to_column};
+use crate::repo::encode::to_column;
 use crate::usage::admission;
 
 pub(super) fn not_found() -> ApiError {
@@ -64,11 +64,7 @@ fn is_taken_slug(e: &exec::Error) -> bool {
     matches!(e, exec::Error::Unique(msg) if msg.contains(".slug"))
 }
 
-/// The live data of a content row: its field columns as the JSON written.
-pub(super) fn live_data(row: &Row, fields: &[Field]) -> Map<String, Json> {
-    let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
-    fields.iter().map(|f| (f.slug.as_str().to_owned(), from_column(f, &get(f.slug.as_str())))).collect()
-}
+pub(super) use crate::repo::encode::live_data;
 
 /// The API view of a content row (EmDash's `ContentItem`): system columns in camelCase, fields
 /// under `data`.

@@ -231,17 +231,29 @@ pub fn draft_statements(
     revision_id: &str,
     max_revisions: u32,
 ) -> Vec<Statement> {
+    vec![insert, set_draft_statement(c, id, revision_id), prune_statement(c, id, revision_id, max_revisions)]
+}
+
+/// Points the entry `id` at the draft revision `revision_id` (a new version); returns the row.
+pub fn set_draft_statement(c: &Collection, id: &str, revision_id: &str) -> Statement {
     let table = Fragment::content_table(&c.slug);
-    let others = i64::from(max_revisions.max(MIN_MAX_REVISIONS) - MIN_MAX_REVISIONS);
-    vec![
-        insert,
-        Statement::new(render(SET_DRAFT_REVISION, &[("table", &table)])).bind(id).bind(revision_id),
-        Statement::new(render(PRUNE_REVISIONS, &[("table", &table)]))
-            .bind(c.slug.as_str())
-            .bind(id)
-            .bind(revision_id)
-            .bind(others),
-    ]
+    Statement::new(render(SET_DRAFT_REVISION, &[("table", &table)])).bind(id).bind(revision_id)
+}
+
+/// Prunes the entry `id`'s revisions to `max_revisions`: its live and draft ones, and `keep`
+/// (the one just written), always kept.
+fn prune_statement(c: &Collection, id: &str, keep: &str, max_revisions: u32) -> Statement {
+    let table = Fragment::content_table(&c.slug);
+    Statement::new(render(PRUNE_REVISIONS, &[("table", &table)]))
+        .bind(c.slug.as_str())
+        .bind(id)
+        .bind(keep)
+        .bind(revisions_besides(max_revisions))
+}
+
+/// How many revisions an entry keeps besides its live and draft ones, at `max_revisions`.
+pub fn revisions_besides(max_revisions: u32) -> i64 {
+    i64::from(max_revisions.max(MIN_MAX_REVISIONS) - MIN_MAX_REVISIONS)
 }
 
 /// A stored revision.

@@ -43,6 +43,12 @@ pub fn from_column(field: &Field, stored: &Json) -> Json {
     }
 }
 
+/// The live data of a content row: its field columns as the JSON written.
+pub fn live_data(row: &crate::exec::Row, fields: &[Field]) -> serde_json::Map<String, Json> {
+    let get = |k: &str| row.get(k).cloned().unwrap_or(Json::Null);
+    fields.iter().map(|f| (f.slug.as_str().to_owned(), from_column(f, &get(f.slug.as_str())))).collect()
+}
+
 /// Parses a stored string as JSON when it starts with `{` or `[` (the stored form of JSON-bearing
 /// fields); otherwise it is a plain string (a legacy media id).
 fn parse_json_like(s: &str) -> Json {

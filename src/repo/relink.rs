@@ -23,6 +23,7 @@ const ENTRIES_AFTER: &str = include_str!("../sql/relink/entries_after.sql");
 const GUARD_RELINK: &str = include_str!("../sql/relink/guard_relink.sql");
 const GUARD_ENTRIES: &str = include_str!("../sql/relink/guard_entries.sql");
 const INSERT_REVISION: &str = include_str!("../sql/relink/insert_revision.sql");
+const PRUNE_REVISIONS: &str = include_str!("../sql/relink/prune_revisions.sql");
 const ADVANCE: &str = include_str!("../sql/relink/advance.sql");
 const CONFLICT: &str = include_str!("../sql/relink/conflict.sql");
 const FINISH: &str = include_str!("../sql/relink/finish.sql");
@@ -170,6 +171,9 @@ pub struct Loaded {
 pub struct EntryWrite {
     /// Field columns whose stored text changed (the live data).
     pub columns: Vec<(Ident, Value)>,
+    /// The live data after the change (JSON text, as the API reads the columns): the revision a
+    /// live write adds, when columns change.
+    pub live: String,
     /// The draft's new data (stored text) and its base version, when the draft is written.
     pub draft: Option<(String, DraftBase)>,
 }
@@ -229,9 +233,10 @@ pub struct EntryToWrite<'c> {
 }
 
 impl EntryToWrite<'_> {
-    /// The statements its write takes (a live update, a draft's revision, pointer and pruning).
+    /// The statements its write takes: a live write's revision and update, and a draft's
+    /// revision and pointer (its collection's guard and pruning are shared).
     pub fn statements(&self) -> u64 {
-        u64::from(!self.write.columns.is_empty()) + if self.write.draft.is_some() { 3 } else { 0 }
+        2 * u64::from(!self.write.columns.is_empty()) + 2 * u64::from(self.write.draft.is_some())
     }
 }
 
@@ -240,7 +245,8 @@ impl EntryToWrite<'_> {
 /// its lease and the item's current key is the one written (else [`Error::Stale`], nothing
 /// written). An entry's live columns are written as an update writes them, then its draft as a
 /// draft save writes it (a revision by the relink's editor); the capture trigger queues it for
-/// projection. The guards are one for the relink and one per collection written.
+/// projection. The guards are one for the relink and one per collection written, and so is the
+/// pruning of the entries' revisions, after their writes.
 pub async fn write_entries<E: Executor>(
     exec: &E,
     entries: Vec<EntryToWrite<'_>>,
@@ -270,10 +276,21 @@ pub async fn write_entries<E: Executor>(
         );
     }
     let mut stmts = Vec::new();
+    let mut pruned: Vec<(&Collection, Vec<String>)> = Vec::new();
     for EntryToWrite { collection: c, loaded, write } in entries {
+        match pruned.iter_mut().find(|(p, _)| p.id == c.id) {
+            Some((_, ids)) => ids.push(loaded.id.clone()),
+            None => pruned.push((c, vec![loaded.id.clone()])),
+        }
         let mut version = loaded.version;
         if !write.columns.is_empty() {
-            let update = Update { expected_version: Some(version), columns: write.columns, ..Update::default() };
+            // A revision of the live data as written, by the editor who asked, made the entry's
+            // live revision (as a publish makes the revision it publishes).
+            let live_revision = ids::new_id();
+            stmts.push(revision_statement(c, &loaded.id, &live_revision, write.live, Some(version + 1), w));
+            let mut columns = write.columns;
+            columns.push((live_revision_column(), Value::from(live_revision.as_str())));
+            let update = Update { expected_version: Some(version), columns, ..Update::default() };
             stmts.push(content::update_statement(c, &loaded.id, update));
             version += 1;
         }
@@ -283,18 +300,46 @@ pub async fn write_entries<E: Executor>(
                 DraftBase::Kept(base) => base,
             };
             let revision_id = ids::new_id();
-            let insert = Statement::new(INSERT_REVISION)
-                .bind(revision_id.as_str())
-                .bind(c.slug.as_str())
-                .bind(loaded.id.as_str())
-                .bind(data)
-                .bind(base)
-                .bind(w.relink.requested_by.as_deref());
-            stmts.extend(content::draft_statements(c, &loaded.id, insert, &revision_id, w.max_revisions));
+            stmts.push(revision_statement(c, &loaded.id, &revision_id, data, base, w));
+            stmts.push(content::set_draft_statement(c, &loaded.id, &revision_id));
         }
+    }
+    // Each collection's entries pruned to the revisions an entry keeps, their live and draft
+    // ones always.
+    for (c, ids) in pruned {
+        let table = Fragment::content_table(&c.slug);
+        stmts.push(
+            Statement::new(render(PRUNE_REVISIONS, &[("table", &table)]))
+                .bind(c.slug.as_str())
+                .bind(serde_json::json!(ids).to_string())
+                .bind(content::revisions_besides(w.max_revisions)),
+        );
     }
     stmts.push(advance_statement(w, passed));
     guarded_batch_all(exec, guards, stmts).await.map(drop)
+}
+
+/// A revision of the entry `id` a relink writes, by the editor who asked for it.
+fn revision_statement(
+    c: &Collection,
+    id: &str,
+    revision_id: &str,
+    data: String,
+    base: Option<i64>,
+    w: &Writer<'_>,
+) -> Statement {
+    Statement::new(INSERT_REVISION)
+        .bind(revision_id)
+        .bind(c.slug.as_str())
+        .bind(id)
+        .bind(data)
+        .bind(base)
+        .bind(w.relink.requested_by.as_deref())
+}
+
+/// The system column of an entry's live revision, set beside the field columns an update writes.
+fn live_revision_column() -> Ident {
+    Ident::parse("live_revision_id").expect("a valid identifier")
 }
 
 /// Advances the relink past entries it does not write (nothing to rewrite, gone, or passed over

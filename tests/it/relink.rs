@@ -174,11 +174,24 @@ fn a_relink_rewrites_the_live_data_and_drafts_of_many_entries_across_ticks() {
         let got = data(&api.get(&format!("/content/posts/{id}")));
         assert_eq!(got["item"]["data"]["title"], format!("Entry e{i}"));
     }
-    // The drafts were saved by the editor who asked.
+    // Each write is a revision by the editor who asked: the live data as written, now the entry's
+    // live revision (as a publish makes the revision it publishes), and each draft.
     assert_eq!(
         scalar(&api, "SELECT count(*) FROM revisions WHERE author_id IS NOT NULL AND data LIKE '%new-photo%'"),
-        12
+        36
     );
+    for id in &ids {
+        let live = text(
+            &api,
+            &format!(
+                "SELECT r.data FROM revisions r JOIN ec_posts e ON e.live_revision_id = r.id
+                 WHERE e.id = '{id}' AND r.author_id IS NOT NULL AND r.base_version = e.version - (e.draft_revision_id IS NOT NULL AND e.version > 2 AND EXISTS (SELECT 1 FROM revisions d WHERE d.id = e.draft_revision_id AND d.author_id IS NOT NULL))"
+            ),
+        )
+        .unwrap_or_default();
+        let got = data(&api.get(&format!("/content/posts/{id}")))["item"]["data"].clone();
+        assert_eq!(serde_json::from_str::<Json>(&live).ok(), Some(got), "{id}: the live revision is the live data");
+    }
     // Each entry was re-queued and re-projected: its uses of the item are URLs of the new key.
     api.drain();
     let uses =
@@ -460,9 +473,11 @@ fn a_tick_relinks_a_batch_of_entries_within_its_budget() {
             break;
         }
     }
-    // A tick writes a batch (19 of these entries at the default budget), the next projects them.
+    // The first tick writes a batch (9 of these entries at the default budget: each its live
+    // revision and update, beside their load, guards and pruning); later ticks share their
+    // statements with the projections of the entries written before.
     let most = per_tick.iter().map(|(n, _, _)| *n).max().unwrap_or(0);
-    assert!(most >= 15, "{per_tick:?}");
+    assert!(most >= 8, "{per_tick:?}");
     let done = relink(&api, &media);
     assert_eq!((done["state"].as_str(), done["entriesChanged"].as_i64()), (Some("done"), Some(60)), "{done}");
 }
@@ -513,4 +528,34 @@ fn each_precondition_of_a_relink_write_alone_stops_it() {
         assert!(!body.contains("v2/new-photo.png"), "{what}");
         assert_eq!(scalar(&api, "SELECT entries_changed FROM _emdash_media_relinks"), 0, "{what}");
     }
+}
+
+/// A relink's writes keep an entry's revisions within `MEDIA_USAGE_MAX_REVISIONS_PER_ENTRY`, as a
+/// draft save does: its live and draft revisions always kept, the oldest others pruned.
+#[test]
+fn a_relinked_entry_keeps_at_most_its_revisions() {
+    let (api, media) = site();
+    let id = entry(&api, "e0", OLD_KEY);
+    let max = i64::from(api.config.background.max_revisions);
+    for i in 0..max + 5 {
+        let d = json!({"draft": true, "data": {"title": format!("Draft {i}"), "body": body(OLD_KEY)}});
+        data(&api.put(&format!("/content/posts/{id}"), &d));
+    }
+    api.drain();
+    let count = || scalar(&api, &format!("SELECT count(*) FROM revisions WHERE entry_id = '{id}'"));
+    // The draft and the newest others (the entry has no live revision yet).
+    assert_eq!(count(), max - 1, "the draft saves pruned to the most kept");
+    replace_by_sql(&api, &media, NEW_KEY);
+    data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+    tick_until_done(&api, &media);
+    assert_eq!(count(), max, "the live revision and the draft's new one kept, one old one pruned");
+    let kept = scalar(
+        &api,
+        &format!(
+            "SELECT count(*) FROM ec_posts e JOIN revisions l ON l.id = e.live_revision_id
+             JOIN revisions d ON d.id = e.draft_revision_id
+             WHERE e.id = '{id}' AND l.data LIKE '%new-photo%' AND d.data LIKE '%new-photo%'"
+        ),
+    );
+    assert_eq!(kept, 1, "the live and draft revisions are the relinked ones");
 }

@@ -28,6 +28,7 @@ use crate::exec::{Error, Executor, Row, Value};
 use crate::lane::{Counter, Ctx, Lane, LaneStep, RowCount};
 use crate::model::collection::Collection;
 use crate::model::ident::Ident;
+use crate::repo::encode::live_data;
 use crate::repo::projection::{load_group, LoadedEntry};
 use crate::repo::relink::{
     self as repo, DraftBase, EntryToWrite, EntryWrite, Keys, Loaded, NextEntry, Passed, Relink, Writer,
@@ -51,10 +52,15 @@ pub const MAX_BATCH: u32 = 50;
 /// advance, and the conflict's count after a lost write.
 pub const STEP_FIXED_STATEMENTS: u64 = 5;
 /// The statements a collection adds to a step: its schema (once a tick), its entries' load, and
-/// its guard in the write.
-pub const COLLECTION_STATEMENTS: u64 = 3;
-/// The most statements an entry's write takes: its live update, and its draft's revision,
-/// pointer and pruning.
+/// its guard and its entries' pruning in the write.
+pub const COLLECTION_STATEMENTS: u64 = 4;
+/// The statements a collection adds to a step's write: its guard and its entries' pruning.
+const WRITE_COLLECTION_STATEMENTS: u64 = 2;
+/// The statements a step's write takes besides its entries' and collections': the relink's
+/// guard, the advance, and the conflict's count after a lost write.
+const WRITE_FIXED_STATEMENTS: u64 = 3;
+/// The most statements an entry's write takes: its live data's revision and update, and its
+/// draft's revision and pointer.
 pub const ENTRY_STATEMENTS: u64 = 4;
 /// The most statements a step issues when it writes one entry: what [`Lane::reserve`] holds.
 pub const STEP_MAX_STATEMENTS: u64 = STEP_FIXED_STATEMENTS + COLLECTION_STATEMENTS + ENTRY_STATEMENTS;
@@ -68,9 +74,9 @@ pub const ENTRY_ROWS: RowCount = RowCount::new(40, 60);
 /// The rows a step reads and writes besides its entries': the walk (two sources a key and entry
 /// asked for, at most), the relink's row, and a count of what is left from the cursor.
 pub const STEP_FIXED_ROWS: RowCount = RowCount::new(4, 2 * MAX_BATCH as u64 * 4 + 2 * COUNT_CAP as u64 + 20);
-/// The rows an entry's relink writes (its write, then its projection), for a relink's ETA: 29
-/// measured for a page linking the file twice (`npm run bench`), rounded up.
-pub const ENTRY_ROWS_WRITTEN: u64 = 30;
+/// The rows an entry's relink writes (its write with its live revision, then its projection), for
+/// a relink's ETA: 35.8 measured for a page linking the file twice (`npm run bench`), rounded up.
+pub const ENTRY_ROWS_WRITTEN: u64 = 36;
 /// The code of a relink whose item is gone.
 pub const MEDIA_GONE: &str = "MEDIA_USAGE_RELINK_MEDIA_GONE";
 /// The code of a relink whose holders kept dying.
@@ -275,15 +281,14 @@ impl<'a> RelinkLane<'a> {
             }
             return Ok(LaneStep::progress());
         }
+        let loaded = self.load(exec, &next, &mut used, ctx.room, cpu_left).await?;
+        let change = KeyChange { earlier: &held.earlier, current: &held.current };
         let budget = Budget {
-            room: ctx.room.saturating_sub(used + STEP_FIXED_STATEMENTS - 2),
+            room: ctx.room.saturating_sub(used + WRITE_FIXED_STATEMENTS),
             writes: ctx.rows.minus(STEP_FIXED_ROWS).items(ENTRY_ROWS, MAX_BATCH).max(1),
             cpu_left,
             first_always: !spent_any,
         };
-        let loaded = self.load(exec, &next, &mut used, budget.cpu_left).await?;
-        let change = KeyChange { earlier: &held.earlier, current: &held.current };
-        let budget = Budget { room: budget.room.saturating_sub(used), ..budget };
         let (planned, cpu) = plan(self.rules, &self.collections, &next, &loaded, change, budget);
         if planned.is_empty() {
             self.held = Some(held);
@@ -326,13 +331,15 @@ impl<'a> RelinkLane<'a> {
 
     /// Loads the entries `next` names, a statement per collection (its schema first, once a
     /// tick), as many bytes as `cpu_left` parses (the first entry always); by content id, `None`
-    /// for an entry that is gone (or its collection). Collections past the room left are not
-    /// loaded: their entries wait for the next step.
+    /// for an entry that is gone (or its collection). A collection whose load and one entry's
+    /// write would pass `room` (the first always fits the lane's reserve) is not loaded: its
+    /// entries, and those after them, wait for the next step.
     async fn load<E: Executor>(
         &mut self,
         exec: &E,
         next: &[NextEntry],
         used: &mut u64,
+        room: u64,
         cpu_left: f64,
     ) -> Result<HashMap<String, Option<LoadedEntry>>, Error> {
         let mut order: Vec<&str> = Vec::new();
@@ -343,7 +350,11 @@ impl<'a> RelinkLane<'a> {
         }
         let max_bytes = i64::try_from(fitting_bytes(cpu_left.max(0.0))).unwrap_or(i64::MAX);
         let mut loaded = HashMap::new();
-        for collection_id in order {
+        for (i, collection_id) in order.into_iter().enumerate() {
+            let needs = *used + 2 + WRITE_FIXED_STATEMENTS + WRITE_COLLECTION_STATEMENTS + ENTRY_STATEMENTS;
+            if i > 0 && needs > room {
+                break;
+            }
             let ids: Vec<String> =
                 next.iter().filter(|n| n.collection_id == collection_id).map(|n| n.content_id.clone()).collect();
             let Some(first) = next.iter().find(|n| n.collection_id == collection_id) else { continue };
@@ -406,13 +417,14 @@ fn plan<'c>(
             break;
         }
         if let Some(w) = &write {
-            let guard = u64::from(!guarded.contains(&n.collection_id.as_str()));
-            if statements + guard + w.statements() > budget.room || writes >= budget.writes {
+            let first_of_collection = !guarded.contains(&n.collection_id.as_str());
+            let shared = if first_of_collection { WRITE_COLLECTION_STATEMENTS } else { 0 };
+            if statements + shared + w.statements() > budget.room || writes >= budget.writes {
                 break;
             }
-            statements += guard + w.statements();
+            statements += shared + w.statements();
             writes += 1;
-            if guard == 1 {
+            if first_of_collection {
                 guarded.push(&n.collection_id);
             }
         }
@@ -469,7 +481,15 @@ fn rewrite<'c>(
     if columns.is_empty() && draft.is_none() {
         return (None, bytes);
     }
-    (Some(EntryToWrite { collection: c, loaded, write: EntryWrite { columns, draft } }), bytes)
+    // The live data as written, for its revision.
+    let mut written = row.clone();
+    for (slug, value) in &columns {
+        if let Value::Text(text) = value {
+            written.insert(slug.as_str().to_owned(), Json::String(text.clone()));
+        }
+    }
+    let live = Json::Object(live_data(&written, &c.fields)).to_string();
+    (Some(EntryToWrite { collection: c, loaded, write: EntryWrite { columns, live, draft } }), bytes)
 }
 
 /// What a step's entries may use: statements for their writes and guards, entries written, the

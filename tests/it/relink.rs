@@ -76,6 +76,17 @@ pub fn site() -> (Api, String) {
     (api, media)
 }
 
+/// A site with `n` entries linking the item's old key in their live data, the item replaced
+/// (its old key a version) and a relink of it started: the relink, its item and the entries.
+fn relinking(n: usize) -> (Api, String, Vec<String>) {
+    let (api, media) = site();
+    let ids = (0..n).map(|i| entry(&api, &format!("e{i}"), OLD_KEY)).collect();
+    api.drain();
+    replace_by_sql(&api, &media, NEW_KEY);
+    data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+    (api, media, ids)
+}
+
 /// An entry linking `key` in its live data (title `title`).
 pub fn entry(api: &Api, slug: &str, key: &str) -> String {
     let d = json!({"title": format!("Entry {slug}"), "body": body(key), "content": blocks(key)});
@@ -201,13 +212,7 @@ fn a_relink_rewrites_the_live_data_and_drafts_of_many_entries_across_ticks() {
 
 #[test]
 fn the_tick_budget_bounds_a_relink_step_by_step() {
-    let (api, media) = site();
-    for i in 0..6 {
-        entry(&api, &format!("e{i}"), OLD_KEY);
-    }
-    api.drain();
-    replace_by_sql(&api, &media, NEW_KEY);
-    data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+    let (api, _, _) = relinking(6);
     let report = api.tick();
     assert!(report.statements <= api.config.tick_budget.max_statements, "{report:?}");
     assert!(report.lanes.contains(&"relink"), "{report:?}");
@@ -269,11 +274,8 @@ fn author_edits(api: &Api, id: &str, title: &str) {
 
 #[test]
 fn an_authors_edit_racing_the_rewrite_of_the_same_entry_is_never_lost() {
-    let (api, media) = site();
-    let id = entry(&api, "e0", OLD_KEY);
-    api.drain();
-    replace_by_sql(&api, &media, NEW_KEY);
-    data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+    let (api, media, ids) = relinking(1);
+    let id = ids[0].clone();
     let mut lane = Stepper::new(&api);
     assert!(lane.step().is_some(), "claims the relink");
     // The author edits the entry between the load and the write.
@@ -298,11 +300,8 @@ fn an_authors_edit_racing_the_rewrite_of_the_same_entry_is_never_lost() {
 
 #[test]
 fn an_entry_that_keeps_changing_is_passed_over_unsettled_never_overwritten() {
-    let (api, media) = site();
-    let id = entry(&api, "e0", OLD_KEY);
-    api.drain();
-    replace_by_sql(&api, &media, NEW_KEY);
-    data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+    let (api, media, ids) = relinking(1);
+    let id = ids[0].clone();
     let mut lane = Stepper::new(&api);
     lane.step();
     for n in 0..MAX_CONFLICTS {
@@ -425,13 +424,7 @@ fn scalar_text(api: &Api, sql: &str) -> String {
 
 #[test]
 fn the_status_lists_relinks_in_progress_with_an_eta() {
-    let (api, media) = site();
-    for i in 0..3 {
-        entry(&api, &format!("e{i}"), OLD_KEY);
-    }
-    api.drain();
-    replace_by_sql(&api, &media, NEW_KEY);
-    data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+    let (api, media, _) = relinking(3);
     let status = data(&api.get("/admin/media-usage/status"));
     let relinks = status["relinks"].as_array().unwrap();
     assert_eq!(relinks.len(), 1, "{status}");
@@ -456,13 +449,7 @@ fn an_idle_tick_costs_one_read_for_relinks() {
 /// entry costing its own write's statements and the rest shared, within the tick's budget.
 #[test]
 fn a_tick_relinks_a_batch_of_entries_within_its_budget() {
-    let (api, media) = site();
-    for i in 0..60 {
-        entry(&api, &format!("e{i}"), OLD_KEY);
-    }
-    api.drain();
-    replace_by_sql(&api, &media, NEW_KEY);
-    data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+    let (api, media, _) = relinking(60);
     let mut per_tick = Vec::new();
     for _ in 0..20 {
         let report = api.tick();
@@ -509,11 +496,8 @@ fn each_precondition_of_a_relink_write_alone_stops_it() {
         ("the item's current key", "UPDATE media SET storage_key = 'uploads/v3/newer.png'"),
     ];
     for (what, change) in cases {
-        let (api, media) = site();
-        let id = entry(&api, "e0", OLD_KEY);
-        api.drain();
-        replace_by_sql(&api, &media, NEW_KEY);
-        data(&api.call("POST", &format!("/media/{media}/relink"), Some(ADMIN), None));
+        let (api, _, ids) = relinking(1);
+        let id = ids[0].clone();
         let before = stored(&api, &id, "body");
         let mut lane = Stepper::new(&api);
         lane.step();

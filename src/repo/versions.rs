@@ -96,12 +96,7 @@ pub async fn replace<E: Executor>(
         vec![Statement::new(VERSION_CURRENT_FILE).bind(id).bind(replaced_by), update],
     )
     .await?;
-    outcomes
-        .get(1)
-        .map(Outcome::first)
-        .transpose()?
-        .flatten()
-        .ok_or_else(|| Error::Backend("RETURNING produced no row".into()))
+    moved_item(&outcomes)
 }
 
 /// Makes the version `version` of the media `id` its current file again, in one guarded batch,
@@ -126,6 +121,11 @@ pub async fn revert<E: Executor>(
         ],
     )
     .await?;
+    moved_item(&outcomes)
+}
+
+/// The item as the batch that moved it to another file returned it (its second statement's row).
+fn moved_item(outcomes: &[Outcome]) -> Result<Media, Error> {
     outcomes
         .get(1)
         .map(Outcome::first)
